@@ -1,0 +1,254 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/iopath/iopath/metrics"
+)
+
+// Pattern is the order in which blocks are read.
+type Pattern uint8
+
+const (
+	// Sequential reads each worker's contiguous region front to back.
+	Sequential Pattern = iota
+	// Random visits every block once in a seeded pseudo-random order.
+	Random
+)
+
+func (p Pattern) String() string {
+	switch p {
+	case Sequential:
+		return "seq"
+	case Random:
+		return "rand"
+	}
+	return fmt.Sprintf("Pattern(%d)", uint8(p))
+}
+
+// ParsePattern accepts "seq", "sequential", "rand" and "random".
+func ParsePattern(s string) (Pattern, error) {
+	switch strings.ToLower(s) {
+	case "seq", "sequential", "read":
+		return Sequential, nil
+	case "rand", "random", "randread":
+		return Random, nil
+	}
+	return 0, fmt.Errorf("unknown pattern %q (want seq or rand)", s)
+}
+
+// Defaults used when a Job leaves a field zero.
+const (
+	DefaultBlockSize  = 128 << 10
+	DefaultQueueDepth = 32
+	DefaultVectors    = 4
+	DefaultSeed       = 0x10fa7
+)
+
+// Limits that keep a Job sane.
+const (
+	MinBlockSize  = 512
+	MaxBlockSize  = 64 << 20
+	MaxWorkers    = 1024
+	MaxQueueDepth = 4096
+	MaxVectors    = 1024 // IOV_MAX
+	directAlign   = 4096
+)
+
+// Job says what to read and how.
+type Job struct {
+	Path       string  // the file to read
+	Pattern    Pattern // Sequential or Random
+	BlockSize  int     // bytes per block (default 128 KiB)
+	Workers    int     // goroutines (each with its own thread for io_uring); default 1
+	QueueDepth int     // io_uring: requests in flight per worker (default 32)
+	Vectors    int     // readv: buffers per preadv call (default 4); the random pattern uses 1
+	Direct     bool    // open with O_DIRECT (bypass the page cache); mmap cannot
+	SQPoll     bool    // io_uring: let a kernel thread poll the submission queue
+	Seed       uint64  // random pattern seed (default DefaultSeed)
+	Latency    bool    // record per-block latency into each worker's histogram
+	// CopyMapped makes mmap copy each block into a buffer before handing it
+	// to the sink, as fio's mmap engine does, so that a consumer that reads
+	// nothing still pays for moving the data (fio's semantics).
+	CopyMapped bool
+}
+
+// WithDefaults returns j with zero fields set to their defaults.
+func (j Job) WithDefaults() Job {
+	if j.BlockSize == 0 {
+		j.BlockSize = DefaultBlockSize
+	}
+	if j.Workers == 0 {
+		j.Workers = 1
+	}
+	if j.QueueDepth == 0 {
+		j.QueueDepth = DefaultQueueDepth
+	}
+	if j.Vectors == 0 {
+		j.Vectors = DefaultVectors
+	}
+	if j.Seed == 0 {
+		j.Seed = DefaultSeed
+	}
+	return j
+}
+
+// Validate reports the first field of j (after defaults) that is out of range.
+func (j Job) Validate() error {
+	switch {
+	case j.Path == "":
+		return errors.New("no file given")
+	case j.BlockSize < MinBlockSize || j.BlockSize > MaxBlockSize:
+		return fmt.Errorf("block size %d out of range [%d, %d]", j.BlockSize, MinBlockSize, MaxBlockSize)
+	case j.Direct && j.BlockSize%directAlign != 0:
+		return fmt.Errorf("block size %d must be a multiple of %d with O_DIRECT", j.BlockSize, directAlign)
+	case j.Workers < 1 || j.Workers > MaxWorkers:
+		return fmt.Errorf("workers %d out of range [1, %d]", j.Workers, MaxWorkers)
+	case j.QueueDepth < 1 || j.QueueDepth > MaxQueueDepth:
+		return fmt.Errorf("queue depth %d out of range [1, %d]", j.QueueDepth, MaxQueueDepth)
+	case j.Vectors < 1 || j.Vectors > MaxVectors:
+		return fmt.Errorf("vectors %d out of range [1, %d]", j.Vectors, MaxVectors)
+	case j.Pattern != Sequential && j.Pattern != Random:
+		return fmt.Errorf("unknown pattern %d", j.Pattern)
+	}
+	return nil
+}
+
+// Sink consumes blocks. Block is called from worker w's goroutine with the
+// block at offset off; b is valid only during the call. A non-nil error stops
+// the run and is returned by Run.
+type Sink interface {
+	Block(w int, off int64, b []byte) error
+}
+
+// SinkFunc adapts a function to a Sink.
+type SinkFunc func(w int, off int64, b []byte) error
+
+// Block calls f.
+func (f SinkFunc) Block(w int, off int64, b []byte) error { return f(w, off, b) }
+
+// WorkerStats is what one worker counted in a run.
+type WorkerStats struct {
+	Bytes    int64              // bytes handed to the sink
+	Blocks   int64              // blocks handed to the sink
+	Syscalls int64              // system calls the engine made (its own call sites, not the Go runtime's)
+	Lat      *metrics.Histogram // per-block latency; nil unless Job.Latency
+}
+
+// Stats is what a run counted.
+type Stats struct {
+	Workers []WorkerStats
+	// Notes says what the engine did differently from what was asked, for
+	// example io_uring setup flags the kernel refused and that were dropped.
+	Notes []string
+}
+
+// Total merges the workers' counts; its Lat is nil when no worker recorded.
+func (s *Stats) Total() WorkerStats {
+	var t WorkerStats
+	for _, w := range s.Workers {
+		t.Bytes += w.Bytes
+		t.Blocks += w.Blocks
+		t.Syscalls += w.Syscalls
+		if w.Lat != nil {
+			if t.Lat == nil {
+				t.Lat = metrics.NewHistogram()
+			}
+			t.Lat.Merge(w.Lat)
+		}
+	}
+	return t
+}
+
+// Caps are an engine's capabilities, checked by the runner.
+type Caps struct {
+	Direct bool // supports O_DIRECT
+	NoData bool // delivers no file data (null): checksums cannot match
+}
+
+// Engine is one I/O path.
+type Engine interface {
+	// Name is the engine's registered name ("pread", "io_uring", ...).
+	Name() string
+	// Caps reports what the engine supports.
+	Caps() Caps
+	// Prepare validates job and does the one-time setup that is not part of
+	// the measured phase (rings, buffers, threads). An engine that cannot
+	// run here returns an error wrapping ErrNotSupported with the reason.
+	Prepare(job Job) (Prepared, error)
+}
+
+// Prepared is an engine set up for one Job.
+type Prepared interface {
+	// Run opens the job's file, delivers every block to sink and closes the
+	// file. It may be called again after it returns. Cancelling ctx stops
+	// the workers promptly; Run then returns ctx.Err().
+	Run(ctx context.Context, sink Sink) (*Stats, error)
+	// Close releases what Prepare set up. It is safe to call more than once.
+	Close() error
+}
+
+// ErrNotSupported is wrapped by errors from engines that cannot run in this
+// kernel, process or configuration.
+var ErrNotSupported = errors.New("not supported")
+
+// NotSupportedError says what is not supported and why.
+type NotSupportedError struct {
+	What   string // "io_uring", "O_DIRECT with mmap", ...
+	Reason string // a sentence a user can act on
+}
+
+func (e *NotSupportedError) Error() string {
+	if e.Reason == "" {
+		return e.What + " is not supported"
+	}
+	return e.What + " is not supported: " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrNotSupported) true.
+func (e *NotSupportedError) Is(target error) bool { return target == ErrNotSupported }
+
+var registry = map[string]Engine{}
+
+// order is the canonical order of engines in tables.
+var order = []string{"read", "pread", "readv", "mmap", "io_uring", "null"}
+
+func register(e Engine) {
+	if _, dup := registry[e.Name()]; dup {
+		panic("engine: duplicate registration of " + e.Name())
+	}
+	registry[e.Name()] = e
+}
+
+// Lookup returns the engine called name.
+func Lookup(name string) (Engine, error) {
+	e, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown engine %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	return e, nil
+}
+
+// Names lists the registered engines in table order.
+func Names() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, n := range order {
+		if _, ok := registry[n]; ok {
+			names = append(names, n)
+			seen[n] = true
+		}
+	}
+	var rest []string
+	for n := range registry {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/metrics"
+)
+
+// preadEngine reads with pread(2): each worker owns a share of the blocks
+// and one buffer, and reads its blocks at their offsets.
+type preadEngine struct{}
+
+func init() { register(preadEngine{}) }
+
+func (preadEngine) Name() string { return "pread" }
+func (preadEngine) Caps() Caps   { return Caps{Direct: true} }
+
+func (preadEngine) Prepare(job Job) (Prepared, error) {
+	job = job.WithDefaults()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := newArena(job.Workers, job.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	return &preadRun{job: job, bufs: a}, nil
+}
+
+type preadRun struct {
+	job  Job
+	bufs *arena
+}
+
+func (r *preadRun) Close() error { r.bufs.free(); return nil }
+
+func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
+	f, err := openFile(&r.job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	p := newPlan(&r.job, f.size)
+	st := newStats(&r.job)
+	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
+		ws := &st.Workers[w]
+		buf := r.bufs.buf(w)
+		c := p.cursor(w)
+		for k := 0; ; k++ {
+			if k%checkEvery == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			off, n, ok := c.next()
+			if !ok {
+				return nil
+			}
+			var t0 int64
+			if ws.Lat != nil {
+				t0 = metrics.Nanotime()
+			}
+			calls, err := preadFull(f, buf[:directLen(n, r.job.Direct)], n, off)
+			ws.Syscalls += calls
+			if err != nil {
+				return err
+			}
+			if ws.Lat != nil {
+				ws.Lat.Record(metrics.Nanotime() - t0)
+			}
+			if err := sink.Block(w, off, buf[:n]); err != nil {
+				return err
+			}
+			ws.Bytes += int64(n)
+			ws.Blocks++
+		}
+	})
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// preadFull reads at least need bytes at off into buf (len(buf) >= need,
+// rounded up for O_DIRECT), looping over short reads. It returns the number
+// of pread calls made. Reaching end of file before need bytes means the file
+// shrank since it was opened.
+func preadFull(f *file, buf []byte, need int, off int64) (int64, error) {
+	var calls int64
+	got := 0
+	for got < need {
+		calls++
+		m, err := sys.Pread(f.fd, buf[got:], off+int64(got))
+		if err != nil {
+			return calls, f.readErr(off+int64(got), err)
+		}
+		if m == 0 {
+			return calls, f.shrunk(off + int64(got))
+		}
+		got += m
+	}
+	return calls, nil
+}

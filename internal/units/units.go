@@ -1,0 +1,89 @@
+// Package units parses and formats byte sizes and rates the way iopath's
+// users write them: 4k, 128KiB, 1GiB, 1.5g.
+package units
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseSize parses a byte size. Suffixes are binary and case-insensitive:
+// k/K/KB/KiB = 1024, m/MiB = 1024², g/GiB, t/TiB; a plain number is bytes.
+// Fractions are allowed ("1.5GiB") when the result is a whole number of
+// bytes. Negative sizes and sizes over 2^62 are errors.
+func ParseSize(s string) (int64, error) {
+	orig := s
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty size")
+	}
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	num, suf := s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
+	if num == "" {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit, like 4k or 1GiB", orig)
+	}
+	var mult float64
+	switch suf {
+	case "", "b":
+		mult = 1
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	case "t", "tb", "tib":
+		mult = 1 << 40
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit %q (use k, MiB, GiB, TiB)", orig, s[i:])
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, fmt.Errorf("size %q: not a number", orig)
+	}
+	v := f * mult
+	if v > 1<<62 {
+		return 0, fmt.Errorf("size %q: too large", orig)
+	}
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("size %q: not a whole number of bytes", orig)
+	}
+	return int64(v), nil
+}
+
+// FormatSize formats n bytes with the largest binary unit that divides it
+// exactly, or with two decimals of the largest unit below it.
+func FormatSize(n int64) string {
+	units := []struct {
+		s string
+		v int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+	for _, u := range units {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d%s", n/u.v, u.s)
+		}
+	}
+	for _, u := range units {
+		if n >= u.v {
+			return fmt.Sprintf("%.2f%s", float64(n)/float64(u.v), u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// ParseList splits a comma-separated flag value, dropping empty items.
+func ParseList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
