@@ -1,0 +1,18 @@
+// Package gen writes files of fast, incompressible pseudo-random data for
+// iopath to read: test and benchmark inputs whose content a page cache,
+// filesystem or device cannot compress or deduplicate.
+//
+// The content is a function of the seed and the offset only: the same seed
+// and size give the same bytes on every run and machine (the generator is
+// wyrand, one independently seeded stream per 1 MiB chunk, written little
+// endian), different seeds give different bytes, and no chunk repeats
+// another. Two goroutines generate chunks while the calling goroutine writes
+// them, so that on a page-cache-backed filesystem the kernel's copy, not the
+// generator, sets the pace.
+//
+// File and TempFile never leave a partial file behind: on any error
+// (ENOSPC, EDQUOT, a cancelled context) the file is removed and the error
+// names the path, the cause and how much had been written. They are safe
+// for concurrent use on different paths. Linux only (free space is checked
+// with statfs(2) before writing).
+package gen
