@@ -333,3 +333,33 @@ func Errno(err error) (syscall.Errno, bool) {
 	}
 	return 0, false
 }
+
+// Fsync flushes fd's dirty pages to its device, retrying EINTR.
+func Fsync(fd int) error {
+	for {
+		err := unix.Fsync(fd)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// Statx_t is struct statx, for io_uring STATX requests.
+type Statx_t = unix.Statx_t
+
+// statx(2) masks and flags.
+const (
+	STATX_SIZE            = unix.STATX_SIZE
+	STATX_BASIC_STATS     = unix.STATX_BASIC_STATS
+	AT_STATX_SYNC_AS_STAT = unix.AT_STATX_SYNC_AS_STAT
+	AT_EMPTY_PATH         = unix.AT_EMPTY_PATH
+)
+
+// Major is the major number of a device number.
+func Major(dev uint64) uint32 { return unix.Major(dev) }
+
+// Minor is the minor number of a device number.
+func Minor(dev uint64) uint32 { return unix.Minor(dev) }
+
+// RLIM_INFINITY is the "unlimited" resource limit.
+const RLIM_INFINITY = unix.RLIM_INFINITY

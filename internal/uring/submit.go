@@ -1,0 +1,172 @@
+package uring
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// GetSQE returns the next free SQE, or nil when the SQ is full (submit and
+// reap, then try again). The SQE holds whatever was there before: prepare
+// it with one of the Prep methods, which set every field. It is handed to
+// the kernel at the next Submit.
+func (r *Ring) GetSQE() *SQE {
+	head := atomic.LoadUint32(r.sqHead)
+	if r.sqeTail-head >= r.sqN {
+		return nil
+	}
+	sqe := (*SQE)(unsafe.Add(unsafe.Pointer(r.sqes), uintptr(r.sqeTail&r.sqMask)*unsafe.Sizeof(SQE{})))
+	r.sqeTail++
+	return sqe
+}
+
+// SQReady is the number of SQEs prepared but not yet consumed by the kernel.
+func (r *Ring) SQReady() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
+
+// SQSpace is the number of SQEs GetSQE can still hand out.
+func (r *Ring) SQSpace() uint32 { return r.sqN - r.SQReady() }
+
+// flush publishes the prepared SQEs to the kernel and returns how many are
+// waiting to be consumed.
+func (r *Ring) flush() uint32 {
+	atomic.StoreUint32(r.sqTail, r.sqeTail)
+	return r.sqeTail - atomic.LoadUint32(r.sqHead)
+}
+
+// cqNeedsEnter reports whether completions wait in the kernel (overflowed,
+// or task work to run) so that reaping needs an io_uring_enter.
+func (r *Ring) cqNeedsEnter() bool {
+	return r.params.Flags&SetupIOPoll != 0 || atomic.LoadUint32(r.sqFlags)&(SQCQOverflow|SQTaskrun) != 0
+}
+
+// Submit hands the prepared SQEs to the kernel without waiting. It returns
+// the number of SQEs the kernel consumed.
+func (r *Ring) Submit() (int, error) { return r.SubmitAndWait(0) }
+
+// SubmitAndWait hands the prepared SQEs to the kernel and waits until at
+// least waitNr completions are in the CQ, in one io_uring_enter. It returns
+// the number of SQEs consumed (with SQPOLL: published).
+//
+// EINTR is retried with what is still needed. EAGAIN and EBUSY (the kernel
+// is short of resources or the CQ is backed up) return with no error when
+// completions are ready to reap, so that the caller reaps and submits again;
+// SQEs not consumed stay in the SQ and go with the next call.
+func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
+	pending := r.flush()
+	sqpoll := r.params.Flags&SetupSQPoll != 0
+	var flags uint32
+	toSubmit := pending
+	enter := false
+	if sqpoll {
+		toSubmit = 0
+		// The tail store above is a full barrier (XCHG), so this load sees
+		// the poller's flag as of after it.
+		if pending > 0 && atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0 {
+			flags |= EnterSQWakeup
+			enter = true
+		}
+	} else if pending > 0 {
+		enter = true
+	}
+	if waitNr > 0 || r.cqNeedsEnter() {
+		flags |= EnterGetEvents
+		enter = true
+	}
+	if !enter {
+		return int(pending), nil
+	}
+	consumed := 0
+	for {
+		if waitNr > 0 && r.CQReady() >= waitNr && toSubmit == 0 && flags&EnterSQWakeup == 0 && !r.cqNeedsEnter() {
+			return consumed, nil
+		}
+		r.syscalls++
+		n, err := sys.IoUringEnter(r.fd, toSubmit, waitNr, flags, nil, 0)
+		if err == nil {
+			if !sqpoll {
+				consumed += n
+				toSubmit -= uint32(min(n, int(toSubmit)))
+			}
+			flags &^= EnterSQWakeup
+			// A wait cut short by a signal after a successful submit
+			// returns the submit count: wait again for what is missing.
+			if waitNr > 0 && r.CQReady() < waitNr {
+				continue
+			}
+			if sqpoll {
+				return int(pending), nil
+			}
+			return consumed, nil
+		}
+		switch err {
+		case sys.EINTR:
+			// Some SQEs may have been consumed before the signal.
+			if !sqpoll {
+				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
+				consumed += int(toSubmit - left)
+				toSubmit = left
+			}
+			flags &^= EnterSQWakeup
+			continue
+		case sys.EAGAIN, sys.EBUSY:
+			if !sqpoll {
+				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
+				consumed += int(toSubmit - left)
+			}
+			if r.CQReady() > 0 {
+				return consumed, nil
+			}
+			// Nothing to reap yet: wait for one completion without
+			// submitting, then let the caller reap.
+			toSubmit, waitNr = 0, 1
+			flags = EnterGetEvents
+			continue
+		}
+		return consumed, fmt.Errorf("io_uring_enter: %w", err)
+	}
+}
+
+// WaitCQE blocks until at least one completion is ready, submitting
+// nothing new beyond what is prepared.
+func (r *Ring) WaitCQE() error {
+	_, err := r.SubmitAndWait(1)
+	return err
+}
+
+// CQReady is the number of completions ready to reap.
+func (r *Ring) CQReady() uint32 {
+	return atomic.LoadUint32(r.cqTail) - *r.cqHead
+}
+
+// PeekBatch copies up to len(dst) ready completions into dst, oldest first,
+// and returns how many. They stay in the CQ until Advance.
+func (r *Ring) PeekBatch(dst []CQE) int {
+	head := *r.cqHead // only we write the head
+	tail := atomic.LoadUint32(r.cqTail)
+	n := min(int(tail-head), len(dst))
+	for i := 0; i < n; i++ {
+		dst[i] = *(*CQE)(unsafe.Add(unsafe.Pointer(r.cqes), uintptr((head+uint32(i))&r.cqMask)*unsafe.Sizeof(CQE{})))
+	}
+	return n
+}
+
+// Advance marks n completions as seen, freeing their CQ slots.
+func (r *Ring) Advance(n int) {
+	if n > 0 {
+		atomic.StoreUint32(r.cqHead, *r.cqHead+uint32(n))
+	}
+}
+
+// ForEachCQE calls fn for every ready completion, oldest first, and
+// advances past them; fn must not submit on this ring.
+func (r *Ring) ForEachCQE(fn func(c *CQE)) int {
+	head := *r.cqHead
+	tail := atomic.LoadUint32(r.cqTail)
+	for i := head; i != tail; i++ {
+		fn((*CQE)(unsafe.Add(unsafe.Pointer(r.cqes), uintptr(i&r.cqMask)*unsafe.Sizeof(CQE{}))))
+	}
+	atomic.StoreUint32(r.cqHead, tail)
+	return int(tail - head)
+}

@@ -1,0 +1,421 @@
+package uring
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/iopath/iopath/internal/sys"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// requireRing skips only when io_uring_setup says io_uring is not usable by
+// this process (not in the kernel, forbidden, or no memory for a ring).
+func requireRing(t *testing.T) {
+	t.Helper()
+	err := TrySetup(4, 0)
+	switch {
+	case err == nil:
+	case errors.Is(err, sys.ENOSYS):
+		t.Skip("io_uring not supported: io_uring_setup returned ENOSYS (kernel without io_uring)")
+	case errors.Is(err, sys.EPERM):
+		t.Skip("io_uring not supported: io_uring_setup returned EPERM (io_uring_disabled sysctl or seccomp)")
+	case errors.Is(err, sys.ENOMEM):
+		t.Skip("io_uring not supported: io_uring_setup returned ENOMEM (RLIMIT_MEMLOCK too low)")
+	default:
+		t.Fatalf("io_uring_setup: %v", err)
+	}
+}
+
+func countFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// checkFds fails the test if it leaks file descriptors.
+func checkFds(t *testing.T) {
+	before := countFds(t)
+	t.Cleanup(func() {
+		if after := countFds(t); after != before {
+			t.Errorf("fd count %d before, %d after: leaked descriptors", before, after)
+		}
+	})
+}
+
+func TestABISizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"io_uring_params", unsafe.Sizeof(Params{}), 120},
+		{"io_sqring_offsets", unsafe.Sizeof(SQOffsets{}), 40},
+		{"io_cqring_offsets", unsafe.Sizeof(CQOffsets{}), 40},
+		{"io_uring_sqe", unsafe.Sizeof(SQE{}), 64},
+		{"io_uring_cqe", unsafe.Sizeof(CQE{}), 16},
+		{"io_uring_rsrc_register", unsafe.Sizeof(rsrcRegister{}), 32},
+		{"io_uring_files_update", unsafe.Sizeof(filesUpdate{}), 16},
+		{"io_uring_probe", unsafe.Sizeof(probeHeader{}), 16},
+		{"io_uring_probe_op", unsafe.Sizeof(probeOp{}), 8},
+	} {
+		if c.got != c.want {
+			t.Errorf("sizeof(%s) = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	var s SQE
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"fd", unsafe.Offsetof(s.Fd), 4},
+		{"off", unsafe.Offsetof(s.Off), 8},
+		{"addr", unsafe.Offsetof(s.Addr), 16},
+		{"len", unsafe.Offsetof(s.Len), 24},
+		{"rw_flags", unsafe.Offsetof(s.OpFlags), 28},
+		{"user_data", unsafe.Offsetof(s.UserData), 32},
+		{"buf_index", unsafe.Offsetof(s.BufIndex), 40},
+		{"file_index", unsafe.Offsetof(s.FileIndex), 44},
+		{"addr3", unsafe.Offsetof(s.Addr3), 48},
+	} {
+		if c.got != c.want {
+			t.Errorf("offsetof(sqe.%s) = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+func newTestRing(t *testing.T, entries uint32, opts Options) *Ring {
+	t.Helper()
+	requireRing(t)
+	r, err := New(entries, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+func reap(t *testing.T, r *Ring, n int) []CQE {
+	t.Helper()
+	var out []CQE
+	buf := make([]CQE, 16)
+	for len(out) < n {
+		if r.CQReady() == 0 {
+			if _, err := r.SubmitAndWait(1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := r.PeekBatch(buf)
+		out = append(out, buf[:k]...)
+		r.Advance(k)
+	}
+	return out
+}
+
+func TestNop(t *testing.T) {
+	checkFds(t)
+	for _, opts := range []Options{
+		{},
+		{SingleIssuer: true, DeferTaskrun: true, CoopTaskrun: true, TaskrunFlag: true, SubmitAll: true, NoSQArray: true},
+	} {
+		runtime.LockOSThread()
+		r := newTestRing(t, 8, opts)
+		const n = 20 // more than the SQ holds: exercises a full SQ
+		got := map[uint64]bool{}
+		sent := 0
+		for sent < n || len(got) < n {
+			for sent < n {
+				sqe := r.GetSQE()
+				if sqe == nil {
+					break
+				}
+				sqe.PrepNop(uint64(1000 + sent))
+				sent++
+			}
+			if _, err := r.SubmitAndWait(1); err != nil {
+				t.Fatal(err)
+			}
+			r.ForEachCQE(func(c *CQE) {
+				if c.Res != 0 {
+					t.Errorf("nop res %d", c.Res)
+				}
+				got[c.UserData] = true
+			})
+		}
+		for i := range n {
+			if !got[uint64(1000+i)] {
+				t.Errorf("no completion for user_data %d", 1000+i)
+			}
+		}
+		r.Close()
+		runtime.UnlockOSThread()
+	}
+}
+
+// testFile writes size pseudo-random bytes to a temp file.
+func testFile(t *testing.T, size int) (string, []byte) {
+	t.Helper()
+	data := make([]byte, size)
+	x := uint32(12345)
+	for i := range data {
+		x = x*1664525 + 1013904223
+		data[i] = byte(x >> 24)
+	}
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, data
+}
+
+func TestReads(t *testing.T) {
+	checkFds(t)
+	path, data := testFile(t, 3*4096+100)
+	r := newTestRing(t, 8, Options{})
+	fd, err := sys.Open(path, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close(fd)
+
+	mem, err := sys.MmapAnon(4 * 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Munmap(mem)
+	bufs := [][]byte{mem[:4096], mem[4096:8192], mem[8192:12288], mem[12288:]}
+	if err := r.RegisterBuffers(bufs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	iovMem, err := sys.MmapAnon(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Munmap(iovMem)
+	iov := unsafe.Slice((*sys.Iovec)(unsafe.Pointer(&iovMem[0])), 2)
+	iov[0].Base = &bufs[2][0]
+	iov[0].SetLen(1000)
+	iov[1].Base = &bufs[3][0]
+	iov[1].SetLen(4096)
+
+	r.GetSQE().PrepRead(int32(fd), bufs[0][:4096], 4096, 1)
+	r.GetSQE().PrepReadFixed(int32(fd), bufs[1][10:4096], 3*4096, 1, 2) // short: 100 bytes left
+	r.GetSQE().PrepReadv(int32(fd), iov, 5, 3)
+	cqes := reap(t, r, 3)
+	want := map[uint64]int32{1: 4096, 2: 100, 3: 5096}
+	for _, c := range cqes {
+		if c.Res != want[c.UserData] {
+			t.Errorf("user_data %d: res %d, want %d", c.UserData, c.Res, want[c.UserData])
+		}
+	}
+	if !bytes.Equal(bufs[0], data[4096:8192]) {
+		t.Error("READ bytes differ from the file")
+	}
+	if !bytes.Equal(bufs[1][10:110], data[3*4096:]) {
+		t.Error("READ_FIXED bytes differ from the file")
+	}
+	if !bytes.Equal(bufs[2][:1000], data[5:1005]) || !bytes.Equal(bufs[3], data[1005:1005+4096]) {
+		t.Error("READV bytes differ from the file")
+	}
+	// Compare with pread too, the reference path.
+	ref := make([]byte, 4096)
+	if _, err := sys.Pread(fd, ref, 4096); err != nil || !bytes.Equal(ref, bufs[0]) {
+		t.Errorf("pread differs from READ (err %v)", err)
+	}
+}
+
+func TestChainOpenStatxReadClose(t *testing.T) {
+	checkFds(t)
+	path, data := testFile(t, 5000)
+	r := newTestRing(t, 8, Options{})
+	if err := r.RegisterFilesSparse(4); err != nil {
+		t.Fatal(err)
+	}
+	// Off-heap memory for the path, statx and data, as the contract says.
+	mem, err := sys.MmapAnon(3 * 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Munmap(mem)
+	pathb := mem[:4096]
+	copy(pathb, path)
+	pathb[len(path)] = 0
+	st := (*sys.Statx_t)(unsafe.Pointer(&mem[4096]))
+	buf := mem[8192:]
+
+	const slot = 2
+	s := r.GetSQE()
+	s.PrepOpenatDirect(sys.AT_FDCWD, &pathb[0], sys.O_RDONLY, 0, slot, 1)
+	s.SetFlags(SQEIOHardlink)
+	s = r.GetSQE()
+	s.PrepStatx(sys.AT_FDCWD, &pathb[0], 0, sys.STATX_SIZE, st, 2)
+	s.SetFlags(SQEIOHardlink)
+	s = r.GetSQE()
+	s.PrepRead(slot, buf[:8192], 0, 3)
+	s.SetFlags(SQEFixedFile | SQEIOHardlink)
+	r.GetSQE().PrepCloseDirect(slot, 4)
+	cqes := reap(t, r, 4)
+	res := map[uint64]int32{}
+	for _, c := range cqes {
+		res[c.UserData] = c.Res
+	}
+	if want := (map[uint64]int32{1: 0, 2: 0, 3: 5000, 4: 0}); !mapsEqual(res, want) {
+		t.Fatalf("results %v, want %v", res, want)
+	}
+	if st.Size != 5000 {
+		t.Errorf("statx size %d, want 5000", st.Size)
+	}
+	if !bytes.Equal(buf[:5000], data) {
+		t.Error("bytes read through the direct slot differ from the file")
+	}
+	// The slot is empty again: reading it fails with EBADF.
+	s = r.GetSQE()
+	s.PrepRead(slot, buf[:10], 0, 5)
+	s.SetFlags(SQEFixedFile)
+	if c := reap(t, r, 1)[0]; c.Res != -int32(sys.EBADF) {
+		t.Errorf("read of a closed slot: res %d, want -EBADF", c.Res)
+	}
+	// UpdateFiles fills a slot with a normal fd.
+	fd, err := sys.Open(path, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close(fd)
+	if err := r.UpdateFiles(0, []int32{int32(fd)}); err != nil {
+		t.Fatal(err)
+	}
+	s = r.GetSQE()
+	s.PrepRead(0, buf[:10], 4990, 6)
+	s.SetFlags(SQEFixedFile)
+	if c := reap(t, r, 1)[0]; c.Res != 10 || !bytes.Equal(buf[:10], data[4990:]) {
+		t.Errorf("read of an updated slot: res %d", c.Res)
+	}
+	if err := r.UpdateFiles(0, []int32{-1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mapsEqual(a, b map[uint64]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestProbe(t *testing.T) {
+	r := newTestRing(t, 4, Options{})
+	ops, err := r.Probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := ops.List()
+	for _, op := range []Op{OpNop, OpRead, OpReadv, OpReadFixed, OpOpenat, OpStatx, OpClose} {
+		if !ops.Has(op) || !slices.Contains(list, op) {
+			t.Errorf("probe does not list %v (supported: %v)", op, list)
+		}
+	}
+	if OpReadFixed.String() != "READ_FIXED" || Op(250).String() != "OP_250" {
+		t.Errorf("op names: %v %v", OpReadFixed, Op(250))
+	}
+}
+
+func TestStepDown(t *testing.T) {
+	// refuse returns EINVAL while any flag in bad is set.
+	refuse := func(bad uint32, calls *[]uint32) setupFunc {
+		return func(entries uint32, p *Params) (int, error) {
+			*calls = append(*calls, p.Flags)
+			if p.Flags&bad != 0 {
+				return -1, sys.EINVAL
+			}
+			return 99, nil
+		}
+	}
+	all := Options{SubmitAll: true, CoopTaskrun: true, TaskrunFlag: true, SingleIssuer: true, DeferTaskrun: true, NoSQArray: true}
+	for _, c := range []struct {
+		name    string
+		opts    Options
+		bad     uint32
+		dropped []string
+		wantErr bool
+	}{
+		{"nothing refused", all, 0, nil, false},
+		{"no NO_SQARRAY", all, SetupNoSQArray, []string{"NO_SQARRAY"}, false},
+		{"no DEFER_TASKRUN", all, SetupDeferTaskrun, []string{"NO_SQARRAY", "DEFER_TASKRUN"}, false},
+		{"no SINGLE_ISSUER", all, SetupSingleIssuer, []string{"NO_SQARRAY", "DEFER_TASKRUN", "SINGLE_ISSUER"}, false},
+		{"no COOP_TASKRUN", all, SetupCoopTaskrun, []string{"NO_SQARRAY", "DEFER_TASKRUN", "SINGLE_ISSUER", "TASKRUN_FLAG", "COOP_TASKRUN"}, false},
+		{"SQPOLL refused is an error", Options{SQPoll: true, SubmitAll: true}, SetupSQPoll, []string{"SUBMIT_ALL"}, true},
+		{"strict", Options{SubmitAll: true, Strict: true}, SetupSubmitAll, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls []uint32
+			p, fd, dropped, err := setupStepDown(8, c.opts, refuse(c.bad, &calls))
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err = %v, want error %v (calls %v)", err, c.wantErr, calls)
+			}
+			if !slices.Equal(dropped, c.dropped) {
+				t.Errorf("dropped %v, want %v", dropped, c.dropped)
+			}
+			if err != nil {
+				var se *SetupError
+				if !errors.As(err, &se) || !errors.Is(err, sys.EINVAL) {
+					t.Errorf("error %v is not a *SetupError wrapping EINVAL", err)
+				}
+				if c.opts.SQPoll && se.Flags&SetupSQPoll == 0 {
+					t.Errorf("SQPOLL was dropped: %v", err)
+				}
+				return
+			}
+			if fd != 99 || p.Flags&c.bad != 0 {
+				t.Errorf("fd %d flags %s", fd, FlagString(p.Flags))
+			}
+			if len(calls) != len(c.dropped)+1 && c.bad != SetupDeferTaskrun && c.bad != SetupCoopTaskrun && c.bad != SetupSingleIssuer {
+				t.Errorf("%d setup calls for %d drops", len(calls), len(c.dropped))
+			}
+		})
+	}
+}
+
+func TestNewRealStepDown(t *testing.T) {
+	checkFds(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// DEFER_TASKRUN with SQPOLL is refused by every kernel; it is dropped
+	// and SQPOLL is kept.
+	r := newTestRing(t, 4, Options{SQPoll: true, SQThreadIdle: 10, SingleIssuer: true, DeferTaskrun: true})
+	if r.Flags()&SetupSQPoll == 0 {
+		t.Fatalf("SQPOLL dropped: flags %s", FlagString(r.Flags()))
+	}
+	if !slices.Contains(r.Dropped(), "DEFER_TASKRUN") {
+		t.Errorf("dropped %v, want DEFER_TASKRUN among them", r.Dropped())
+	}
+	r.GetSQE().PrepNop(7)
+	if c := reap(t, r, 1)[0]; c.UserData != 7 {
+		t.Errorf("user_data %d", c.UserData)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
