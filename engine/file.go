@@ -26,18 +26,13 @@ type file struct {
 
 // openFile opens job.Path read-only (O_DIRECT when asked), and checks that
 // it is a regular file. Every error is an *fs.PathError naming the path.
+//
+// The file is opened with O_NONBLOCK, so that opening a FIFO with no writer
+// fails fast instead of hanging; the flag is cleared again on regular files
+// (io_uring would otherwise return EAGAIN rather than wait for the disk).
 func openFile(job *Job) (*file, error) {
-	flags := sys.O_RDONLY
-	if job.Direct {
-		flags |= sys.O_DIRECT
-	}
-	fd, err := sys.Open(job.Path, flags)
+	fd, err := openFd(job)
 	if err != nil {
-		var pe *fs.PathError
-		if job.Direct && errors.As(err, &pe) && pe.Err == sys.EINVAL {
-			return nil, &fs.PathError{Op: "open", Path: job.Path,
-				Err: &NotSupportedError{What: "O_DIRECT", Reason: "the filesystem refuses it (tmpfs does; use a file on a disk)"}}
-		}
 		return nil, err
 	}
 	var st sys.Stat_t
@@ -47,6 +42,10 @@ func openFile(job *Job) (*file, error) {
 	}
 	switch st.Mode & sys.S_IFMT {
 	case sys.S_IFREG:
+		if err := sys.ClearNonblock(fd); err != nil {
+			sys.Close(fd)
+			return nil, &fs.PathError{Op: "fcntl", Path: job.Path, Err: err}
+		}
 	case sys.S_IFDIR:
 		sys.Close(fd)
 		return nil, &fs.PathError{Op: "read", Path: job.Path, Err: sys.EISDIR}
@@ -55,6 +54,39 @@ func openFile(job *Job) (*file, error) {
 		return nil, &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular}
 	}
 	return &file{fd: fd, path: job.Path, size: st.Size}, nil
+}
+
+// openFd opens job.Path read-only and non-blocking (O_DIRECT when asked).
+func openFd(job *Job) (int, error) {
+	flags := sys.O_RDONLY | sys.O_NONBLOCK
+	if job.Direct {
+		flags |= sys.O_DIRECT
+	}
+	fd, err := sys.Open(job.Path, flags)
+	if err != nil {
+		var pe *fs.PathError
+		if job.Direct && errors.As(err, &pe) && pe.Err == sys.EINVAL {
+			return -1, &fs.PathError{Op: "open", Path: job.Path,
+				Err: &NotSupportedError{What: "O_DIRECT", Reason: "the filesystem refuses it (tmpfs does; use a file on a disk)"}}
+		}
+		return -1, err
+	}
+	return fd, nil
+}
+
+// reopen opens another descriptor of f's path with its own file offset, for
+// engines whose workers read(2) from a file position. It returns the
+// descriptor and the number of syscalls it made.
+func (f *file) reopen(job *Job) (int, int64, error) {
+	fd, err := openFd(job)
+	if err != nil {
+		return -1, 1, err
+	}
+	if err := sys.ClearNonblock(fd); err != nil {
+		sys.Close(fd)
+		return -1, 3, &fs.PathError{Op: "fcntl", Path: f.path, Err: err}
+	}
+	return fd, 3, nil
 }
 
 func (f *file) close() error {
