@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/metrics"
+)
+
+// readEngine reads with read(2) from the file position, as fio's sync
+// engine does. Worker 0 uses the descriptor Run opened; every other worker
+// opens its own, so that file positions never collide, seeks once to the
+// start of its share and then reads it front to back. read(2) takes no
+// offset, so the random pattern seeks before each read whose offset is not
+// where the previous read ended; those lseek calls are counted as syscalls
+// and timed as part of the block's latency.
+type readEngine struct{}
+
+func init() { register(readEngine{}) }
+
+func (readEngine) Name() string { return "read" }
+func (readEngine) Caps() Caps   { return Caps{Direct: true} }
+
+func (readEngine) Prepare(job Job) (Prepared, error) {
+	job = job.WithDefaults()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	a, err := newArena(job.Workers, job.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	return &readRun{job: job, bufs: a}, nil
+}
+
+type readRun struct {
+	job  Job
+	bufs *arena
+}
+
+func (r *readRun) Close() error { r.bufs.free(); return nil }
+
+func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
+	f, err := openFile(&r.job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	p := newPlan(&r.job, f.size)
+	st := newStats(&r.job)
+	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
+		ws := &st.Workers[w]
+		c := p.cursor(w)
+		if c.remaining() == 0 {
+			return nil
+		}
+		fd := f.fd
+		if w > 0 {
+			rfd, calls, err := f.reopen(&r.job)
+			ws.Syscalls += calls
+			if err != nil {
+				return err
+			}
+			fd = rfd
+			defer func() { sys.Close(fd); ws.Syscalls++ }()
+		}
+		buf := r.bufs.buf(w)
+		pos := int64(0) // the descriptor's file position
+		for k := 0; ; k++ {
+			if k%checkEvery == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			off, n, ok := c.next()
+			if !ok {
+				return nil
+			}
+			var t0 int64
+			if ws.Lat != nil {
+				t0 = metrics.Nanotime()
+			}
+			if off != pos {
+				ws.Syscalls++
+				if _, err := sys.Seek(fd, off, sys.SEEK_SET); err != nil {
+					return f.readErr(off, err)
+				}
+				pos = off
+			}
+			calls, err := readFull(f, fd, buf[:directLen(n, r.job.Direct)], n, off)
+			ws.Syscalls += calls
+			if err != nil {
+				return err
+			}
+			pos += int64(n)
+			if ws.Lat != nil {
+				ws.Lat.Record(metrics.Nanotime() - t0)
+			}
+			if err := sink.Block(w, off, buf[:n]); err != nil {
+				return err
+			}
+			ws.Bytes += int64(n)
+			ws.Blocks++
+		}
+	})
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// readFull reads at least need bytes from fd's position (which is off) into
+// buf, looping over short reads. It returns the number of read calls made.
+// End of file before need bytes means the file shrank since it was opened.
+// When buf is longer than need (O_DIRECT rounding), the position may end
+// past off+need only at end of file, so it stays in step with the plan.
+func readFull(f *file, fd int, buf []byte, need int, off int64) (int64, error) {
+	var calls int64
+	got := 0
+	for got < need {
+		calls++
+		m, err := sys.Read(fd, buf[got:])
+		if err != nil {
+			return calls, f.readErr(off+int64(got), err)
+		}
+		if m == 0 {
+			return calls, f.shrunk(off + int64(got))
+		}
+		got += m
+	}
+	return calls, nil
+}
