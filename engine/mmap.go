@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/metrics"
+)
+
+// mmapEngine maps the file and hands the sink sub-slices of the mapping,
+// without a copy. Each worker maps its own region with MAP_SHARED and
+// PROT_READ: for the sequential pattern its share, from the page floor of
+// its first block to the end of its last; for the random pattern, whose
+// blocks are spread over the whole file, the whole file (as each of fio's
+// jobs maps its own). It advises SEQUENTIAL+WILLNEED or RANDOM, and unmaps
+// when done, on every path.
+//
+// With Job.CopyMapped each block is first copied into a per-worker buffer
+// (fio's mmap semantics), so a sink that reads nothing still pays for the
+// data. Latency is the time to deliver a block: the page faults happen when
+// the block is first touched, which is in the sink (or in the copy).
+//
+// A file truncated under the mapping raises SIGBUS when a page past its new
+// end is touched; each worker turns that fault into an error wrapping
+// ErrChanged. O_DIRECT does not apply: a mapping always goes through the
+// page cache.
+type mmapEngine struct{}
+
+func init() { register(mmapEngine{}) }
+
+func (mmapEngine) Name() string { return "mmap" }
+func (mmapEngine) Caps() Caps   { return Caps{} }
+
+func (mmapEngine) Prepare(job Job) (Prepared, error) {
+	job = job.WithDefaults()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if job.Direct {
+		return nil, &NotSupportedError{What: "O_DIRECT with mmap", Reason: "a mapping always goes through the page cache"}
+	}
+	r := &mmapRun{job: job}
+	if job.CopyMapped {
+		a, err := newArena(job.Workers, job.BlockSize)
+		if err != nil {
+			return nil, err
+		}
+		r.bufs = a
+	}
+	return r, nil
+}
+
+type mmapRun struct {
+	job  Job
+	bufs *arena // per-worker copy buffers; nil unless CopyMapped
+}
+
+func (r *mmapRun) Close() error { r.bufs.free(); return nil }
+
+func (r *mmapRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
+	f, err := openFile(&r.job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	p := newPlan(&r.job, f.size)
+	st := newStats(&r.job)
+	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
+		return r.worker(ctx, f, &p, w, &st.Workers[w], sink)
+	})
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// worker maps worker w's region and delivers its blocks. A SIGBUS while
+// touching the mapping (here or in the sink) becomes an error, after which
+// the deferred munmap still runs.
+func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats, sink Sink) (err error) {
+	c := p.cursor(w)
+	if c.remaining() == 0 {
+		return nil
+	}
+	// The region: the whole file for the random pattern, else the share.
+	start, end := int64(0), p.size
+	if !p.random {
+		lo, hi := p.share(w)
+		start, end = lo*p.bs, min(hi*p.bs, p.size)
+	}
+	ps := int64(sys.PageSize())
+	start = start / ps * ps
+	ws.Syscalls++
+	m, err := sys.Mmap(f.fd, start, int(end-start), sys.PROT_READ, sys.MAP_SHARED)
+	if err != nil {
+		return f.readErr(start, fmt.Errorf("mmap: %w", err))
+	}
+	restore := faultsAsErrors()
+	defer restore()
+	defer func() {
+		ws.Syscalls++
+		if uerr := sys.Munmap(m); uerr != nil && err == nil {
+			err = f.readErr(start, fmt.Errorf("munmap: %w", uerr))
+		}
+	}()
+	defer catchFault(&err, f.path)
+
+	if p.random {
+		ws.Syscalls++
+		sys.Madvise(m, sys.MADV_RANDOM)
+	} else {
+		ws.Syscalls += 2
+		sys.Madvise(m, sys.MADV_SEQUENTIAL)
+		sys.Madvise(m, sys.MADV_WILLNEED)
+	}
+	var buf []byte
+	if r.bufs != nil {
+		buf = r.bufs.buf(w)
+	}
+	for k := 0; ; k++ {
+		if k%checkEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		off, n, ok := c.next()
+		if !ok {
+			return nil
+		}
+		b := m[off-start : off-start+int64(n) : off-start+int64(n)]
+		var t0 int64
+		if ws.Lat != nil {
+			t0 = metrics.Nanotime()
+		}
+		if buf != nil {
+			b = buf[:copy(buf, b)]
+			if ws.Lat != nil {
+				ws.Lat.Record(metrics.Nanotime() - t0)
+			}
+			if err := sink.Block(w, off, b); err != nil {
+				return err
+			}
+		} else {
+			if err := sink.Block(w, off, b); err != nil {
+				return err
+			}
+			if ws.Lat != nil {
+				ws.Lat.Record(metrics.Nanotime() - t0)
+			}
+		}
+		ws.Bytes += int64(n)
+		ws.Blocks++
+	}
+}
