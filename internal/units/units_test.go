@@ -1,0 +1,90 @@
+package units
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"0", 0, false},
+		{"512", 512, false},
+		{"512b", 512, false},
+		{"4k", 4096, false},
+		{"4K", 4096, false},
+		{"4KB", 4096, false},
+		{"128KiB", 128 << 10, false},
+		{"1m", 1 << 20, false},
+		{"1MiB", 1 << 20, false},
+		{"1GiB", 1 << 30, false},
+		{"1.5g", 3 << 29, false},
+		{"2t", 2 << 40, false},
+		{" 8 GiB ", 8 << 30, false},
+		{"0.5k", 512, false},
+		{"", 0, true},
+		{"k", 0, true},
+		{"-1", 0, true},
+		{"1.1", 0, true},
+		{"1x", 0, true},
+		{"1..2k", 0, true},
+		{"9999999t", 0, true},
+		{"1e3", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSize(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseSize(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if err == nil && got != tt.want {
+				t.Errorf("ParseSize(%q) = %d, want %d", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0B", 1: "1B", 1023: "1023B", 1024: "1KiB", 4096: "4KiB", 1 << 20: "1MiB",
+		1<<20 + 1: "1.00MiB", 3 << 29: "1536MiB", 5 << 40: "5TiB",
+	} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got := ParseList(" a, ,b,,c ")
+	if strings.Join(got, "|") != "a|b|c" {
+		t.Errorf("ParseList = %q", got)
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"4k", "128KiB", "1GiB", "1.5g", "0", "", "-1", "1e9", "12345678901234567890t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1<<62 {
+			t.Fatalf("ParseSize(%q) = %d, out of range", s, n)
+		}
+		// A value FormatSize writes in whole units must parse back.
+		out := FormatSize(n)
+		if strings.Contains(out, ".") {
+			return
+		}
+		back, err := ParseSize(out)
+		if err != nil || back != n {
+			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, out, back, err)
+		}
+	})
+}
