@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"reflect"
+	"sync"
+
+	"github.com/iopath/iopath/bench"
+)
+
+// JSON writes r as indented JSON followed by a newline. The output is always
+// valid JSON: a float that is NaN or infinite (encoding/json refuses those)
+// is written as 0. r itself is not modified.
+func JSON(w io.Writer, r *bench.Report) error {
+	v := sanitize(reflect.ValueOf(r))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v.Interface()); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// sanitize returns a deep copy of v in which every NaN or infinite float
+// reachable through exported fields, slices, arrays, maps and pointers is
+// 0. Parts whose type holds no float are shared, not copied.
+func sanitize(v reflect.Value) reflect.Value {
+	if !holdsFloat(v.Type()) {
+		return v
+	}
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		out := reflect.New(v.Type()).Elem()
+		if f := v.Float(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+			out.SetFloat(f)
+		}
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type().Elem())
+		out.Elem().Set(sanitize(v.Elem()))
+		return out
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(sanitize(v.Elem()))
+		return out
+	case reflect.Struct:
+		out := reflect.New(v.Type()).Elem()
+		out.Set(v)
+		for i := range v.NumField() {
+			if f := out.Field(i); f.CanSet() {
+				f.Set(sanitize(v.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			out.Index(i).Set(sanitize(v.Index(i)))
+		}
+		return out
+	case reflect.Array:
+		out := reflect.New(v.Type()).Elem()
+		for i := range v.Len() {
+			out.Index(i).Set(sanitize(v.Index(i)))
+		}
+		return out
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(it.Key(), sanitize(it.Value()))
+		}
+		return out
+	}
+	return v
+}
+
+var floatTypes sync.Map // reflect.Type -> bool
+
+// holdsFloat reports whether a value of type t can hold a float that
+// sanitize must check; the answer is cached per type.
+func holdsFloat(t reflect.Type) bool {
+	if v, ok := floatTypes.Load(t); ok {
+		return v.(bool)
+	}
+	has := hasFloat(t, map[reflect.Type]bool{})
+	floatTypes.Store(t, has)
+	return has
+}
+
+// hasFloat reports whether a value of type t can hold a float that
+// sanitize must check.
+func hasFloat(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return hasFloat(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && hasFloat(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
