@@ -1,0 +1,448 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/metrics"
+)
+
+// uringEngine reads with io_uring: each worker is a goroutine locked to its
+// own OS thread with its own ring, QueueDepth registered buffers and a
+// one-slot registered file table. It keeps QueueDepth READ_FIXED requests
+// in flight over its share of the blocks, submitting and reaping in batches
+// with one io_uring_enter per round.
+type uringEngine struct{}
+
+func init() { register(uringEngine{}) }
+
+func (uringEngine) Name() string { return "io_uring" }
+func (uringEngine) Caps() Caps   { return Caps{Direct: true} }
+
+func (uringEngine) Prepare(job Job) (Prepared, error) {
+	job = job.WithDefaults()
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if err := features.IOURingError(); err != nil {
+		var ue *features.UnavailableError
+		if errors.As(err, &ue) {
+			return nil, &NotSupportedError{What: "io_uring", Reason: ue.IOURing.Reason}
+		}
+		return nil, &NotSupportedError{What: "io_uring", Reason: err.Error()}
+	}
+	a, err := newArena(job.Workers*job.QueueDepth, job.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	u := &uringRun{job: job, bufs: a, workers: make([]*uringWorker, job.Workers)}
+	ready := make(chan error, job.Workers)
+	for i := range u.workers {
+		w := newUringWorker(&u.job, a, i)
+		u.workers[i] = w
+		go w.loop(ready)
+	}
+	var first error
+	for range u.workers {
+		if err := <-ready; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		u.Close()
+		return nil, first
+	}
+	u.notes = workerNotes(u.workers)
+	return u, nil
+}
+
+// workerNotes merges the workers' notes, each once.
+func workerNotes(ws []*uringWorker) []string {
+	var notes []string
+	seen := map[string]bool{}
+	for _, w := range ws {
+		for _, n := range w.notes {
+			if !seen[n] {
+				seen[n] = true
+				notes = append(notes, n)
+			}
+		}
+	}
+	return notes
+}
+
+type uringRun struct {
+	job     Job
+	bufs    *arena
+	workers []*uringWorker
+	notes   []string
+	mu      sync.Mutex // one Run at a time
+	closed  bool
+}
+
+// uringReq is one Run's work for one worker.
+type uringReq struct {
+	ctx  context.Context
+	f    *file
+	p    *plan
+	sink Sink
+	ws   *WorkerStats
+	done chan<- uringDone
+}
+
+type uringDone struct {
+	w   int
+	err error
+}
+
+func (u *uringRun) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil
+	}
+	u.closed = true
+	broken := false
+	for _, w := range u.workers {
+		if w == nil {
+			continue
+		}
+		close(w.reqs)
+		<-w.exited
+		broken = broken || w.broken
+	}
+	// A worker whose ring failed mid-run may have requests the kernel has
+	// not finished: leak its memory rather than free what may be written.
+	if !broken {
+		u.bufs.free()
+	}
+	return nil
+}
+
+func (u *uringRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errors.New("io_uring: Run after Close")
+	}
+	f, err := openFile(&u.job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	p := newPlan(&u.job, f.size)
+	st := newStats(&u.job)
+	st.Notes = append(st.Notes, u.notes...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan uringDone, len(u.workers))
+	for i, w := range u.workers {
+		w.reqs <- uringReq{ctx: ctx, f: f, p: &p, sink: sink, ws: &st.Workers[i], done: done}
+	}
+	errs := make([]error, len(u.workers))
+	for range u.workers {
+		d := <-done
+		if d.err != nil {
+			errs[d.w] = d.err
+			cancel()
+		}
+	}
+	err = firstError(errs)
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	return st, err
+}
+
+// firstError returns the first error that is not a context error, else the
+// first context error.
+func firstError(errs []error) error {
+	var ctxErr error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if err == context.Canceled || err == context.DeadlineExceeded {
+			if ctxErr == nil {
+				ctxErr = err
+			}
+			continue
+		}
+		return err
+	}
+	return ctxErr
+}
+
+// uringWorker owns one ring, used only from its goroutine, which is locked
+// to one OS thread (the ring is SINGLE_ISSUER/DEFER_TASKRUN).
+type uringWorker struct {
+	id     int
+	job    *Job
+	qd     int
+	bufs   [][]byte // this worker's QueueDepth buffers, from the arena
+	reqs   chan uringReq
+	exited chan struct{}
+	notes  []string
+
+	ring   *uring.Ring
+	fixed  bool // buffers are registered: READ_FIXED
+	files  bool // the file table is registered: IOSQE_FIXED_FILE
+	broken bool // the ring failed with requests in flight
+
+	// Per-slot state, indexed by the slot number that is also user_data
+	// and the registered buffer index.
+	off    []int64
+	need   []int32 // bytes the block has
+	got    []int32 // bytes read so far
+	issued []int64 // submit time, for latency
+	free   []uint16
+	fresh  []uint16 // slots prepared in this round
+	cqes   []uring.CQE
+	fdSlot [1]int32
+}
+
+func newUringWorker(job *Job, a *arena, id int) *uringWorker {
+	qd := job.QueueDepth
+	w := &uringWorker{
+		id: id, job: job, qd: qd,
+		reqs:   make(chan uringReq),
+		exited: make(chan struct{}),
+		off:    make([]int64, qd),
+		need:   make([]int32, qd),
+		got:    make([]int32, qd),
+		issued: make([]int64, qd),
+		free:   make([]uint16, 0, qd),
+		fresh:  make([]uint16, 0, qd),
+	}
+	w.bufs = make([][]byte, qd)
+	for i := range w.bufs {
+		w.bufs[i] = a.buf(id*qd + i)
+	}
+	return w
+}
+
+// loop sets the ring up on this goroutine's thread, reports to ready, then
+// serves Run requests until reqs is closed.
+func (w *uringWorker) loop(ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(w.exited)
+	if err := w.setup(); err != nil {
+		if w.ring != nil {
+			w.ring.Close()
+		}
+		ready <- err
+		for range w.reqs {
+		}
+		return
+	}
+	ready <- nil
+	for q := range w.reqs {
+		err := w.run(&q)
+		q.done <- uringDone{w: w.id, err: err}
+	}
+	if !w.broken {
+		w.ring.Close()
+	}
+}
+
+func (w *uringWorker) setup() error {
+	entries := uint32(1) << bits.Len32(uint32(w.qd-1))
+	opts := uring.Options{
+		SQPoll:       w.job.SQPoll,
+		SQThreadIdle: 100,
+		CQSize:       2 * entries,
+		SubmitAll:    true,
+		CoopTaskrun:  true,
+		TaskrunFlag:  true,
+		SingleIssuer: true,
+		DeferTaskrun: !w.job.SQPoll, // the kernel refuses DEFER_TASKRUN with SQPOLL
+		NoSQArray:    true,
+	}
+	r, err := uring.New(entries, opts)
+	if err != nil {
+		if w.job.SQPoll {
+			return &NotSupportedError{What: "io_uring with SQPOLL", Reason: err.Error()}
+		}
+		return fmt.Errorf("io_uring: %w", err)
+	}
+	w.ring = r
+	if d := r.Dropped(); len(d) > 0 {
+		w.notes = append(w.notes, fmt.Sprintf("io_uring: the kernel refused setup flags %v; they were dropped", d))
+	}
+	if err := r.RegisterBuffers(w.bufs); err != nil {
+		w.notes = append(w.notes, fmt.Sprintf("io_uring: %v; reading with READ instead of READ_FIXED (raise `ulimit -l`)", err))
+	} else {
+		w.fixed = true
+	}
+	if err := r.RegisterFilesSparse(1); err != nil {
+		w.notes = append(w.notes, fmt.Sprintf("io_uring: %v; using the plain fd", err))
+	} else {
+		w.files = true
+	}
+	w.cqes = make([]uring.CQE, r.CQEntries())
+	return nil
+}
+
+// prep prepares slot's read of the rest of its block.
+func (w *uringWorker) prep(slot uint16, fd int32) bool {
+	sqe := w.ring.GetSQE()
+	if sqe == nil {
+		return false
+	}
+	got := int(w.got[slot])
+	end := directLen(int(w.need[slot]), w.job.Direct)
+	b := w.bufs[slot][got:end]
+	off := uint64(w.off[slot] + int64(got))
+	if w.fixed {
+		sqe.PrepReadFixed(fd, b, off, slot, uint64(slot))
+	} else {
+		sqe.PrepRead(fd, b, off, uint64(slot))
+	}
+	if w.files {
+		sqe.Flags = uring.SQEFixedFile
+	}
+	return true
+}
+
+// run reads this worker's share of one Run's blocks.
+func (w *uringWorker) run(q *uringReq) (err error) {
+	if w.broken {
+		return errors.New("io_uring: the ring failed in an earlier run")
+	}
+	r := w.ring
+	ws := q.ws
+	sys0 := r.Syscalls()
+	defer func() { ws.Syscalls += r.Syscalls() - sys0 }()
+
+	fd := int32(q.f.fd)
+	if w.files {
+		w.fdSlot[0] = fd
+		if err := r.UpdateFiles(0, w.fdSlot[:]); err != nil {
+			return fmt.Errorf("io_uring: %w", err)
+		}
+		fd = 0
+		defer func() {
+			w.fdSlot[0] = -1
+			if uerr := r.UpdateFiles(0, w.fdSlot[:]); uerr != nil && err == nil {
+				err = fmt.Errorf("io_uring: %w", uerr)
+			}
+		}()
+	}
+
+	f, sink, id := q.f, q.sink, w.id
+	c := q.p.cursor(id)
+	done := q.ctx.Done()
+	lat := ws.Lat
+	w.free = w.free[:0]
+	for i := w.qd - 1; i >= 0; i-- {
+		w.free = append(w.free, uint16(i))
+	}
+	free := w.free
+	inflight := 0
+	var firstErr error
+	stop := false
+	fail := func(e error) {
+		if firstErr == nil {
+			firstErr = e
+		}
+		stop = true
+	}
+	for {
+		if !stop {
+			select {
+			case <-done:
+				fail(q.ctx.Err())
+			default:
+			}
+		}
+		fresh := w.fresh[:0]
+		for !stop && len(free) > 0 {
+			off, n, ok := c.next()
+			if !ok {
+				break
+			}
+			slot := free[len(free)-1]
+			w.off[slot], w.need[slot], w.got[slot] = off, int32(n), 0
+			if !w.prep(slot, fd) {
+				break // cannot happen: the SQ holds QueueDepth entries
+			}
+			free = free[:len(free)-1]
+			fresh = append(fresh, slot)
+			inflight++
+		}
+		if inflight == 0 {
+			break
+		}
+		if lat != nil && len(fresh) > 0 {
+			t := metrics.Nanotime()
+			for _, s := range fresh {
+				w.issued[s] = t
+			}
+		}
+		if _, err := r.SubmitAndWait(1); err != nil {
+			// The ring is unusable with requests in flight: never reuse
+			// or free their memory.
+			w.broken = true
+			fail(err)
+			return firstErr
+		}
+		var now int64
+		if lat != nil {
+			now = metrics.Nanotime()
+		}
+		k := r.PeekBatch(w.cqes)
+		for i := 0; i < k; i++ {
+			cqe := &w.cqes[i]
+			slot := uint16(cqe.UserData)
+			inflight--
+			if stop {
+				free = append(free, slot)
+				continue
+			}
+			res := cqe.Res
+			need := w.need[slot]
+			switch {
+			case res < 0:
+				fail(f.readErr(w.off[slot]+int64(w.got[slot]), syscall.Errno(-res)))
+				free = append(free, slot)
+				continue
+			case res == 0:
+				fail(f.shrunk(w.off[slot] + int64(w.got[slot])))
+				free = append(free, slot)
+				continue
+			}
+			w.got[slot] += res
+			if w.got[slot] < need {
+				// Short read: ask for the rest of the block.
+				if !w.prep(slot, fd) {
+					fail(errors.New("io_uring: submission queue full"))
+					free = append(free, slot)
+					continue
+				}
+				inflight++
+				continue
+			}
+			if lat != nil {
+				lat.Record(now - w.issued[slot])
+			}
+			if err := sink.Block(id, w.off[slot], w.bufs[slot][:need]); err != nil {
+				fail(err)
+			} else {
+				ws.Bytes += int64(need)
+				ws.Blocks++
+			}
+			free = append(free, slot)
+		}
+		r.Advance(k)
+	}
+	w.free = free
+	return firstErr
+}
