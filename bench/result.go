@@ -71,24 +71,25 @@ type Result struct {
 
 // Run is one child process's measurement.
 type Run struct {
-	Bytes          int64   `json:"bytes"`
-	Blocks         int64   `json:"blocks"`
-	WallNs         int64   `json:"wall_ns"`  // measured phase: open, read, consume, close
-	SetupNs        int64   `json:"setup_ns"` // one-time setup, not in wall_ns
-	BytesPerS      float64 `json:"bytes_per_s"`
-	UserNs         int64   `json:"user_ns"`
-	SysNs          int64   `json:"sys_ns"`
-	MinFlt         int64   `json:"minflt"`
-	MajFlt         int64   `json:"majflt"`
-	NVCSw          int64   `json:"nvcsw"`
-	NIVCSw         int64   `json:"nivcsw"`
-	Syscalls       int64   `json:"syscalls"`
-	LatP50Ns       int64   `json:"lat_p50_ns"`
-	LatP99Ns       int64   `json:"lat_p99_ns"`
-	LatP999Ns      int64   `json:"lat_p999_ns"`
-	LatMaxNs       int64   `json:"lat_max_ns"`
-	ResidentBefore float64 `json:"resident_before"` // fraction of the file in page cache before the run
-	Checksum       string  `json:"checksum,omitempty"`
-	ChecksumOK     *bool   `json:"checksum_ok"`
-	Error          string  `json:"error"`
+	Bytes          int64    `json:"bytes"`
+	Blocks         int64    `json:"blocks"`
+	WallNs         int64    `json:"wall_ns"`  // measured phase: open, read, consume, close
+	SetupNs        int64    `json:"setup_ns"` // one-time setup, not in wall_ns
+	BytesPerS      float64  `json:"bytes_per_s"`
+	UserNs         int64    `json:"user_ns"`
+	SysNs          int64    `json:"sys_ns"`
+	MinFlt         int64    `json:"minflt"`
+	MajFlt         int64    `json:"majflt"`
+	NVCSw          int64    `json:"nvcsw"`
+	NIVCSw         int64    `json:"nivcsw"`
+	Syscalls       int64    `json:"syscalls"`
+	LatP50Ns       int64    `json:"lat_p50_ns"`
+	LatP99Ns       int64    `json:"lat_p99_ns"`
+	LatP999Ns      int64    `json:"lat_p999_ns"`
+	LatMaxNs       int64    `json:"lat_max_ns"`
+	ResidentBefore float64  `json:"resident_before"` // fraction of the file in page cache before the run
+	Checksum       string   `json:"checksum,omitempty"`
+	ChecksumOK     *bool    `json:"checksum_ok"`
+	Error          string   `json:"error"`
+	Notes          []string `json:"notes,omitempty"`
 }

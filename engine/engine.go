@@ -217,6 +217,11 @@ var registry = map[string]Engine{}
 // order is the canonical order of engines in tables.
 var order = []string{"read", "pread", "readv", "mmap", "io_uring", "null"}
 
+// Register adds an engine to the registry, for tests and experiments (a
+// fault-injecting decorator, a prototype path). It panics on a duplicate
+// name, like http.Handle.
+func Register(e Engine) { register(e) }
+
 func register(e Engine) {
 	if _, dup := registry[e.Name()]; dup {
 		panic("engine: duplicate registration of " + e.Name())

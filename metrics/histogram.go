@@ -86,3 +86,25 @@ func Import(s *Snapshot) *Histogram {
 	}
 	return &Histogram{h: hdrhistogram.Import(s)}
 }
+
+// Buckets returns the histogram's non-empty buckets as (value, count) pairs,
+// value being the lowest value the bucket holds: a compact form for carrying
+// a histogram from a child process to the runner.
+func (h *Histogram) Buckets() [][2]int64 {
+	var out [][2]int64
+	for _, b := range h.h.Distribution() {
+		if b.Count > 0 {
+			out = append(out, [2]int64{b.From, b.Count})
+		}
+	}
+	return out
+}
+
+// AddBuckets records the pairs returned by Buckets.
+func (h *Histogram) AddBuckets(b [][2]int64) {
+	for _, p := range b {
+		if p[1] > 0 {
+			h.RecordN(p[0], p[1])
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/iopath/iopath/bench"
 )
 
 // version is iopath's version, stamped by -ldflags "-X main.version=..."
@@ -30,6 +32,12 @@ func usagef(format string, args ...any) error {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if bench.IsChild() {
+		// A benchmark child: one measurement, asked for on stdin.
+		err := bench.ChildMain(ctx, os.Stdin, os.Stdout)
+		stop()
+		os.Exit(exitCode(err, os.Stderr))
+	}
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))

@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/iopath/iopath/engine"
+)
+
+// Cache is the page-cache state a run starts in.
+type Cache string
+
+// Cache states.
+const (
+	Warm   Cache = "warm"   // the whole file resident before the run
+	Cold   Cache = "cold"   // none of the file resident before the run
+	Direct Cache = "direct" // O_DIRECT: the page cache is bypassed
+)
+
+// ParseCache accepts warm, cold and direct.
+func ParseCache(s string) (Cache, error) {
+	switch c := Cache(strings.ToLower(strings.TrimSpace(s))); c {
+	case Warm, Cold, Direct:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown cache state %q (want warm, cold or direct)", s)
+}
+
+// Consume is what the consumer does with each block it is handed.
+type Consume string
+
+// Consumers.
+const (
+	// Checksum reads every byte (xxh3), so that mmap cannot win by not
+	// touching data, and proves the bytes are right.
+	Checksum Consume = "checksum"
+	// None reads nothing further: fio's semantics. mmap copies each block
+	// into a buffer, as fio's mmap engine does.
+	None Consume = "none"
+	// Touch reads one byte per page.
+	Touch Consume = "touch"
+)
+
+// ParseConsume accepts checksum, none and touch.
+func ParseConsume(s string) (Consume, error) {
+	switch c := Consume(strings.ToLower(strings.TrimSpace(s))); c {
+	case Checksum, None, Touch:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown consumer %q (want checksum, none or touch)", s)
+}
+
+// Config is one benchmark: a file, a workload and the engines to compare.
+type Config struct {
+	Path    string   // the file to read (must exist)
+	Engines []string // engine names, in table order
+	Caches  []Cache  // cache states, each a table section
+	Runs    int      // runs per (engine, cache), each in its own child process
+
+	Pattern    engine.Pattern
+	BlockSize  int
+	Workers    int
+	QueueDepth int
+	Vectors    int
+	SQPoll     bool
+	Consume    Consume
+	NoLatency  bool // do not record per-block latency (to measure its cost)
+
+	// Command is the command line recorded in the report.
+	Command string
+	// Version is iopath's version, recorded in the machine block.
+	Version string
+	// TempFile says that Path was created for this benchmark.
+	TempFile bool
+
+	// ChildCommand starts a child: argv, to which the runner adds the
+	// environment IOPATH_BENCH_CHILD=1. Default: this executable.
+	ChildCommand []string
+
+	// Progress, when set, is called before each run and once at the end
+	// with done == total.
+	Progress func(done, total int, what string)
+}
+
+// DefaultEngines are the engines `iopath bench` compares when none are named.
+func DefaultEngines() []string {
+	var names []string
+	for _, n := range engine.Names() {
+		if n != "null" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func (c *Config) setDefaults() {
+	if len(c.Engines) == 0 {
+		c.Engines = DefaultEngines()
+	}
+	if len(c.Caches) == 0 {
+		c.Caches = []Cache{Warm, Cold}
+	}
+	if c.Runs == 0 {
+		c.Runs = 3
+	}
+	if c.Consume == "" {
+		c.Consume = Checksum
+	}
+}
+
+// MaxRuns bounds Config.Runs.
+const MaxRuns = 1000
+
+func (c *Config) job(cache Cache) engine.Job {
+	return engine.Job{
+		Path:       c.Path,
+		Pattern:    c.Pattern,
+		BlockSize:  c.BlockSize,
+		Workers:    c.Workers,
+		QueueDepth: c.QueueDepth,
+		Vectors:    c.Vectors,
+		SQPoll:     c.SQPoll,
+		Direct:     cache == Direct,
+		Latency:    !c.NoLatency,
+		CopyMapped: c.Consume == None,
+	}.WithDefaults()
+}
+
+// Validate checks the configuration before anything runs.
+func (c *Config) Validate() error {
+	c.setDefaults()
+	if c.Runs < 1 || c.Runs > MaxRuns {
+		return fmt.Errorf("runs %d out of range [1, %d]", c.Runs, MaxRuns)
+	}
+	seen := map[string]bool{}
+	for _, n := range c.Engines {
+		if _, err := engine.Lookup(n); err != nil {
+			return err
+		}
+		if seen[n] {
+			return fmt.Errorf("engine %q named twice", n)
+		}
+		seen[n] = true
+	}
+	seenC := map[Cache]bool{}
+	for _, cs := range c.Caches {
+		if _, err := ParseCache(string(cs)); err != nil {
+			return err
+		}
+		if seenC[cs] {
+			return fmt.Errorf("cache state %q named twice", cs)
+		}
+		seenC[cs] = true
+	}
+	if _, err := ParseConsume(string(c.Consume)); err != nil {
+		return err
+	}
+	for _, cs := range c.Caches {
+		j := c.job(cs)
+		j.Path = "x" // checked when the file is opened
+		if err := j.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/report"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd) }
+
+type benchOptions struct {
+	engines   string
+	pattern   string
+	bs        int64
+	workers   int
+	qd        int
+	vectors   int
+	size      int64
+	dir       string
+	runs      int
+	caches    string
+	consume   string
+	format    string
+	sqpoll    bool
+	noLatency bool
+}
+
+func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := benchOptions{bs: engine.DefaultBlockSize}
+	cmd := &cobra.Command{
+		Use:   "bench [FILE]",
+		Short: "Read a file through every engine and print one side-by-side table",
+		Long: `bench reads FILE through every engine, in each cache state, several times,
+each run in a fresh child process, with runs interleaved (A B C, A B C, ...).
+Every byte is checked against a plain pread reference. With no FILE it makes a
+temporary file of random data (1GiB, less when disk or memory is short) and
+removes it afterwards.
+
+Figures: GiB/s is bytes handed to the consumer over the wall time of the
+measured phase (open, read, consume, close; one-time setup such as ring
+creation is not in it). CPU-s/GiB is the child's user+system CPU per GiB.
+Latency is per block, from issue to data available. Syscalls are counted by
+the engine at its own call sites, not the Go runtime's.`,
+		Example: `  iopath bench
+  iopath bench /data/big.log --cache warm --consume none
+  iopath bench --pattern rand --bs 4k --engines pread,io_uring --qd 32
+  iopath bench --cache direct --engines pread,io_uring --format json`,
+		Args: argsUsage(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), o, args, cmd.Flags().Changed("size"), stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.engines, "engines", strings.Join(bench.DefaultEngines(), ","), "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
+	f.StringVar(&o.pattern, "pattern", "seq", "access pattern: seq or rand")
+	f.Var(sizeValue{&o.bs}, "bs", "block size (e.g. 4k, 128KiB, 1MiB)")
+	f.IntVar(&o.workers, "workers", 1, "workers (goroutines; io_uring: one ring and thread each)")
+	f.IntVar(&o.qd, "qd", engine.DefaultQueueDepth, "io_uring queue depth per worker")
+	f.IntVar(&o.vectors, "vectors", engine.DefaultVectors, "readv: buffers per preadv call")
+	f.Var(sizeValue{&o.size}, "size", "size of the temporary file when no FILE is given (default 1GiB, less when short of disk or memory)")
+	f.StringVar(&o.dir, "dir", "", "directory for the temporary file (default $TMPDIR, else /var/tmp)")
+	f.IntVar(&o.runs, "runs", 3, "runs per engine and cache state, each in its own process")
+	f.StringVar(&o.caches, "cache", "warm,cold", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
+	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
+	f.StringVar(&o.format, "format", "table", "output: table or json")
+	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (its CPU is not in the process's rusage)")
+	f.BoolVar(&o.noLatency, "no-latency", false, "do not record per-block latency (to measure what recording costs)")
+	return cmd
+}
+
+func (o *benchOptions) config(args []string) (bench.Config, error) {
+	cfg := bench.Config{
+		Engines:    units.ParseList(o.engines),
+		Runs:       o.runs,
+		BlockSize:  int(o.bs),
+		Workers:    o.workers,
+		QueueDepth: o.qd,
+		Vectors:    o.vectors,
+		SQPoll:     o.sqpoll,
+		NoLatency:  o.noLatency,
+		Version:    version,
+	}
+	if len(cfg.Engines) == 0 {
+		return cfg, usagef("bench: --engines is empty")
+	}
+	var err error
+	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
+		return cfg, usagef("bench: --pattern: %v", err)
+	}
+	for _, c := range units.ParseList(o.caches) {
+		cs, err := bench.ParseCache(c)
+		if err != nil {
+			return cfg, usagef("bench: --cache: %v", err)
+		}
+		cfg.Caches = append(cfg.Caches, cs)
+	}
+	if len(cfg.Caches) == 0 {
+		return cfg, usagef("bench: --cache is empty")
+	}
+	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
+		return cfg, usagef("bench: --consume: %v", err)
+	}
+	if o.format != "table" && o.format != "json" {
+		return cfg, usagef("bench: --format %q: want table or json", o.format)
+	}
+	if o.bs > engine.MaxBlockSize {
+		return cfg, usagef("bench: --bs %s: at most %s", units.FormatSize(o.bs), units.FormatSize(engine.MaxBlockSize))
+	}
+	cfg.Path = "check" // validated before any file exists
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("bench: %v", err)
+	}
+	cfg.Path = ""
+	return cfg, nil
+}
+
+func runBench(ctx context.Context, o benchOptions, args []string, sizeSet bool, stdout, stderr io.Writer) error {
+	cfg, err := o.config(args)
+	if err != nil {
+		return err
+	}
+	cfg.Command = "iopath bench " + strings.Join(os.Args[1:], " ")
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		cfg.Command = "iopath " + strings.Join(os.Args[1:], " ")
+	}
+	prog := newProgress(stderr)
+
+	if len(args) == 1 {
+		if sizeSet {
+			return usagef("bench: --size is for the temporary file; it cannot be used with FILE")
+		}
+		cfg.Path = args[0]
+	} else {
+		dir := o.dir
+		if dir == "" {
+			dir = defaultTempDir()
+		}
+		size := o.size
+		if !sizeSet {
+			if size, err = defaultBenchSize(dir); err != nil {
+				return err
+			}
+		} else if size <= 0 {
+			return usagef("bench: --size must be positive")
+		}
+		fmt.Fprintf(stderr, "iopath: making a %s temporary file in %s (give a FILE to measure your own)\n", units.FormatSize(size), dir)
+		path, err := gen.TempFile(ctx, dir, size, prog.bytes("writing test file"))
+		prog.done()
+		if err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		cfg.Path, cfg.TempFile = path, true
+	}
+
+	cfg.Progress = prog.steps()
+	rep, err := bench.Measure(ctx, cfg)
+	prog.done()
+	if rep == nil {
+		return err
+	}
+	var rerr error
+	if o.format == "json" {
+		rerr = report.JSON(stdout, rep)
+	} else {
+		rerr = report.Table(stdout, rep)
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("bench: interrupted; the results above are incomplete")
+		}
+		return fmt.Errorf("bench: %w", err)
+	}
+	return rerr
+}
+
+// defaultTempDir is $TMPDIR when set, else /var/tmp (usually on disk, where
+// cold and O_DIRECT runs mean something; /tmp is often tmpfs).
+func defaultTempDir() string {
+	if d := os.Getenv("TMPDIR"); d != "" {
+		return d
+	}
+	if st, err := os.Stat("/var/tmp"); err == nil && st.IsDir() {
+		return "/var/tmp"
+	}
+	return os.TempDir()
+}
+
+// defaultBenchSize is 1GiB, or a quarter of the free disk or of the
+// available memory when that is less.
+func defaultBenchSize(dir string) (int64, error) {
+	const want = 1 << 30
+	const least = 16 << 20
+	size := int64(want)
+	_, avail, _, err := sys.Statfs(dir)
+	if err != nil {
+		return 0, err
+	}
+	size = min(size, int64(avail/4))
+	if mem := memAvailable(); mem > 0 {
+		size = min(size, mem/4)
+	}
+	size = size / (4 << 20) * (4 << 20)
+	if size < least {
+		return 0, fmt.Errorf("bench: %s: only %s free; give a FILE or a --dir with more room", dir, units.FormatSize(int64(avail)))
+	}
+	return size, nil
+}
+
+// memAvailable reads MemAvailable from /proc/meminfo, or 0.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
+			return kb << 10
+		}
+	}
+	return 0
+}
