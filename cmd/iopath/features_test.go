@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestFeaturesCommand(t *testing.T) {
+	t.Setenv("IOPATH_DISABLE_IO_URING", "")
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"features"}, nil, &out, &errb); err != nil {
+		t.Fatalf("features: %v (stderr %q)", err, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"io_uring", "kernel", "page size", "memlock limit"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	t.Log("\n" + s)
+}
+
+func TestFeaturesDisabled(t *testing.T) {
+	t.Setenv("IOPATH_DISABLE_IO_URING", "1")
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"features"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "disabled by IOPATH_DISABLE_IO_URING=1") {
+		t.Errorf("output lacks the reason:\n%s", out.String())
+	}
+}
+
+func TestFeaturesJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"features", "--format", "json"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		IOURing struct {
+			Available bool   `json:"available"`
+			Reason    string `json:"reason"`
+		} `json:"io_uring"`
+		Kernel string `json:"kernel"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Kernel == "" {
+		t.Fatalf("bad json (%v): %s", err, out.String())
+	}
+	err := run(context.Background(), []string{"features", "--format", "xml"}, nil, &out, &errb)
+	if err == nil || exitCode(err, &errb) != 2 {
+		t.Errorf("--format xml: err %v, want a usage error", err)
+	}
+}
