@@ -42,7 +42,7 @@ func (mmapEngine) Prepare(job Job) (Prepared, error) {
 	}
 	r := &mmapRun{job: job}
 	if job.CopyMapped {
-		a, err := newArena(job.Workers, job.BlockSize)
+		a, err := newArena(job.Workers, job.BlockSize, true)
 		if err != nil {
 			return nil, err
 		}

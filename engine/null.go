@@ -25,7 +25,7 @@ func (nullEngine) Prepare(job Job) (Prepared, error) {
 	if job.Direct {
 		return nil, &NotSupportedError{What: "O_DIRECT with null", Reason: "the null engine does no I/O"}
 	}
-	a, err := newArena(1, job.BlockSize)
+	a, err := newArena(1, job.BlockSize, false)
 	if err != nil {
 		return nil, err
 	}

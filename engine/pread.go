@@ -21,7 +21,7 @@ func (preadEngine) Prepare(job Job) (Prepared, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	a, err := newArena(job.Workers, job.BlockSize)
+	a, err := newArena(job.Workers, job.BlockSize, job.Direct)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +46,8 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
 		ws := &st.Workers[w]
 		buf := r.bufs.buf(w)
+		nw := newNowait(&r.job)
+		var iov [1]sys.Iovec
 		c := p.cursor(w)
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 && ctx.Err() != nil {
@@ -59,7 +61,7 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			if ws.Lat != nil {
 				t0 = metrics.Nanotime()
 			}
-			calls, err := preadFull(f, buf[:directLen(n, r.job.Direct)], n, off)
+			calls, err := preadFull(f, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off)
 			ws.Syscalls += calls
 			if err != nil {
 				return err
@@ -87,12 +89,19 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 // rounded up for O_DIRECT), looping over short reads. It returns the number
 // of pread calls made. Reaching end of file before need bytes means the file
 // shrank since it was opened.
-func preadFull(f *file, buf []byte, need int, off int64) (int64, error) {
+// Each read first tries the cached fast path (nowait.go) through iov.
+func preadFull(f *file, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
-		calls++
-		m, err := sys.Pread(f.fd, buf[got:], off+int64(got))
+		b := buf[got:]
+		iov[0].Base = &b[0]
+		iov[0].SetLen(len(b))
+		m, handled, err := nw.try(f.fd, iov, len(b), off+int64(got), &calls)
+		if !handled {
+			calls++
+			m, err = sys.Pread(f.fd, b, off+int64(got))
+		}
 		if err != nil {
 			return calls, f.readErr(off+int64(got), err)
 		}

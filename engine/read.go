@@ -26,7 +26,7 @@ func (readEngine) Prepare(job Job) (Prepared, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	a, err := newArena(job.Workers, job.BlockSize)
+	a, err := newArena(job.Workers, job.BlockSize, job.Direct)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +65,8 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			defer func() { sys.Close(fd); ws.Syscalls++ }()
 		}
 		buf := r.bufs.buf(w)
+		nw := newNowait(&r.job)
+		var iov [1]sys.Iovec
 		pos := int64(0) // the descriptor's file position
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 && ctx.Err() != nil {
@@ -85,7 +87,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				}
 				pos = off
 			}
-			calls, err := readFull(f, fd, buf[:directLen(n, r.job.Direct)], n, off)
+			calls, err := readFull(f, fd, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off)
 			ws.Syscalls += calls
 			if err != nil {
 				return err
@@ -115,12 +117,21 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 // End of file before need bytes means the file shrank since it was opened.
 // When buf is longer than need (O_DIRECT rounding), the position may end
 // past off+need only at end of file, so it stays in step with the plan.
-func readFull(f *file, fd int, buf []byte, need int, off int64) (int64, error) {
+//
+// Each read first tries the cached fast path (nowait.go) at the file
+// position (offset -1), which advances it as read(2) does.
+func readFull(f *file, fd int, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
-		calls++
-		m, err := sys.Read(fd, buf[got:])
+		b := buf[got:]
+		iov[0].Base = &b[0]
+		iov[0].SetLen(len(b))
+		m, handled, err := nw.try(fd, iov, len(b), -1, &calls)
+		if !handled {
+			calls++
+			m, err = sys.Read(fd, b)
+		}
 		if err != nil {
 			return calls, f.readErr(off+int64(got), err)
 		}

@@ -35,7 +35,7 @@ func (readvEngine) Prepare(job Job) (Prepared, error) {
 	if job.Pattern == Random {
 		k = 1
 	}
-	a, err := newArena(job.Workers*k, job.BlockSize)
+	a, err := newArena(job.Workers*k, job.BlockSize, job.Direct)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +82,7 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
 		ws := &st.Workers[w]
 		v := &r.ws[w]
+		nw := newNowait(&r.job)
 		c := p.cursor(w)
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 && ctx.Err() != nil {
@@ -114,8 +115,11 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 					v.iov[first].Base = &v.bufs[first][part]
 					v.iov[first].SetLen(directLen(v.lens[first], direct) - part)
 				}
-				ws.Syscalls++
-				got, err := sys.Preadv(f.fd, v.iov[first:m], off0+int64(done))
+				got, handled, err := nw.try(f.fd, v.iov[first:m], (m-first)*r.job.BlockSize, off0+int64(done), &ws.Syscalls)
+				if !handled {
+					ws.Syscalls++
+					got, err = sys.Preadv(f.fd, v.iov[first:m], off0+int64(done))
+				}
 				if err != nil {
 					return f.readErr(off0+int64(done), err)
 				}

@@ -38,7 +38,7 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 		}
 		return nil, &NotSupportedError{What: "io_uring", Reason: err.Error()}
 	}
-	a, err := newArena(job.Workers*job.QueueDepth, job.BlockSize)
+	a, err := newArena(job.Workers*job.QueueDepth, job.BlockSize, job.Direct)
 	if err != nil {
 		return nil, err
 	}

