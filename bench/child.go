@@ -25,10 +25,14 @@ type childRequest struct {
 	Engine  string     `json:"engine"`
 	Job     engine.Job `json:"job"`
 	Consume Consume    `json:"consume"`
+	// MinTimeNs makes the child repeat passes over the file until the
+	// measured phase has lasted this long (warm and direct runs only).
+	MinTimeNs int64 `json:"min_time_ns"`
 }
 
 // childResponse is what a child writes on its stdout.
 type childResponse struct {
+	Passes       int           `json:"passes"`
 	Bytes        int64         `json:"bytes"`
 	Blocks       int64         `json:"blocks"`
 	Syscalls     int64         `json:"syscalls"`
@@ -78,24 +82,48 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	if err != nil {
 		return fail(err)
 	}
+	var lat *metrics.Histogram
+	var first uint64
 	t1 := time.Now()
-	st, err := p.Run(ctx, sink)
+	for {
+		st, err := p.Run(ctx, sink)
+		if err != nil {
+			return fail(err)
+		}
+		tot := st.Total()
+		resp.Passes++
+		resp.Bytes += tot.Bytes
+		resp.Blocks += tot.Blocks
+		resp.Syscalls += tot.Syscalls
+		if tot.Lat != nil {
+			if lat == nil {
+				lat = tot.Lat
+			} else {
+				lat.Merge(tot.Lat)
+			}
+		}
+		resp.Notes = st.Notes
+		sum := sink.sum()
+		sink.reset()
+		if resp.Passes == 1 {
+			first = sum
+		} else if sum != first && req.Consume == Checksum {
+			return fail(fmt.Errorf("checksum differs between passes over the same file (%s, then %s): the file changed or the engine is wrong", formatSum(first), formatSum(sum)))
+		}
+		if time.Since(t1) >= time.Duration(req.MinTimeNs) {
+			break
+		}
+	}
 	wall := time.Since(t1)
-	u1, uerr := metrics.SelfUsage()
+	u1, err := metrics.SelfUsage()
 	if err != nil {
 		return fail(err)
 	}
-	if uerr != nil {
-		return fail(uerr)
-	}
-	tot := st.Total()
-	resp.Bytes, resp.Blocks, resp.Syscalls = tot.Bytes, tot.Blocks, tot.Syscalls
 	resp.WallNs = int64(wall)
 	resp.Usage = u1.Sub(u0)
-	resp.Checksum = formatSum(sink.sum())
-	if tot.Lat != nil {
-		resp.Lat = tot.Lat.Buckets()
+	resp.Checksum = formatSum(first)
+	if lat != nil {
+		resp.Lat = lat.Buckets()
 	}
-	resp.Notes = st.Notes
 	return resp
 }

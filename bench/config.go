@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/iopath/iopath/engine"
 )
@@ -65,6 +66,10 @@ type Config struct {
 	SQPoll     bool
 	Consume    Consume
 	NoLatency  bool // do not record per-block latency (to measure its cost)
+	// MinTime makes each warm or direct run repeat passes over the file
+	// until it has measured this long, so that short files still give
+	// steady figures. Cold runs always make one pass.
+	MinTime time.Duration
 
 	// Command is the command line recorded in the report.
 	Command string
@@ -129,6 +134,9 @@ func (c *Config) job(cache Cache) engine.Job {
 // Validate checks the configuration before anything runs.
 func (c *Config) Validate() error {
 	c.setDefaults()
+	if c.MinTime < 0 || c.MinTime > time.Hour {
+		return fmt.Errorf("min time %v out of range [0, 1h]", c.MinTime)
+	}
 	if c.Runs < 1 || c.Runs > MaxRuns {
 		return fmt.Errorf("runs %d out of range [1, %d]", c.Runs, MaxRuns)
 	}

@@ -49,6 +49,12 @@ func (c *consumer) Block(w int, off int64, b []byte) error {
 	return nil
 }
 
+func (c *consumer) reset() {
+	for i := range c.accs {
+		c.accs[i].v = 0
+	}
+}
+
 func (c *consumer) sum() uint64 {
 	var s uint64
 	for i := range c.accs {

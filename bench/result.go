@@ -44,6 +44,9 @@ type Result struct {
 	Consume string `json:"consume"` // checksum, none or touch
 
 	Runs []Run `json:"runs"`
+	// MinTimeNs is how long each warm or direct run repeated passes over
+	// the file for; cold runs make one pass (a second would be warm).
+	MinTimeNs int64 `json:"min_time_ns"`
 
 	BytesPerS    float64 `json:"bytes_per_s"` // median
 	BytesPerSMin float64 `json:"bytes_per_s_min"`
@@ -56,8 +59,8 @@ type Result struct {
 	LatP99Ns     int64   `json:"lat_p99_ns"`
 	LatP999Ns    int64   `json:"lat_p999_ns"`
 	LatMaxNs     int64   `json:"lat_max_ns"`
-	Syscalls     int64   `json:"syscalls"` // per run, median
-	MinFlt       int64   `json:"minflt"`   // per run, median
+	Syscalls     int64   `json:"syscalls"` // per pass over the file, median
+	MinFlt       int64   `json:"minflt"`   // per pass over the file, median
 	MajFlt       int64   `json:"majflt"`
 	NVCSw        int64   `json:"nvcsw"`
 	NIVCSw       int64   `json:"nivcsw"`
@@ -71,6 +74,7 @@ type Result struct {
 
 // Run is one child process's measurement.
 type Run struct {
+	Passes         int      `json:"passes"` // reads of the whole file in this run
 	Bytes          int64    `json:"bytes"`
 	Blocks         int64    `json:"blocks"`
 	WallNs         int64    `json:"wall_ns"`  // measured phase: open, read, consume, close

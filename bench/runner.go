@@ -87,6 +87,9 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 					Consume: string(cfg.Consume), Runs: []Run{},
 				},
 			}
+			if cache != Cold {
+				pts[i].res.MinTimeNs = int64(cfg.MinTime)
+			}
 			if cache == Direct && !e.Caps().Direct {
 				pts[i].res.Error = "not applicable: " + name + " cannot bypass the page cache"
 				pts[i].skip = true
@@ -184,7 +187,11 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 		return run, false
 	}
 	run.ResidentBefore = res
-	req, _ := json.Marshal(childRequest{Engine: name, Job: job, Consume: cfg.Consume})
+	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume}
+	if cache != Cold {
+		cr.MinTimeNs = int64(cfg.MinTime)
+	}
+	req, _ := json.Marshal(cr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1")
 	cmd.Stdin = bytes.NewReader(req)
@@ -204,6 +211,7 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 		run.Error = resp.Error
 		return run, resp.NotSupported
 	}
+	run.Passes = resp.Passes
 	run.Bytes, run.Blocks, run.Syscalls = resp.Bytes, resp.Blocks, resp.Syscalls
 	run.WallNs, run.SetupNs = resp.WallNs, resp.SetupNs
 	if resp.WallNs > 0 {
@@ -263,8 +271,9 @@ func summarize(r *Result, hist *metrics.Histogram) {
 		}
 		return median(v)
 	}
+	// Counters are per pass over the file.
 	i := func(get func(Run) int64) int64 {
-		return int64(f(func(r Run) float64 { return float64(get(r)) }) + 0.5)
+		return int64(f(func(r Run) float64 { return float64(get(r)) / float64(max(r.Passes, 1)) }) + 0.5)
 	}
 	r.BytesPerS = f(func(x Run) float64 { return x.BytesPerS })
 	r.BytesPerSMin, r.BytesPerSMax = ok[0].BytesPerS, ok[0].BytesPerS

@@ -16,9 +16,8 @@ import (
 // with the bytes an engine delivers.
 var consumeModes = map[string]string{
 	"checksum": "every byte read by the CPU",
-	"copy":     "every block copied into a buffer, as fio's mmap engine does",
 	"touch":    "one byte read per page",
-	"none":     "bytes not touched by the CPU (mmap then does no I/O)",
+	"none":     "bytes land in a buffer and nothing reads them further (fio's semantics; mmap copies each block out, as fio's mmap engine does)",
 }
 
 // column is one column of the table. top is an optional label printed on
@@ -55,9 +54,10 @@ CPU-s/GiB      user+system CPU seconds per GiB delivered: lower is better, and s
                than GiB/s on a busy machine
 usr% sys%      user and system CPU time as % of one core over the wall time
 P50 P99 P99.9  latency per block: request issued to data available to the consumer
-syscalls       per run, counted at the engine's own call sites, not the Go runtime's
-minflt majflt  minor and major page faults per run (major: the page was read from disk)
-vcsw ivcsw     voluntary and involuntary context switches per run
+syscalls       per pass over the file, counted at the engine's own call sites, not the
+               Go runtime's
+minflt majflt  minor and major page faults per pass (major: the page was read from disk)
+vcsw ivcsw     voluntary and involuntary context switches per pass
 checksum       ok: every run delivered the reference (pread) bytes; MISMATCH: a run did
                not; n/a: not checked (consume none or touch, the null engine)
 `

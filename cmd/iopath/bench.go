@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,7 @@ type benchOptions struct {
 	format    string
 	sqpoll    bool
 	noLatency bool
+	minTime   time.Duration
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -77,6 +79,7 @@ the engine at its own call sites, not the Go runtime's.`,
 	f.StringVar(&o.format, "format", "table", "output: table or json")
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (its CPU is not in the process's rusage)")
 	f.BoolVar(&o.noLatency, "no-latency", false, "do not record per-block latency (to measure what recording costs)")
+	f.DurationVar(&o.minTime, "min-time", time.Second, "warm and direct runs repeat passes over the file until they have measured this long (cold runs make one pass)")
 	return cmd
 }
 
@@ -90,6 +93,7 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		Vectors:    o.vectors,
 		SQPoll:     o.sqpoll,
 		NoLatency:  o.noLatency,
+		MinTime:    o.minTime,
 		Version:    version,
 	}
 	if len(cfg.Engines) == 0 {
