@@ -99,6 +99,17 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if len(cfg.Engines) == 0 {
 		return cfg, usagef("bench: --engines is empty")
 	}
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"--workers", o.workers}, {"--qd", o.qd}, {"--vectors", o.vectors}, {"--runs", o.runs}} {
+		if c.v < 1 {
+			return cfg, usagef("bench: %s %d: must be at least 1", c.flag, c.v)
+		}
+	}
+	if o.bs < 1 {
+		return cfg, usagef("bench: --bs must be positive")
+	}
 	var err error
 	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
 		return cfg, usagef("bench: --pattern: %v", err)

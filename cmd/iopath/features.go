@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/units"
 )
 
 func init() { subcommands = append(subcommands, newFeaturesCmd) }
@@ -59,7 +61,8 @@ func yesNo(b bool) string {
 }
 
 func writeFeatures(w io.Writer, r *features.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	u := r.IOURing
 	if u.Available {
 		fmt.Fprintf(tw, "io_uring\tavailable\n")
@@ -69,6 +72,9 @@ func writeFeatures(w io.Writer, r *features.Report) error {
 			why = u.Errno + ": " + why
 		}
 		fmt.Fprintf(tw, "io_uring\tnot available: %s\n", why)
+		if len(r.SetupFlags) > 0 || len(r.Ops) > 0 {
+			fmt.Fprintf(tw, "\t(the flags and ops below are what the kernel offers; iopath will not use them)\n")
+		}
 	}
 	if len(r.SetupFlags) > 0 {
 		fmt.Fprintf(tw, "\t\n")
@@ -103,10 +109,20 @@ func writeFeatures(w io.Writer, r *features.Report) error {
 	fmt.Fprintf(tw, "transparent hugepages\t%s\n", thp)
 	ml := "unlimited"
 	if r.MemlockBytes >= 0 {
-		ml = fmt.Sprintf("%d bytes", r.MemlockBytes)
+		ml = units.FormatSize(r.MemlockBytes)
 	}
 	fmt.Fprintf(tw, "memlock limit\t%s\n", ml)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Separator rows are "\t\n" so that one alignment spans the table;
+	// drop the padding they leave at line ends.
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // wrapWords joins words with spaces into lines of at most width characters.

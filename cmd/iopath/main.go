@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -62,7 +63,12 @@ func exitCode(err error, stderr io.Writer) int {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own check of the command name: bad usage.
+		return usageError{fmt.Errorf("%w (see iopath --help)", err)}
+	}
+	return err
 }
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -80,7 +86,7 @@ of throughput, CPU, latency, syscalls, faults and context switches.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%s: %w (see %s --help)", c.CommandPath(), err, c.CommandPath())}
+		return usageError{fmt.Errorf("%s: %w (see %s --help)", strings.TrimPrefix(c.CommandPath(), "iopath "), err, c.CommandPath())}
 	})
 	for _, add := range subcommands {
 		root.AddCommand(add(stdout, stderr))
@@ -96,7 +102,7 @@ var subcommands []func(stdout, stderr io.Writer) *cobra.Command
 func argsUsage(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
-			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			return usageError{fmt.Errorf("%s: %w", strings.TrimPrefix(cmd.CommandPath(), "iopath "), err)}
 		}
 		return nil
 	}

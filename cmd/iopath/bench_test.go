@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/gen"
+)
+
+func TestMain(m *testing.M) {
+	if bench.IsChild() {
+		// `iopath bench` starts this test binary as its child process.
+		os.Exit(exitCode(bench.ChildMain(context.Background(), os.Stdin, os.Stdout), os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func TestBenchJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data")
+	if err := gen.File(context.Background(), path, 4<<20+3, gen.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI("bench", path, "--runs", "2", "--cache", "warm,cold", "--min-time", "0",
+		"--engines", "read,pread,readv,mmap,io_uring,null", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if rep.SchemaVersion != bench.SchemaVersion || rep.Machine.Kernel == "" || rep.File.SizeBytes != 4<<20+3 {
+		t.Errorf("header: %+v", rep)
+	}
+	if len(rep.Results) != 12 {
+		t.Fatalf("%d results, want 12", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s: %s", r.Engine, r.Cache, r.Error)
+			continue
+		}
+		if r.Engine != "null" && (r.ChecksumOK == nil || !*r.ChecksumOK) {
+			t.Errorf("%s %s: checksum %v", r.Engine, r.Cache, r.ChecksumOK)
+		}
+		if len(r.Runs) != 2 || r.BytesPerS <= 0 || r.LatP99Ns <= 0 {
+			t.Errorf("%s %s: figures missing: %+v", r.Engine, r.Cache, r)
+		}
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data")
+	if err := gen.File(context.Background(), path, 1<<20, gen.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI("bench", path, "--runs", "1", "--cache", "warm", "--min-time", "0", "--engines", "pread,mmap")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"pread", "mmap", "warm", "GiB/s", "checksum", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if errOut != "" {
+		t.Errorf("stderr not empty without a terminal: %q", errOut)
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "--workers", "0"},
+		{"bench", "--runs", "0"},
+		{"bench", "--qd", "0"},
+		{"bench", "--bs", "3"},
+		{"bench", "--bs", "1x"},
+		{"bench", "--engines", "nope"},
+		{"bench", "--engines", ","},
+		{"bench", "--cache", "hot"},
+		{"bench", "--consume", "eat"},
+		{"bench", "--pattern", "zig"},
+		{"bench", "--format", "xml"},
+		{"bench", "--min-time", "-1s"},
+		{"bench", "a", "b"},
+		{"bench", dir, "--size", "1GiB"},
+		{"nosuch"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, errOut, code := runCLI(args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (stderr %q)", code, errOut)
+			}
+			if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "iopath: ") {
+				t.Errorf("want one line starting with iopath:, got %q", errOut)
+			}
+		})
+	}
+}
+
+func TestBenchBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing"), "no such file"},
+		{dir, "is a directory"},
+		{empty, "empty"},
+		{"/dev/null", "not a regular file"},
+	} {
+		_, errOut, code := runCLI("bench", tc.path, "--runs", "1")
+		if code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, tc.path) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("bench %s: exit %d, stderr %q; want exit 1 and one line naming the path and %q", tc.path, code, errOut, tc.want)
+		}
+	}
+}
