@@ -132,12 +132,12 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 		b := m[off-start : off-start+int64(n) : off-start+int64(n)]
 		var t0 int64
 		if ws.Lat != nil {
-			t0 = metrics.Nanotime()
+			t0 = metrics.Ticks()
 		}
 		if buf != nil {
 			b = buf[:copy(buf, b)]
 			if ws.Lat != nil {
-				ws.Lat.Record(metrics.Nanotime() - t0)
+				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}
 			if err := sink.Block(w, off, b); err != nil {
 				return err
@@ -147,7 +147,7 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 				return err
 			}
 			if ws.Lat != nil {
-				ws.Lat.Record(metrics.Nanotime() - t0)
+				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}
 		}
 		ws.Bytes += int64(n)

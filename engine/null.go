@@ -60,8 +60,8 @@ func (r *nullRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				return nil
 			}
 			if ws.Lat != nil {
-				t0 := metrics.Nanotime()
-				ws.Lat.Record(metrics.Nanotime() - t0)
+				t0 := metrics.Ticks()
+				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}
 			if err := sink.Block(w, off, zero[:n:n]); err != nil {
 				return err

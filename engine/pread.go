@@ -59,7 +59,7 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 			var t0 int64
 			if ws.Lat != nil {
-				t0 = metrics.Nanotime()
+				t0 = metrics.Ticks()
 			}
 			calls, err := preadFull(f, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off)
 			ws.Syscalls += calls
@@ -67,7 +67,7 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				return err
 			}
 			if ws.Lat != nil {
-				ws.Lat.Record(metrics.Nanotime() - t0)
+				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}
 			if err := sink.Block(w, off, buf[:n]); err != nil {
 				return err

@@ -78,7 +78,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 			var t0 int64
 			if ws.Lat != nil {
-				t0 = metrics.Nanotime()
+				t0 = metrics.Ticks()
 			}
 			if off != pos {
 				ws.Syscalls++
@@ -94,7 +94,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 			pos += int64(n)
 			if ws.Lat != nil {
-				ws.Lat.Record(metrics.Nanotime() - t0)
+				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}
 			if err := sink.Block(w, off, buf[:n]); err != nil {
 				return err

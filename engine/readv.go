@@ -104,7 +104,7 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 			var t0, t1 int64
 			if ws.Lat != nil {
-				t0 = metrics.Nanotime()
+				t0 = metrics.Ticks()
 			}
 			done := 0     // bytes read by this call so far
 			first := 0    // the first block not yet delivered
@@ -128,12 +128,12 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				}
 				done += got
 				if ws.Lat != nil {
-					t1 = metrics.Nanotime()
+					t1 = metrics.Ticks()
 				}
 				for first < m && blkStart+v.lens[first] <= done {
 					n := v.lens[first]
 					if ws.Lat != nil {
-						ws.Lat.Record(t1 - t0)
+						ws.Lat.RecordTicks(t1 - t0)
 					}
 					if err := sink.Block(w, off0+int64(blkStart), v.bufs[first][:n]); err != nil {
 						return err

@@ -382,7 +382,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 			break
 		}
 		if lat != nil && len(fresh) > 0 {
-			t := metrics.Nanotime()
+			t := metrics.Ticks()
 			for _, s := range fresh {
 				w.issued[s] = t
 			}
@@ -396,7 +396,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 		}
 		var now int64
 		if lat != nil {
-			now = metrics.Nanotime()
+			now = metrics.Ticks()
 		}
 		k := r.PeekBatch(w.cqes)
 		for i := 0; i < k; i++ {
@@ -431,7 +431,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 				continue
 			}
 			if lat != nil {
-				lat.Record(now - w.issued[slot])
+				lat.RecordTicks(now - w.issued[slot])
 			}
 			if err := sink.Block(id, w.off[slot], w.bufs[slot][:need]); err != nil {
 				fail(err)

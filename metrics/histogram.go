@@ -20,6 +20,7 @@ type Histogram struct {
 
 // NewHistogram returns an empty latency histogram.
 func NewHistogram() *Histogram {
+	initClock()
 	return &Histogram{h: hdrhistogram.New(minLatencyNs, maxLatencyNs, sigFigs)}
 }
 
@@ -32,6 +33,9 @@ func (h *Histogram) Record(ns int64) {
 	}
 	_ = h.h.RecordValue(ns)
 }
+
+// RecordTicks adds one latency measured as a difference of Ticks.
+func (h *Histogram) RecordTicks(d int64) { h.Record(TicksToNs(d)) }
 
 // RecordN adds n identical latencies.
 func (h *Histogram) RecordN(ns int64, n int64) {
