@@ -45,6 +45,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		File:          FileInfo{Path: cfg.Path, SizeBytes: size, Temporary: cfg.TempFile},
 		Notes:         []string{},
 	}
+	rep.Machine.LatencyClock = metrics.ClockSource()
 	argv := cfg.ChildCommand
 	if len(argv) == 0 {
 		exe, err := os.Executable()

@@ -26,6 +26,7 @@ type Machine struct {
 	IOURing       string `json:"io_uring"`       // "available", or why not
 	GoVersion     string `json:"go_version"`     // runtime.Version()
 	IopathVersion string `json:"iopath_version"` // main.version or the module's build info
+	LatencyClock  string `json:"latency_clock"`  // clock for per-block latency: tsc or nanotime
 }
 
 // DescribeMachine describes this machine and the file at path (its

@@ -200,6 +200,9 @@ func writeHeader(b *bytes.Buffer, r *bench.Report) {
 	}
 	field("machine", strings.Join(parts, ", "))
 	field("io_uring", m.IOURing)
+	if m.LatencyClock != "" {
+		field("clock", m.LatencyClock+" (per-block latency)")
+	}
 	var ver []string
 	if m.GoVersion != "" {
 		ver = append(ver, m.GoVersion)
