@@ -387,7 +387,11 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 				w.issued[s] = t
 			}
 		}
-		if _, err := r.SubmitAndWait(1); err != nil {
+		// Wait for a quarter of what is in flight (at least one), as
+		// fio's iodepth_batch_complete_min does: fewer, fuller waits mean
+		// fewer trips through the Go scheduler's blocking-syscall path
+		// while the device still has three quarters of the queue.
+		if _, err := r.SubmitAndWait(uint32(max(1, inflight/4))); err != nil {
 			// The ring is unusable with requests in flight: never reuse
 			// or free their memory.
 			w.broken = true
