@@ -59,23 +59,9 @@ type mmapRun struct {
 func (r *mmapRun) Close() error { r.bufs.free(); return nil }
 
 func (r *mmapRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	f, err := openFile(&r.job)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	p := newPlan(&r.job, f.size)
-	st := newStats(&r.job)
-	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
-		return r.worker(ctx, f, &p, w, &st.Workers[w], sink)
+	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+		return r.worker(ctx, f, p, w, ws, sink)
 	})
-	if cerr := f.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, nil
 }
 
 // worker maps worker w's region and delivers its blocks. A SIGBUS while

@@ -40,16 +40,8 @@ type nullRun struct {
 func (r *nullRun) Close() error { r.zero.free(); return nil }
 
 func (r *nullRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	f, err := openFile(&r.job)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	p := newPlan(&r.job, f.size)
-	st := newStats(&r.job)
 	zero := r.zero.buf(0)
-	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
-		ws := &st.Workers[w]
+	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		c := p.cursor(w)
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 && ctx.Err() != nil {
@@ -70,11 +62,4 @@ func (r *nullRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			ws.Blocks++
 		}
 	})
-	if cerr := f.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, nil
 }

@@ -36,15 +36,7 @@ type preadRun struct {
 func (r *preadRun) Close() error { r.bufs.free(); return nil }
 
 func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	f, err := openFile(&r.job)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	p := newPlan(&r.job, f.size)
-	st := newStats(&r.job)
-	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
-		ws := &st.Workers[w]
+	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		buf := r.bufs.buf(w)
 		nw := newNowait(&r.job)
 		var iov [1]sys.Iovec
@@ -76,13 +68,6 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			ws.Blocks++
 		}
 	})
-	if cerr := f.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, nil
 }
 
 // preadFull reads at least need bytes at off into buf (len(buf) >= need,

@@ -41,15 +41,7 @@ type readRun struct {
 func (r *readRun) Close() error { r.bufs.free(); return nil }
 
 func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	f, err := openFile(&r.job)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	p := newPlan(&r.job, f.size)
-	st := newStats(&r.job)
-	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
-		ws := &st.Workers[w]
+	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		c := p.cursor(w)
 		if c.remaining() == 0 {
 			return nil
@@ -103,13 +95,6 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			ws.Blocks++
 		}
 	})
-	if cerr := f.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, nil
 }
 
 // readFull reads at least need bytes from fd's position (which is off) into

@@ -71,16 +71,8 @@ type readvWorker struct {
 func (r *readvRun) Close() error { r.bufs.free(); return nil }
 
 func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	f, err := openFile(&r.job)
-	if err != nil {
-		return nil, err
-	}
-	defer f.close()
-	p := newPlan(&r.job, f.size)
-	st := newStats(&r.job)
 	direct := r.job.Direct
-	err = runWorkers(ctx, r.job.Workers, func(ctx context.Context, w int) error {
-		ws := &st.Workers[w]
+	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		v := &r.ws[w]
 		nw := newNowait(&r.job)
 		c := p.cursor(w)
@@ -146,11 +138,4 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 		}
 	})
-	if cerr := f.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return st, err
-	}
-	return st, nil
 }

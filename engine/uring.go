@@ -161,25 +161,6 @@ func (u *uringRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	return st, err
 }
 
-// firstError returns the first error that is not a context error, else the
-// first context error.
-func firstError(errs []error) error {
-	var ctxErr error
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if err == context.Canceled || err == context.DeadlineExceeded {
-			if ctxErr == nil {
-				ctxErr = err
-			}
-			continue
-		}
-		return err
-	}
-	return ctxErr
-}
-
 // uringWorker owns one ring, used only from its goroutine, which is locked
 // to one OS thread (the ring is SINGLE_ISSUER/DEFER_TASKRUN).
 type uringWorker struct {

@@ -31,6 +31,13 @@ func runWorkers(ctx context.Context, n int, fn func(ctx context.Context, w int) 
 		}()
 	}
 	wg.Wait()
+	return firstError(errs)
+}
+
+// firstError returns the first error that is not a context error, else the
+// first context error: a worker's real failure explains the others'
+// cancellation.
+func firstError(errs []error) error {
 	var ctxErr error
 	for _, err := range errs {
 		if err == nil {
@@ -45,6 +52,26 @@ func runWorkers(ctx context.Context, n int, fn func(ctx context.Context, w int) 
 		return err
 	}
 	return ctxErr
+}
+
+// readFile is the measured phase the synchronous engines share: open the
+// job's file, plan its blocks, run worker once per worker (each in its own
+// goroutine), and close the file. The stats are returned also on error.
+func readFile(ctx context.Context, job *Job, worker func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error) (*Stats, error) {
+	f, err := openFile(job)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	p := newPlan(job, f.size)
+	st := newStats(job)
+	err = runWorkers(ctx, job.Workers, func(ctx context.Context, w int) error {
+		return worker(ctx, f, &p, w, &st.Workers[w])
+	})
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	return st, err
 }
 
 // newStats returns Stats for job's workers, with histograms when latency is
