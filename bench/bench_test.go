@@ -212,3 +212,47 @@ func TestPermutedChecksumIsPatternFree(t *testing.T) {
 		t.Fatalf("random pattern: %+v", r)
 	}
 }
+
+func TestMeasureIOURingUnavailable(t *testing.T) {
+	t.Setenv("IOPATH_DISABLE_IO_URING", "1") // children inherit it
+	path := testFile(t, 1<<20)
+	rep, err := Measure(context.Background(), Config{
+		Path: path, Engines: []string{"pread", "io_uring"}, Caches: []Cache{Warm}, Runs: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[1]
+	if !strings.Contains(r.Error, "IOPATH_DISABLE_IO_URING") || len(r.Runs) != 0 {
+		t.Errorf("io_uring row should say why it did not run, once: %+v", r)
+	}
+	if rep.Results[0].Error != "" {
+		t.Errorf("pread row failed: %s", rep.Results[0].Error)
+	}
+	if !strings.Contains(rep.Machine.IOURing, "IOPATH_DISABLE_IO_URING") {
+		t.Errorf("machine block says io_uring %q", rep.Machine.IOURing)
+	}
+}
+
+func TestMeasureDirectNotApplicable(t *testing.T) {
+	path := testFile(t, 1<<20)
+	rep, err := Measure(context.Background(), Config{
+		Path: path, Engines: []string{"mmap", "pread"}, Caches: []Cache{Direct}, Runs: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rep.Results[0]; !strings.Contains(m.Error, "not applicable") || len(m.Runs) != 0 {
+		t.Errorf("mmap direct: %+v", m)
+	}
+	p := rep.Results[1]
+	if rep.Machine.Filesystem == "tmpfs" {
+		if !strings.Contains(p.Error, "O_DIRECT") {
+			t.Errorf("pread direct on tmpfs: %+v", p)
+		}
+		return
+	}
+	if p.Error != "" || p.ChecksumOK == nil || !*p.ChecksumOK {
+		t.Errorf("pread direct: %+v", p)
+	}
+}
