@@ -106,6 +106,22 @@ func (f *file) readErr(off int64, err error) error {
 	return &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("at offset %d: %w", off, err)}
 }
 
+// checkSize returns ErrChanged (in an *fs.PathError) when the file's size is
+// no longer the one seen at open. Every engine checks at the end of a run:
+// a mapping reads a file that shrank inside a page as zeros, without a
+// fault, and a read that raced a truncation may have returned full blocks
+// that are no longer the file's.
+func (f *file) checkSize() error {
+	var st sys.Stat_t
+	if err := sys.Fstat(f.fd, &st); err != nil {
+		return &fs.PathError{Op: "stat", Path: f.path, Err: err}
+	}
+	if st.Size != f.size {
+		return &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("%w: %d bytes at open, %d now", ErrChanged, f.size, st.Size)}
+	}
+	return nil
+}
+
 // shrunk is the error for a read that ended before the size seen at open.
 func (f *file) shrunk(off int64) error {
 	return &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("%w: end of file at offset %d, expected %d bytes", ErrChanged, off, f.size)}

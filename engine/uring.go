@@ -155,6 +155,10 @@ func (u *uringRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 		}
 	}
 	err = firstError(errs)
+	if err == nil {
+		st.Workers[0].Syscalls++
+		err = f.checkSize() // see file.checkSize
+	}
 	if cerr := f.close(); err == nil {
 		err = cerr
 	}

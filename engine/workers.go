@@ -68,6 +68,10 @@ func readFile(ctx context.Context, job *Job, worker func(ctx context.Context, f 
 	err = runWorkers(ctx, job.Workers, func(ctx context.Context, w int) error {
 		return worker(ctx, f, &p, w, &st.Workers[w])
 	})
+	if err == nil {
+		st.Workers[0].Syscalls++
+		err = f.checkSize()
+	}
 	if cerr := f.close(); err == nil {
 		err = cerr
 	}

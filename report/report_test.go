@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/features"
 )
 
@@ -235,7 +236,7 @@ func TestFormat(t *testing.T) {
 		{count(82_000), "82k"}, {count(999_999), "1.0M"}, {count(1_310_720), "1.3M"}, {count(13_000_000), "13M"},
 		{count(2_100_000_000), "2.1G"},
 		{gibps(7.91 * (1 << 30)), "7.91"}, {fixed(math.NaN(), 2), "n/a"},
-		{roughSize(24684084 << 10), "23.5GiB"}, {roughSize(8 << 30), "8GiB"}, {roughSize(100), "100B"},
+		{units.RoughSize(24684084 << 10), "23.5GiB"}, {units.RoughSize(8 << 30), "8GiB"}, {units.RoughSize(100), "100B"},
 		{checksum(nil), "n/a"}, {checksum(ptr(true)), "ok"}, {checksum(ptr(false)), "MISMATCH"},
 	} {
 		if tc.got != tc.want {

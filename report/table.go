@@ -188,7 +188,7 @@ func writeHeader(b *bytes.Buffer, r *bench.Report) {
 		add(plural(m.Cores, "core"))
 	}
 	if m.MemBytes > 0 {
-		add(roughSize(m.MemBytes) + " RAM")
+		add(units.RoughSize(m.MemBytes) + " RAM")
 	}
 	fs := m.Filesystem
 	if m.Device != "" {
@@ -390,21 +390,6 @@ func checksum(ok *bool) string {
 
 // roughSize formats n bytes in the largest binary unit not above it, with
 // one decimal unless exact: 8GiB, 23.5GiB, 512MiB.
-func roughSize(n int64) string {
-	for _, u := range []struct {
-		s string
-		v int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v {
-			if n%u.v == 0 {
-				return fmt.Sprintf("%d%s", n/u.v, u.s)
-			}
-			return fmt.Sprintf("%.1f%s", float64(n)/float64(u.v), u.s)
-		}
-	}
-	return fmt.Sprintf("%dB", n)
-}
-
 func plural(n int, what string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", what)

@@ -110,6 +110,9 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if o.bs < 1 {
 		return cfg, usagef("bench: --bs must be positive")
 	}
+	if err := checkBufferMemory("bench", o.workers, o.qd, o.vectors, o.bs); err != nil {
+		return cfg, err
+	}
 	var err error
 	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
 		return cfg, usagef("bench: --pattern: %v", err)
@@ -229,9 +232,23 @@ func defaultBenchSize(dir string) (int64, error) {
 	}
 	size = size / (4 << 20) * (4 << 20)
 	if size < least {
-		return 0, fmt.Errorf("bench: %s: only %s free; give a FILE or a --dir with more room", dir, units.FormatSize(int64(avail)))
+		return 0, fmt.Errorf("bench: %s: only %s free; give a FILE or a --dir with more room", dir, units.RoughSize(int64(avail)))
 	}
 	return size, nil
+}
+
+// checkBufferMemory refuses a workload whose I/O buffers (up to workers ×
+// max(qd, vectors) × bs, io_uring's share) would take more than half of the
+// memory available now: better a usage error than an engine failing to
+// allocate, or the machine swapping, half-way through.
+func checkBufferMemory(cmd string, workers, qd, vectors int, bs int64) error {
+	need := float64(workers) * float64(max(qd, vectors)) * float64(bs)
+	avail := memAvailable()
+	if avail <= 0 || need <= float64(avail)/2 {
+		return nil
+	}
+	return usagef("%s: buffers for %d workers × %d × %s would need %s, more than half of the %s of memory available",
+		cmd, workers, max(qd, vectors), units.FormatSize(bs), units.RoughSize(int64(min(need, 1<<62))), units.RoughSize(avail))
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo, or 0.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,8 +69,11 @@ func runCat(ctx context.Context, o catOptions, paths []string, stdout, stderr io
 	if o.workers < 1 || o.qd < 1 {
 		return usagef("cat: --workers and --qd must be at least 1")
 	}
-	if o.bs > engine.MaxBlockSize {
+	if o.bs < engine.MinBlockSize || o.bs > engine.MaxBlockSize {
 		return usagef("cat: block size %d out of range [%d, %d]", o.bs, engine.MinBlockSize, engine.MaxBlockSize)
+	}
+	if err := checkBufferMemory("cat", o.workers, o.qd, 1, o.bs); err != nil {
+		return err
 	}
 	base := engine.Job{Path: "-", Pattern: engine.Sequential, BlockSize: int(o.bs),
 		Workers: o.workers, QueueDepth: o.qd, Direct: o.direct}
@@ -113,6 +117,10 @@ func catFile(ctx context.Context, pr engine.Prepared, job engine.Job, out io.Wri
 	r := newReorder(out, int64(job.BlockSize), catWindow(job))
 	st, err := pr.Run(ctx, r)
 	if r.err != nil {
+		if errors.Is(r.err, syscall.EFAULT) {
+			// write(2) from a mapping whose pages the file no longer has.
+			return &fs.PathError{Op: "read", Path: job.Path, Err: fmt.Errorf("%w (a mapped page vanished while it was written out)", engine.ErrChanged)}
+		}
 		return r.err
 	}
 	if err != nil {

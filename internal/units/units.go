@@ -87,3 +87,20 @@ func ParseList(s string) []string {
 	}
 	return out
 }
+
+// RoughSize formats n bytes for reading, not parsing back: the largest
+// binary unit it reaches, with one decimal unless the unit divides it.
+func RoughSize(n int64) string {
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v {
+			if n%u.v == 0 {
+				return fmt.Sprintf("%d%s", n/u.v, u.s)
+			}
+			return fmt.Sprintf("%.1f%s", float64(n)/float64(u.v), u.s)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
