@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/bench"
-	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/units"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
