@@ -245,8 +245,8 @@ func (w *uringWorker) setup() error {
 		SQThreadIdle: 100,
 		CQSize:       2 * entries,
 		SubmitAll:    true,
-		CoopTaskrun:  true,
-		TaskrunFlag:  true,
+		CoopTaskrun:  !w.job.SQPoll, // not with SQPOLL: the poller runs the task work
+		TaskrunFlag:  !w.job.SQPoll,
 		SingleIssuer: true,
 		DeferTaskrun: !w.job.SQPoll, // the kernel refuses DEFER_TASKRUN with SQPOLL
 		NoSQArray:    true,

@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -123,7 +124,7 @@ func newRing(entries uint32, opts Options, setup setupFunc) (*Ring, error) {
 	if opts.DeferTaskrun && !opts.SingleIssuer {
 		return nil, errors.New("io_uring setup: DeferTaskrun needs SingleIssuer")
 	}
-	p, fd, dropped, err := setupStepDown(entries, opts, setup)
+	p, fd, dropped, err := setupStepDown(entries, opts, setup, func(fd int) { sys.Close(fd) })
 	if err != nil {
 		return nil, err
 	}
@@ -136,14 +137,21 @@ func newRing(entries uint32, opts Options, setup setupFunc) (*Ring, error) {
 	return r, nil
 }
 
-// setupStepDown calls setup, dropping optional flags one at a time on EINVAL.
-func setupStepDown(entries uint32, opts Options, setup setupFunc) (Params, int, []string, error) {
+// setupStepDown calls setup, dropping optional flags one at a time on EINVAL
+// (newest first, as fio does). EINVAL does not say which flag was to blame,
+// so once a setup succeeds it tries to put each dropped flag back, and
+// reports only the ones the kernel really refused. closeFd closes a ring
+// that a better one replaces.
+func setupStepDown(entries uint32, opts Options, setup setupFunc, closeFd func(int)) (Params, int, []string, error) {
 	base := opts.params()
 	var dropped []string
 	for {
 		p := base
 		fd, err := setup(entries, &p)
 		if err == nil {
+			if len(dropped) > 0 {
+				p, fd, dropped = restoreFlags(entries, base, p, fd, dropped, setup, closeFd)
+			}
 			return p, fd, dropped, nil
 		}
 		if err != sys.EINVAL || opts.Strict {
@@ -171,6 +179,41 @@ func setupStepDown(entries uint32, opts Options, setup setupFunc) (Params, int, 
 			dropped = append(dropped, SetupFlagName(SetupTaskrunFlag))
 		}
 	}
+}
+
+// restoreFlags tries to put back each dropped flag, oldest first, keeping
+// those the kernel accepts (with their dependencies present) and the ring
+// made with the most of them.
+func restoreFlags(entries uint32, base, p Params, fd int, dropped []string, setup setupFunc, closeFd func(int)) (Params, int, []string) {
+	flags := base.Flags
+	for changed := true; changed; {
+		changed = false
+		for i := len(optional) - 1; i >= 0; i-- {
+			f := optional[i]
+			name := SetupFlagName(f)
+			if !slices.Contains(dropped, name) {
+				continue
+			}
+			try := flags | f
+			if try&SetupDeferTaskrun != 0 && try&SetupSingleIssuer == 0 {
+				continue // DEFER_TASKRUN needs SINGLE_ISSUER
+			}
+			if try&SetupTaskrunFlag != 0 && try&(SetupCoopTaskrun|SetupDeferTaskrun) == 0 {
+				continue // TASKRUN_FLAG needs COOP_TASKRUN or DEFER_TASKRUN
+			}
+			q := base
+			q.Flags = try
+			nfd, err := setup(entries, &q)
+			if err != nil {
+				continue
+			}
+			closeFd(fd)
+			p, fd, flags = q, nfd, try
+			dropped = slices.DeleteFunc(dropped, func(n string) bool { return n == name })
+			changed = true
+		}
+	}
+	return p, fd, dropped
 }
 
 // SetupError is io_uring_setup's failure, with the flags that were asked.

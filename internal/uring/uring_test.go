@@ -360,15 +360,17 @@ func TestStepDown(t *testing.T) {
 	}{
 		{"nothing refused", all, 0, nil, false},
 		{"no NO_SQARRAY", all, SetupNoSQArray, []string{"NO_SQARRAY"}, false},
-		{"no DEFER_TASKRUN", all, SetupDeferTaskrun, []string{"NO_SQARRAY", "DEFER_TASKRUN"}, false},
-		{"no SINGLE_ISSUER", all, SetupSingleIssuer, []string{"NO_SQARRAY", "DEFER_TASKRUN", "SINGLE_ISSUER"}, false},
-		{"no COOP_TASKRUN", all, SetupCoopTaskrun, []string{"NO_SQARRAY", "DEFER_TASKRUN", "SINGLE_ISSUER", "TASKRUN_FLAG", "COOP_TASKRUN"}, false},
+		// Flags dropped on the way down but not to blame are put back.
+		{"no DEFER_TASKRUN", all, SetupDeferTaskrun, []string{"DEFER_TASKRUN"}, false},
+		{"no SINGLE_ISSUER", all, SetupSingleIssuer, []string{"DEFER_TASKRUN", "SINGLE_ISSUER"}, false},
+		{"no COOP_TASKRUN", all, SetupCoopTaskrun, []string{"COOP_TASKRUN"}, false},
 		{"SQPOLL refused is an error", Options{SQPoll: true, SubmitAll: true}, SetupSQPoll, []string{"SUBMIT_ALL"}, true},
 		{"strict", Options{SubmitAll: true, Strict: true}, SetupSubmitAll, nil, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var calls []uint32
-			p, fd, dropped, err := setupStepDown(8, c.opts, refuse(c.bad, &calls))
+			var closed []int
+			p, fd, dropped, err := setupStepDown(8, c.opts, refuse(c.bad, &calls), func(fd int) { closed = append(closed, fd) })
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v, want error %v (calls %v)", err, c.wantErr, calls)
 			}
@@ -388,11 +390,25 @@ func TestStepDown(t *testing.T) {
 			if fd != 99 || p.Flags&c.bad != 0 {
 				t.Errorf("fd %d flags %s", fd, FlagString(p.Flags))
 			}
-			if len(calls) != len(c.dropped)+1 && c.bad != SetupDeferTaskrun && c.bad != SetupCoopTaskrun && c.bad != SetupSingleIssuer {
-				t.Errorf("%d setup calls for %d drops", len(calls), len(c.dropped))
+			if c.bad == 0 && len(calls) != 1 {
+				t.Errorf("%d setup calls with nothing refused", len(calls))
+			}
+			// Every ring replaced by a better one is closed.
+			if want := len(calls) - countRefused(calls, c.bad) - 1; len(closed) != want {
+				t.Errorf("closed %d rings, want %d", len(closed), want)
 			}
 		})
 	}
+}
+
+func countRefused(calls []uint32, bad uint32) int {
+	n := 0
+	for _, f := range calls {
+		if f&bad != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func TestNewRealStepDown(t *testing.T) {
