@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/iopath/iopath/engine"
@@ -96,8 +97,10 @@ func TestMeasure(t *testing.T) {
 		Caches:  []Cache{Warm, Cold},
 		Runs:    2,
 	})
-	if err != nil {
-		t.Fatal(err)
+	// The failing engine makes the whole measurement fail, after every
+	// other engine has been measured and reported.
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "test-fail") || rep == nil {
+		t.Fatalf("err = %v, want ErrFailed naming test-fail, with the report", err)
 	}
 	if len(rep.Results) != 6 {
 		t.Fatalf("got %d results, want 6", len(rep.Results))
@@ -254,5 +257,35 @@ func TestMeasureDirectNotApplicable(t *testing.T) {
 	}
 	if p.Error != "" || p.ChecksumOK == nil || !*p.ChecksumOK {
 		t.Errorf("pread direct: %+v", p)
+	}
+}
+
+func TestMeasureNotesWrongCacheState(t *testing.T) {
+	path := testFile(t, 1<<20)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Pages mapped and locked by this process cannot be dropped: the cold
+	// runs start warm, and must say so.
+	m, err := syscall.Mmap(int(f.Fd()), 0, 1<<20, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	if err := syscall.Mlock(m); err != nil {
+		t.Skipf("cannot lock pages here (needs CAP_IPC_LOCK or a memlock limit): %v", err)
+	}
+	rep, err := Measure(context.Background(), Config{Path: path, Engines: []string{"pread"}, Caches: []Cache{Cold}, Runs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if len(r.Notes) != 2 || !strings.Contains(r.Notes[0], "cold run 1 started with 100% of the file cached") {
+		t.Errorf("notes %q, want one per run saying the cold run started warm", r.Notes)
+	}
+	if r.Error != "" || len(r.Runs) != 2 {
+		t.Errorf("the runs must still be shown: %+v", r)
 	}
 }

@@ -23,6 +23,11 @@ import (
 // bytes that differ from the reference read.
 var ErrChecksum = errors.New("checksum mismatch: an engine delivered wrong bytes")
 
+// ErrFailed is returned (with the full report) when a run failed. Engines
+// that cannot run here at all (not supported, not applicable) are not
+// failures: their rows say why.
+var ErrFailed = errors.New("a run failed")
+
 // Measure measures cfg and returns the report. The report is complete and valid
 // even when some engines failed: their rows carry the error. The returned
 // error is ErrChecksum when bytes differed, a context error when cancelled
@@ -74,6 +79,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	total := len(cfg.Caches) * len(cfg.Engines) * cfg.Runs
 	done := 0
 	var ctxErr error
+	var firstFail string
 	for _, cache := range cfg.Caches {
 		job := cfg.job(cache)
 		pts := make([]*point, len(cfg.Engines))
@@ -110,7 +116,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 				if cfg.Progress != nil {
 					cfg.Progress(done-1, total, fmt.Sprintf("%s %s run %d/%d", pt.res.Engine, cache, r+1, cfg.Runs))
 				}
-				run, notSupported := runOnce(ctx, argv, cfg, cache, pt.res.Engine, job, pt.hist)
+				run, hist, notSupported := runOnce(ctx, argv, cfg, cache, pt.res.Engine, job)
 				if ctx.Err() != nil {
 					ctxErr = ctx.Err()
 					break runs
@@ -126,6 +132,15 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 					if !ok {
 						run.Error = fmt.Sprintf("checksum mismatch: got %s, want %s", run.Checksum, ref)
 					}
+				}
+				if run.Error == "" {
+					// Only good runs count towards the row's percentiles.
+					pt.hist.Merge(hist)
+					if note := residencyNote(cache, r, run.ResidentBefore); note != "" {
+						pt.res.Notes = append(pt.res.Notes, note)
+					}
+				} else if firstFail == "" {
+					firstFail = fmt.Sprintf("%s %s: %s", pt.res.Engine, cache, run.Error)
 				}
 				pt.res.Runs = append(pt.res.Runs, run)
 			}
@@ -149,6 +164,9 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		if r.ChecksumOK != nil && !*r.ChecksumOK {
 			return rep, ErrChecksum
 		}
+	}
+	if firstFail != "" {
+		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
 	}
 	return rep, nil
 }
@@ -180,12 +198,13 @@ func checkFile(path string) (int64, error) {
 
 // runOnce puts the file in the cache state, runs one child and converts its
 // answer. notSupported says the engine cannot run here at all.
-func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name string, job engine.Job, hist *metrics.Histogram) (Run, bool) {
+func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name string, job engine.Job) (Run, *metrics.Histogram, bool) {
 	var run Run
+	hist := metrics.NewHistogram()
 	res, err := prepareCache(cfg.Path, cache)
 	if err != nil {
 		run.Error = fmt.Sprintf("prepare %s cache: %v", cache, err)
-		return run, false
+		return run, hist, false
 	}
 	run.ResidentBefore = res
 	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume}
@@ -201,16 +220,16 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
 	if err := cmd.Run(); err != nil {
 		run.Error = fmt.Sprintf("child process failed: %v%s", err, lastLine(stderr.String()))
-		return run, false
+		return run, hist, false
 	}
 	var resp childResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
 		run.Error = fmt.Sprintf("child process answered garbage: %v%s", err, lastLine(stderr.String()))
-		return run, false
+		return run, hist, false
 	}
 	if resp.Error != "" {
 		run.Error = resp.Error
-		return run, resp.NotSupported
+		return run, hist, resp.NotSupported
 	}
 	run.Passes = resp.Passes
 	run.Bytes, run.Blocks, run.Syscalls = resp.Bytes, resp.Blocks, resp.Syscalls
@@ -223,13 +242,29 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 	run.MinFlt, run.MajFlt, run.NVCSw, run.NIVCSw = u.MinFlt, u.MajFlt, u.NVCSw, u.NIVCSw
 	run.Checksum = resp.Checksum
 	if len(resp.Lat) > 0 {
-		h := metrics.NewHistogram()
-		h.AddBuckets(resp.Lat)
-		run.LatP50Ns, run.LatP99Ns, run.LatP999Ns, run.LatMaxNs = h.Quantile(50), h.Quantile(99), h.Quantile(99.9), h.Max()
-		hist.Merge(h)
+		hist.AddBuckets(resp.Lat)
+		run.LatP50Ns, run.LatP99Ns, run.LatP999Ns, run.LatMaxNs = hist.Quantile(50), hist.Quantile(99), hist.Quantile(99.9), hist.Max()
 	}
 	run.Notes = resp.Notes
-	return run, false
+	return run, hist, false
+}
+
+// Residency a run must start with to be what its cache state says.
+const (
+	warmAtLeast = 0.99
+	coldAtMost  = 0.01
+)
+
+// residencyNote says when run r (0-based) did not start in the cache state
+// it was meant to: the run is kept and shown, with this note beside it.
+func residencyNote(c Cache, r int, res float64) string {
+	switch {
+	case c == Warm && res < warmAtLeast:
+		return fmt.Sprintf("warm run %d started with only %.0f%% of the file cached (is it larger than free memory?)", r+1, 100*res)
+	case (c == Cold || c == Direct) && res > coldAtMost:
+		return fmt.Sprintf("%s run %d started with %.0f%% of the file cached (does another process hold its pages?)", c, r+1, 100*res)
+	}
+	return ""
 }
 
 // summarize fills r's summary from its runs: medians over the runs that

@@ -77,7 +77,7 @@ the engine at its own call sites, not the Go runtime's.`,
 	f.StringVar(&o.caches, "cache", "warm,cold", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
 	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
-	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (its CPU is not in the process's rusage)")
+	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (a thread of the process: its CPU is counted)")
 	f.BoolVar(&o.noLatency, "no-latency", false, "do not record per-block latency (to measure what recording costs)")
 	f.DurationVar(&o.minTime, "min-time", time.Second, "warm and direct runs repeat passes over the file until they have measured this long (cold runs make one pass)")
 	return cmd
