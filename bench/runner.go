@@ -67,7 +67,7 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if rep.Machine.Filesystem == "tmpfs" {
-		rep.Notes = append(rep.Notes, "the file is on tmpfs: its pages cannot leave memory, so cold equals warm and direct is refused")
+		rep.Notes = append(rep.Notes, "the file is on tmpfs: its pages live in memory, so cold and direct runs read memory like warm ones")
 	}
 
 	type point struct {

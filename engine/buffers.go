@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/iopath/iopath/internal/sys"
@@ -66,3 +67,20 @@ func directLen(n int, direct bool) int {
 	}
 	return (n + directAlign - 1) / directAlign * directAlign
 }
+
+// directResume is where the read of a block goes on after a short read that
+// left got of its bytes read: got itself, except with O_DIRECT, whose file
+// offsets and buffer addresses must stay aligned, so the bytes past the
+// last aligned boundary are read again. ok is false when that would make no
+// progress over before, the count the short read started from.
+func directResume(got, before int, direct bool) (next int, ok bool) {
+	if !direct || got%directAlign == 0 {
+		return got, true
+	}
+	next = got &^ (directAlign - 1)
+	return next, next > before
+}
+
+// errDirectStuck is returned when O_DIRECT reads keep ending short of an
+// aligned boundary.
+var errDirectStuck = errors.New("O_DIRECT read ended short of an aligned boundary twice")

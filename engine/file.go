@@ -67,7 +67,7 @@ func openFd(job *Job) (int, error) {
 		var pe *fs.PathError
 		if job.Direct && errors.As(err, &pe) && pe.Err == sys.EINVAL {
 			return -1, &fs.PathError{Op: "open", Path: job.Path,
-				Err: &NotSupportedError{What: "O_DIRECT", Reason: "the filesystem refuses it (tmpfs does; use a file on a disk)"}}
+				Err: &NotSupportedError{What: "O_DIRECT", Reason: "the filesystem refuses it (use a file on a disk)"}}
 		}
 		return -1, err
 	}

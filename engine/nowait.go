@@ -52,6 +52,8 @@ func (nw *nowait) try(fd int, iov []sys.Iovec, size int, off int64, calls *int64
 	case err == sys.EAGAIN:
 		nw.skip = nowaitBackoff
 		return 0, false, nil
+	case err == sys.EINTR:
+		return 0, false, nil // the blocking call retries EINTR itself
 	case err == sys.EOPNOTSUPP || err == sys.EINVAL || err == sys.ENOSYS:
 		nw.off = true
 		return 0, false, nil

@@ -24,9 +24,14 @@ func newPlan(job *Job, size int64) plan {
 
 // share returns worker w's range of block indexes [lo, hi).
 func (p *plan) share(w int) (lo, hi int64) {
-	lo = p.nblocks * int64(w) / int64(p.workers)
-	hi = p.nblocks * int64(w+1) / int64(p.workers)
-	return lo, hi
+	return p.nthShare(w), p.nthShare(w + 1)
+}
+
+// nthShare is nblocks*w/workers without overflowing 64 bits.
+func (p *plan) nthShare(w int) int64 {
+	h, l := bits.Mul64(uint64(p.nblocks), uint64(w))
+	q, _ := bits.Div64(h, l, uint64(p.workers))
+	return int64(q)
 }
 
 // cursor walks one worker's blocks.

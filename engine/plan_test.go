@@ -76,3 +76,40 @@ func TestSharesCoverAllBlocksOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestDirectResume(t *testing.T) {
+	for _, c := range []struct {
+		got, before int
+		direct      bool
+		next        int
+		ok          bool
+	}{
+		{5000, 0, false, 5000, true},    // buffered: go on where it stopped
+		{8192, 0, true, 8192, true},     // aligned: nothing to redo
+		{5000, 0, true, 4096, true},     // redo the unaligned tail
+		{5000, 4096, true, 4096, false}, // no aligned progress: stuck
+		{100, 0, true, 0, false},
+	} {
+		next, ok := directResume(c.got, c.before, c.direct)
+		if next != c.next || ok != c.ok {
+			t.Errorf("directResume(%d, %d, %v) = %d, %v; want %d, %v", c.got, c.before, c.direct, next, ok, c.next, c.ok)
+		}
+	}
+}
+
+func TestSharesOfHugeFiles(t *testing.T) {
+	// 2^62 bytes in 512-byte blocks over 1024 workers: nblocks*w overflows
+	// 64 bits unless the multiplication is done in 128.
+	p := plan{size: 1 << 62, bs: 512, nblocks: 1 << 53, workers: 1024}
+	var next int64
+	for w := range p.workers {
+		lo, hi := p.share(w)
+		if lo != next || hi < lo {
+			t.Fatalf("worker %d: [%d, %d) after %d", w, lo, hi, next)
+		}
+		next = hi
+	}
+	if next != p.nblocks {
+		t.Fatalf("shares end at %d, want %d", next, p.nblocks)
+	}
+}

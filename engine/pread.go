@@ -53,7 +53,7 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			if ws.Lat != nil {
 				t0 = metrics.Ticks()
 			}
-			calls, err := preadFull(f, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off)
+			calls, err := preadFull(f, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off, r.job.Direct)
 			ws.Syscalls += calls
 			if err != nil {
 				return err
@@ -75,7 +75,7 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 // of pread calls made. Reaching end of file before need bytes means the file
 // shrank since it was opened.
 // Each read first tries the cached fast path (nowait.go) through iov.
-func preadFull(f *file, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64) (int64, error) {
+func preadFull(f *file, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
@@ -93,7 +93,14 @@ func preadFull(f *file, nw *nowait, iov []sys.Iovec, buf []byte, need int, off i
 		if m == 0 {
 			return calls, f.shrunk(off + int64(got))
 		}
+		before := got
 		got += m
+		if got < need {
+			var ok bool
+			if got, ok = directResume(got, before, direct); !ok {
+				return calls, f.readErr(off+int64(got), errDirectStuck)
+			}
+		}
 	}
 	return calls, nil
 }

@@ -79,7 +79,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				}
 				pos = off
 			}
-			calls, err := readFull(f, fd, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off)
+			calls, err := readFull(f, fd, &nw, iov[:], buf[:directLen(n, r.job.Direct)], n, off, r.job.Direct)
 			ws.Syscalls += calls
 			if err != nil {
 				return err
@@ -105,7 +105,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 //
 // Each read first tries the cached fast path (nowait.go) at the file
 // position (offset -1), which advances it as read(2) does.
-func readFull(f *file, fd int, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64) (int64, error) {
+func readFull(f *file, fd int, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
@@ -123,7 +123,22 @@ func readFull(f *file, fd int, nw *nowait, iov []sys.Iovec, buf []byte, need int
 		if m == 0 {
 			return calls, f.shrunk(off + int64(got))
 		}
+		before := got
 		got += m
+		if got < need {
+			next, ok := directResume(got, before, direct)
+			if !ok {
+				return calls, f.readErr(off+int64(got), errDirectStuck)
+			}
+			if next != got {
+				// Back to the aligned boundary, for the next read.
+				calls++
+				if _, err := sys.Seek(fd, off+int64(next), sys.SEEK_SET); err != nil {
+					return calls, f.readErr(off+int64(next), err)
+				}
+				got = next
+			}
+		}
 	}
 	return calls, nil
 }

@@ -118,6 +118,7 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 				if got == 0 {
 					return f.shrunk(off0 + int64(done))
 				}
+				before := done
 				done += got
 				if ws.Lat != nil {
 					t1 = metrics.Ticks()
@@ -134,6 +135,13 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 					ws.Blocks++
 					blkStart += n
 					first++
+				}
+				if first < m {
+					next, ok := directResume(done, before, direct)
+					if !ok {
+						return f.readErr(off0+int64(done), errDirectStuck)
+					}
+					done = next
 				}
 			}
 		}

@@ -408,8 +408,16 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 				free = append(free, slot)
 				continue
 			}
+			before := w.got[slot]
 			w.got[slot] += res
 			if w.got[slot] < need {
+				next, ok := directResume(int(w.got[slot]), int(before), w.job.Direct)
+				if !ok {
+					fail(f.readErr(w.off[slot]+int64(w.got[slot]), errDirectStuck))
+					free = append(free, slot)
+					continue
+				}
+				w.got[slot] = int32(next)
 				// Short read: ask for the rest of the block.
 				if !w.prep(slot, fd) {
 					fail(errors.New("io_uring: submission queue full"))

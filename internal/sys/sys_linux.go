@@ -1,6 +1,7 @@
 package sys
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -63,6 +64,7 @@ const (
 	EISDIR     = unix.EISDIR
 	ENOBUFS    = unix.ENOBUFS
 	EEXIST     = unix.EEXIST
+	EIO        = unix.EIO
 )
 
 // Types re-exported from x/sys/unix.
@@ -321,15 +323,12 @@ func IoUringRegister(fd int, op uint32, arg unsafe.Pointer, nrArgs uint32) (int,
 	}
 }
 
-// Errno reports the syscall.Errno inside err, if any.
+// Errno reports the syscall.Errno inside err, if any, however deeply it is
+// wrapped.
 func Errno(err error) (syscall.Errno, bool) {
-	e, ok := err.(syscall.Errno)
-	if ok {
+	var e syscall.Errno
+	if errors.As(err, &e) {
 		return e, true
-	}
-	if pe, ok := err.(*fs.PathError); ok {
-		e, ok := pe.Err.(syscall.Errno)
-		return e, ok
 	}
 	return 0, false
 }

@@ -3,6 +3,7 @@ package sys
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -79,5 +80,15 @@ func TestMincoreSeesCachedPages(t *testing.T) {
 		if v&1 == 0 {
 			t.Fatalf("page %d of a file just written is not resident", i)
 		}
+	}
+}
+
+func TestErrnoUnwraps(t *testing.T) {
+	err := &fs.PathError{Op: "read", Path: "x", Err: fmt.Errorf("at offset 5: %w", EIO)}
+	if e, ok := Errno(err); !ok || e != EIO {
+		t.Fatalf("Errno(%v) = %v, %v", err, e, ok)
+	}
+	if _, ok := Errno(errors.New("plain")); ok {
+		t.Fatal("found an errno in a plain error")
 	}
 }

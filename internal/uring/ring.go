@@ -75,6 +75,7 @@ func (o *Options) params() Params {
 // Ring is one io_uring instance: its fd, the mapped SQ and CQ rings and the
 // SQE array. A Ring is not safe for concurrent use; see the package doc.
 type Ring struct {
+	wait    *briefWaitArgs // for waitBriefly; heap-allocated, never moves
 	fd      int
 	params  Params
 	dropped []string

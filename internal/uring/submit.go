@@ -2,7 +2,9 @@ package uring
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/iopath/iopath/internal/sys"
@@ -118,11 +120,11 @@ func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
 			if r.CQReady() > 0 {
 				return consumed, nil
 			}
-			// Nothing to reap yet: wait for one completion without
-			// submitting, then let the caller reap.
-			toSubmit, waitNr = 0, 1
-			flags = EnterGetEvents
-			continue
+			// Nothing to reap yet: wait a little for a completion, then let
+			// the caller reap and submit again. The wait is bounded, since
+			// nothing may be in flight at all.
+			r.waitBriefly()
+			return consumed, nil
 		}
 		return consumed, fmt.Errorf("io_uring_enter: %w", err)
 	}
@@ -169,4 +171,41 @@ func (r *Ring) ForEachCQE(fn func(c *CQE)) int {
 	}
 	atomic.StoreUint32(r.cqHead, tail)
 	return int(tail - head)
+}
+
+// getEventsArg is struct io_uring_getevents_arg (IORING_ENTER_EXT_ARG).
+type getEventsArg struct {
+	sigmask     uint64
+	sigmaskSize uint32
+	minWaitUsec uint32
+	ts          uint64 // *kernelTimespec
+}
+
+type kernelTimespec struct{ sec, nsec int64 }
+
+// briefWait bounds waitBriefly.
+const briefWait = 1_000_000 // ns
+
+// waitBriefly waits up to briefWait for one completion (kernels with
+// IORING_FEAT_EXT_ARG, 5.11), or just sleeps that long. Errors are
+// ignored: the caller reaps what there is and tries again.
+func (r *Ring) waitBriefly() {
+	if r.params.Features&FeatExtArg == 0 {
+		time.Sleep(briefWait)
+		return
+	}
+	// Both live in a heap object (the Ring), which never moves: the
+	// kernel finds the timespec through an address inside arg.
+	if r.wait == nil {
+		r.wait = &briefWaitArgs{ts: kernelTimespec{nsec: briefWait}}
+		r.wait.arg.ts = uint64(uintptr(unsafe.Pointer(&r.wait.ts)))
+	}
+	r.syscalls++
+	sys.IoUringEnter(r.fd, 0, 1, EnterGetEvents|EnterExtArg, unsafe.Pointer(&r.wait.arg), unsafe.Sizeof(r.wait.arg))
+	runtime.KeepAlive(r.wait)
+}
+
+type briefWaitArgs struct {
+	arg getEventsArg
+	ts  kernelTimespec
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/iopath/iopath/internal/sys"
@@ -433,5 +434,17 @@ func TestNewRealStepDown(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// With nothing in flight, the wait that follows EAGAIN/EBUSY must end on its
+// own instead of hanging.
+func TestWaitBrieflyReturns(t *testing.T) {
+	r := newTestRing(t, 4, Options{})
+	start := time.Now()
+	r.waitBriefly()
+	r.waitBriefly()
+	if d := time.Since(start); d < time.Millisecond || d > 2*time.Second {
+		t.Fatalf("two brief waits took %v, want about 2ms", d)
 	}
 }
