@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -18,8 +19,37 @@ import (
 )
 
 // version is iopath's version, stamped by -ldflags "-X main.version=..."
-// in releases; "devel" otherwise.
-var version = "devel"
+// in releases; otherwise the module version or VCS revision Go recorded.
+var version = buildVersion()
+
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return "devel " + rev
+}
 
 // usageError marks an error caused by bad flags or arguments (exit code 2).
 type usageError struct{ err error }

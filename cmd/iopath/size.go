@@ -8,8 +8,8 @@ import (
 type sizeValue struct{ v *int64 }
 
 func (s sizeValue) String() string {
-	if s.v == nil {
-		return "0"
+	if s.v == nil || *s.v == 0 {
+		return "0" // pflag shows no default for "0"
 	}
 	return units.FormatSize(*s.v)
 }
