@@ -160,6 +160,9 @@ func TestMeasureCatchesWrongBytes(t *testing.T) {
 	if r := rep.Results[1]; r.ChecksumOK == nil || *r.ChecksumOK || !strings.Contains(r.Error, "checksum mismatch") {
 		t.Errorf("corrupting engine's row: %+v", r)
 	}
+	if r := rep.Results[1]; r.LatP99Ns != 0 || r.BytesPerS != 0 {
+		t.Errorf("a failed run's figures count in the row: p99 %d, bytes/s %v", r.LatP99Ns, r.BytesPerS)
+	}
 	if r := rep.Results[0]; r.ChecksumOK == nil || !*r.ChecksumOK {
 		t.Errorf("pread row: %+v", r)
 	}

@@ -92,6 +92,9 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bench", "--min-time", "-1s"},
 		{"bench", "a", "b"},
 		{"bench", dir, "--size", "1GiB"},
+		{"bench", "--qd", "4096", "--bs", "64MiB"}, // 256GiB of buffers
+		{"cat", "--bs", "0", "/etc/hostname"},
+		{"cat", "--qd", "4096", "--bs", "64MiB", "-e", "io_uring", "/etc/hostname"},
 		{"nosuch"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
