@@ -62,7 +62,7 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if bench.IsChild() {
 		// A benchmark child: one measurement, asked for on stdin.
 		err := bench.ChildMain(ctx, os.Stdin, os.Stdout)
