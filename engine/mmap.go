@@ -33,8 +33,8 @@ func (mmapEngine) Name() string { return "mmap" }
 func (mmapEngine) Caps() Caps   { return Caps{} }
 
 func (mmapEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	if job.Direct {

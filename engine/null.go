@@ -18,8 +18,8 @@ func (nullEngine) Name() string { return "null" }
 func (nullEngine) Caps() Caps   { return Caps{NoData: true} }
 
 func (nullEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	if job.Direct {

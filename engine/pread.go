@@ -17,8 +17,8 @@ func (preadEngine) Name() string { return "pread" }
 func (preadEngine) Caps() Caps   { return Caps{Direct: true} }
 
 func (preadEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	a, err := newArena(job.Workers, job.BlockSize, job.Direct)

@@ -22,8 +22,8 @@ func (readEngine) Name() string { return "read" }
 func (readEngine) Caps() Caps   { return Caps{Direct: true} }
 
 func (readEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	a, err := newArena(job.Workers, job.BlockSize, job.Direct)

@@ -27,8 +27,8 @@ func (readvEngine) Name() string { return "readv" }
 func (readvEngine) Caps() Caps   { return Caps{Direct: true} }
 
 func (readvEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	k := job.Vectors

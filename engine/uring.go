@@ -27,8 +27,8 @@ func (uringEngine) Name() string { return "io_uring" }
 func (uringEngine) Caps() Caps   { return Caps{Direct: true} }
 
 func (uringEngine) Prepare(job Job) (Prepared, error) {
-	job = job.WithDefaults()
-	if err := job.Validate(); err != nil {
+	job, err := prepareJob(job)
+	if err != nil {
 		return nil, err
 	}
 	if err := features.IOURingError(); err != nil {

@@ -78,6 +78,20 @@ func readFile(ctx context.Context, job *Job, worker func(ctx context.Context, f 
 	return st, err
 }
 
+// prepareJob is the start of every engine's Prepare: defaults, validation,
+// and the one-time calibration of the latency clock, so that it is paid in
+// setup rather than in the first measured run.
+func prepareJob(job Job) (Job, error) {
+	job = job.WithDefaults()
+	if err := job.Validate(); err != nil {
+		return job, err
+	}
+	if job.Latency {
+		metrics.InitClock()
+	}
+	return job, nil
+}
+
 // newStats returns Stats for job's workers, with histograms when latency is
 // recorded.
 func newStats(job *Job) *Stats {

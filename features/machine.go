@@ -98,17 +98,19 @@ func onlineCPUs() int {
 	return n
 }
 
-func memTotal() int64 {
+func memTotal() int64 { return MemInfo("MemTotal") }
+
+// MemInfo returns the /proc/meminfo field key ("MemTotal", "MemAvailable")
+// in bytes, or 0 when it cannot be read.
+func MemInfo(key string) int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				if err == nil {
+		if rest, ok := strings.CutPrefix(line, key+":"); ok {
+			if f := strings.Fields(rest); len(f) >= 1 {
+				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
 					return kb * 1024
 				}
 			}

@@ -36,7 +36,7 @@ func TicksToNs(d int64) int64 {
 
 // ClockSource says which clock Ticks reads: "tsc" or "nanotime".
 func ClockSource() string {
-	initClock()
+	InitClock()
 	if useTSC {
 		return "tsc"
 	}
@@ -49,10 +49,11 @@ var (
 	clockOnce sync.Once
 )
 
-// initClock chooses and calibrates the clock (about 2 ms, once per
-// process). NewHistogram calls it, so the clock is settled before any
-// latency is measured; until then Ticks is Nanotime.
-func initClock() {
+// InitClock chooses and calibrates the clock Ticks reads (about 2 ms, once
+// per process). Call it during setup; NewHistogram calls it too, so the
+// clock is settled before any latency is measured. Until then Ticks is
+// Nanotime.
+func InitClock() {
 	clockOnce.Do(func() {
 		if !haveRDTSC || os.Getenv("IOPATH_CLOCK") == "nanotime" || !tscInvariant() {
 			return

@@ -20,7 +20,7 @@ type Histogram struct {
 
 // NewHistogram returns an empty latency histogram.
 func NewHistogram() *Histogram {
-	initClock()
+	InitClock()
 	return &Histogram{h: hdrhistogram.New(minLatencyNs, maxLatencyNs, sigFigs)}
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 func TestTicksMeasureTime(t *testing.T) {
-	initClock()
+	InitClock()
 	t0 := Ticks()
 	time.Sleep(20 * time.Millisecond)
 	d := TicksToNs(Ticks() - t0)

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
@@ -61,7 +63,7 @@ the engine at its own call sites, not the Go runtime's.`,
   iopath bench --cache direct --engines pread,io_uring --format json`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBench(cmd.Context(), o, args, cmd.Flags().Changed("size"), stdout, stderr)
+			return runBench(cmd.Context(), o, args, commandLine(cmd, args), cmd.Flags().Changed("size"), stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -144,15 +146,12 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	return cfg, nil
 }
 
-func runBench(ctx context.Context, o benchOptions, args []string, sizeSet bool, stdout, stderr io.Writer) error {
+func runBench(ctx context.Context, o benchOptions, args []string, command string, sizeSet bool, stdout, stderr io.Writer) error {
 	cfg, err := o.config(args)
 	if err != nil {
 		return err
 	}
-	cfg.Command = "iopath bench " + strings.Join(os.Args[1:], " ")
-	if len(os.Args) > 1 && os.Args[1] == "bench" {
-		cfg.Command = "iopath " + strings.Join(os.Args[1:], " ")
-	}
+	cfg.Command = command
 	prog := newProgress(stderr)
 
 	if len(args) == 1 {
@@ -204,6 +203,16 @@ func runBench(ctx context.Context, o benchOptions, args []string, sizeSet bool, 
 	return rerr
 }
 
+// commandLine rebuilds the command as given: its path, its arguments and
+// the flags that were set, for the report.
+func commandLine(cmd *cobra.Command, args []string) string {
+	parts := append([]string{cmd.CommandPath()}, args...)
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		parts = append(parts, "--"+f.Name+"="+f.Value.String())
+	})
+	return strings.Join(parts, " ")
+}
+
 // defaultTempDir is $TMPDIR when set, else /var/tmp (usually on disk, where
 // cold and O_DIRECT runs mean something; /tmp is often tmpfs).
 func defaultTempDir() string {
@@ -227,7 +236,7 @@ func defaultBenchSize(dir string) (int64, error) {
 		return 0, err
 	}
 	size = min(size, int64(avail/4))
-	if mem := memAvailable(); mem > 0 {
+	if mem := features.MemInfo("MemAvailable"); mem > 0 {
 		size = min(size, mem/4)
 	}
 	size = size / (4 << 20) * (4 << 20)
@@ -243,25 +252,10 @@ func defaultBenchSize(dir string) (int64, error) {
 // allocate, or the machine swapping, half-way through.
 func checkBufferMemory(cmd string, workers, qd, vectors int, bs int64) error {
 	need := float64(workers) * float64(max(qd, vectors)) * float64(bs)
-	avail := memAvailable()
+	avail := features.MemInfo("MemAvailable")
 	if avail <= 0 || need <= float64(avail)/2 {
 		return nil
 	}
 	return usagef("%s: buffers for %d workers × %d × %s would need %s, more than half of the %s of memory available",
 		cmd, workers, max(qd, vectors), units.FormatSize(bs), units.RoughSize(int64(min(need, 1<<62))), units.RoughSize(avail))
-}
-
-// memAvailable reads MemAvailable from /proc/meminfo, or 0.
-func memAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var kb int64
-		if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
-			return kb << 10
-		}
-	}
-	return 0
 }

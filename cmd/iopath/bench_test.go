@@ -37,6 +37,9 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
+	if !strings.HasPrefix(rep.Command, "iopath bench "+path+" ") || !strings.Contains(rep.Command, "--runs=2") {
+		t.Errorf("command %q does not say what was run", rep.Command)
+	}
 	if rep.SchemaVersion != bench.SchemaVersion || rep.Machine.Kernel == "" || rep.File.SizeBytes != 4<<20+3 {
 		t.Errorf("header: %+v", rep)
 	}
