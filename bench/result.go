@@ -20,9 +20,40 @@ type Report struct {
 	Started       time.Time        `json:"started"`
 	Machine       features.Machine `json:"machine"`
 	File          FileInfo         `json:"file"`
-	Results       []Result         `json:"results"`
-	Notes         []string         `json:"notes"`
+	// Sweep lists the values each swept parameter took, in order. A
+	// parameter that was not swept has one value.
+	Sweep Sweep `json:"sweep"`
+	// Fio describes the fio that ran the twin rows, when --fio was given;
+	// nil otherwise.
+	Fio     *FioInfo `json:"fio,omitempty"`
+	Results []Result `json:"results"`
+	Notes   []string `json:"notes"`
 }
+
+// Sweep is the matrix a benchmark covered.
+type Sweep struct {
+	BlockSizes  []int    `json:"block_sizes"`
+	Workers     []int    `json:"workers"`
+	QueueDepths []int    `json:"queue_depths"`
+	Caches      []string `json:"caches"`
+}
+
+// Points is the number of (block size, workers, queue depth) points.
+func (s Sweep) Points() int {
+	return max(len(s.BlockSizes), 1) * max(len(s.Workers), 1) * max(len(s.QueueDepths), 1)
+}
+
+// FioInfo says which fio ran the twin rows.
+type FioInfo struct {
+	Path    string `json:"path"`
+	Version string `json:"version"` // as fio --version prints it: "fio-3.33"
+}
+
+// Tools that produce rows.
+const (
+	ToolIopath = "iopath"
+	ToolFio    = "fio"
+)
 
 // FileInfo describes the file that was read.
 type FileInfo struct {
@@ -35,11 +66,21 @@ type FileInfo struct {
 // their summary. Summary figures are medians over the runs that succeeded;
 // min and max show the spread.
 type Result struct {
-	Engine  string `json:"engine"`
+	// Tool is "iopath" for our engines and "fio" for a fio twin row.
+	Tool string `json:"tool"`
+	// Engine is our engine's name, or for a fio row fio's ioengine
+	// ("psync", "io_uring", ...).
+	Engine string `json:"engine"`
+	// Twin pairs a row with its counterpart: for a fio row the iopath
+	// engine it mirrors ("pread"), for an iopath row fio's ioengine when a
+	// fio row was measured beside it; empty otherwise.
+	Twin    string `json:"twin,omitempty"`
 	Cache   string `json:"cache"` // warm, cold or direct
 	Pattern string `json:"pattern"`
 	BS      int    `json:"bs"`
 	Workers int    `json:"workers"`
+	// QD is the queue depth per worker, 0 for engines that have no queue
+	// (one request in flight per worker).
 	QD      int    `json:"qd"`
 	Consume string `json:"consume"` // checksum, none or touch
 
@@ -55,45 +96,73 @@ type Result struct {
 	CPUSPerGiB   float64 `json:"cpu_s_per_gib"` // (user+sys) seconds per GiB delivered, median
 	UsrPct       float64 `json:"usr_pct"`       // user CPU as % of one core over the wall time, median
 	SysPct       float64 `json:"sys_pct"`
-	LatP50Ns     int64   `json:"lat_p50_ns"` // over all runs' blocks together
-	LatP99Ns     int64   `json:"lat_p99_ns"`
-	LatP999Ns    int64   `json:"lat_p999_ns"`
-	LatMaxNs     int64   `json:"lat_max_ns"`
-	Syscalls     int64   `json:"syscalls"` // per pass over the file, median
-	MinFlt       int64   `json:"minflt"`   // per pass over the file, median
-	MajFlt       int64   `json:"majflt"`
-	NVCSw        int64   `json:"nvcsw"`
-	NIVCSw       int64   `json:"nivcsw"`
+	// VsFio is this iopath row's median throughput divided by its fio
+	// twin's (1.05: 5% faster than fio); 0 when there is no fio twin.
+	VsFio float64 `json:"vs_fio,omitempty"`
+	// IOThreadCPUSPerGiB is the part of CPUSPerGiB spent by io_uring's
+	// kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run.
+	// It is already included in CPUSPerGiB; fio leaves it out.
+	IOThreadCPUSPerGiB float64 `json:"io_thread_cpu_s_per_gib"`
+	LatP50Ns           int64   `json:"lat_p50_ns"` // over all runs' blocks together
+	LatP90Ns           int64   `json:"lat_p90_ns"`
+	LatP99Ns           int64   `json:"lat_p99_ns"`
+	LatP999Ns          int64   `json:"lat_p999_ns"`
+	LatP9999Ns         int64   `json:"lat_p9999_ns"`
+	LatMaxNs           int64   `json:"lat_max_ns"`
+	Syscalls           int64   `json:"syscalls"` // per pass over the file, median
+	MinFlt             int64   `json:"minflt"`   // per pass over the file, median
+	MajFlt             int64   `json:"majflt"`
+	NVCSw              int64   `json:"nvcsw"`
+	NIVCSw             int64   `json:"nivcsw"`
 	// ChecksumOK is true when every run's checksum equalled the reference,
 	// false when one did not, and null when not checked (--consume none or
 	// touch, or the null engine, which delivers no file data).
-	ChecksumOK *bool    `json:"checksum_ok"`
-	Error      string   `json:"error"` // empty when every run succeeded
-	Notes      []string `json:"notes,omitempty"`
+	ChecksumOK *bool `json:"checksum_ok"`
+	// NoisyRuns counts the runs marked noisy (see Run.Noisy). They are
+	// kept in the figures and shown, not hidden.
+	NoisyRuns int      `json:"noisy_runs"`
+	Error     string   `json:"error"` // empty when every run succeeded
+	Notes     []string `json:"notes,omitempty"`
 }
 
 // Run is one child process's measurement.
 type Run struct {
-	Passes         int      `json:"passes"` // reads of the whole file in this run
-	Bytes          int64    `json:"bytes"`
-	Blocks         int64    `json:"blocks"`
-	WallNs         int64    `json:"wall_ns"`  // measured phase: open, read, consume, close
-	SetupNs        int64    `json:"setup_ns"` // one-time setup, not in wall_ns
-	BytesPerS      float64  `json:"bytes_per_s"`
-	UserNs         int64    `json:"user_ns"`
-	SysNs          int64    `json:"sys_ns"`
-	MinFlt         int64    `json:"minflt"`
-	MajFlt         int64    `json:"majflt"`
-	NVCSw          int64    `json:"nvcsw"`
-	NIVCSw         int64    `json:"nivcsw"`
-	Syscalls       int64    `json:"syscalls"`
-	LatP50Ns       int64    `json:"lat_p50_ns"`
-	LatP99Ns       int64    `json:"lat_p99_ns"`
-	LatP999Ns      int64    `json:"lat_p999_ns"`
-	LatMaxNs       int64    `json:"lat_max_ns"`
-	ResidentBefore float64  `json:"resident_before"` // fraction of the file in page cache before the run
-	Checksum       string   `json:"checksum,omitempty"`
-	ChecksumOK     *bool    `json:"checksum_ok"`
-	Error          string   `json:"error"`
-	Notes          []string `json:"notes,omitempty"`
+	Passes    int     `json:"passes"` // reads of the whole file in this run
+	Bytes     int64   `json:"bytes"`
+	Blocks    int64   `json:"blocks"`
+	WallNs    int64   `json:"wall_ns"`  // measured phase: open, read, consume, close
+	SetupNs   int64   `json:"setup_ns"` // one-time setup, not in wall_ns
+	BytesPerS float64 `json:"bytes_per_s"`
+	UserNs    int64   `json:"user_ns"`
+	SysNs     int64   `json:"sys_ns"`
+	MinFlt    int64   `json:"minflt"`
+	MajFlt    int64   `json:"majflt"`
+	NVCSw     int64   `json:"nvcsw"`
+	NIVCSw    int64   `json:"nivcsw"`
+	Syscalls  int64   `json:"syscalls"`
+	// IOThreadNs is CPU time of io_uring's kernel threads (iou-sqp,
+	// iou-wrk) during the run; it is included in UserNs+SysNs.
+	IOThreadNs     int64   `json:"io_thread_ns"`
+	LatP50Ns       int64   `json:"lat_p50_ns"`
+	LatP90Ns       int64   `json:"lat_p90_ns"`
+	LatP99Ns       int64   `json:"lat_p99_ns"`
+	LatP999Ns      int64   `json:"lat_p999_ns"`
+	LatP9999Ns     int64   `json:"lat_p9999_ns"`
+	LatMaxNs       int64   `json:"lat_max_ns"`
+	ResidentBefore float64 `json:"resident_before"` // fraction of the file in page cache before the run
+	ResidentAfter  float64 `json:"resident_after"`  // and after it
+	// OtherCPUPct is the CPU that everything else on the machine used
+	// during the run, in % of one core (from /proc/stat, less this run's
+	// own and the runner's).
+	OtherCPUPct float64 `json:"other_cpu_pct"`
+	// Noisy, when not empty, says why the run's figures may not be the
+	// engine's alone: another process took more than 10% of a core, or
+	// a warm run lost cached pages while it ran.
+	Noisy string `json:"noisy,omitempty"`
+	// Profile is the pprof CPU profile written for this run (--profile).
+	Profile    string   `json:"profile,omitempty"`
+	Checksum   string   `json:"checksum,omitempty"`
+	ChecksumOK *bool    `json:"checksum_ok"`
+	Error      string   `json:"error"`
+	Notes      []string `json:"notes,omitempty"`
 }
