@@ -168,6 +168,10 @@ func (s *Stats) Total() WorkerStats {
 type Caps struct {
 	Direct bool // supports O_DIRECT
 	NoData bool // delivers no file data (null): checksums cannot match
+	// Queue says the engine keeps Job.QueueDepth requests in flight per
+	// worker; engines without it have one request in flight per worker
+	// and ignore the queue depth.
+	Queue bool
 }
 
 // Engine is one I/O path.

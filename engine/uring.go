@@ -24,7 +24,7 @@ type uringEngine struct{}
 func init() { register(uringEngine{}) }
 
 func (uringEngine) Name() string { return "io_uring" }
-func (uringEngine) Caps() Caps   { return Caps{Direct: true} }
+func (uringEngine) Caps() Caps   { return Caps{Direct: true, Queue: true} }
 
 func (uringEngine) Prepare(job Job) (Prepared, error) {
 	job, err := prepareJob(job)
