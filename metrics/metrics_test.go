@@ -82,3 +82,32 @@ func BenchmarkRecordTicks(b *testing.B) {
 		h.RecordTicks(1000 + i&1023)
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	got, err := parseProcStat([]byte("cpu  100 5 50 9000 40 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 167 * TickDuration; got != want {
+		t.Errorf("busy = %v, want %v (user+nice+system+irq+softirq+steal)", got, want)
+	}
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
+		if _, err := parseProcStat([]byte(bad)); err == nil {
+			t.Errorf("parseProcStat(%q) accepted", bad)
+		}
+	}
+	if _, err := SystemCPU(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIOThreadDelta(t *testing.T) {
+	before := map[int]time.Duration{1: 10, 2: 20}
+	after := map[int]time.Duration{1: 15, 3: 7} // 2 exited, 3 was born
+	if got := IOThreadDelta(before, after); got != 12 {
+		t.Errorf("delta = %v, want 12", got)
+	}
+	if m, err := IOThreadCPU(); err != nil || len(m) != 0 {
+		t.Errorf("a test process has no io_uring threads: %v %v", m, err)
+	}
+}
