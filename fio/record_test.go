@@ -1,0 +1,58 @@
+package fio
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRecordTestdata re-records testdata/*.json with the fio on PATH. It
+// runs only when IOPATH_FIO_RECORD=1:
+//
+//	IOPATH_FIO_RECORD=1 go test -run TestRecordTestdata ./fio
+func TestRecordTestdata(t *testing.T) {
+	if os.Getenv("IOPATH_FIO_RECORD") != "1" {
+		t.Skip("set IOPATH_FIO_RECORD=1 to re-record testdata with the fio on PATH")
+	}
+	info := needFio(t)
+	path := writeFile(t, 1<<20)
+	base := Job{Path: path, FileSize: 1 << 20, BlockSize: 4096, Workers: 1, QueueDepth: 8, Seed: 7}
+	edit := func(j Job, f func(*Job)) Job { f(&j); return j }
+	recs := []struct {
+		name  string
+		job   Job
+		extra []string // appended: later options override earlier ones
+		drop  string   // an argument to leave out
+		fails bool
+	}{
+		{name: "psync_seq", job: edit(base, func(j *Job) { j.Engine = "pread" })},
+		{name: "io_uring_rand_qd8", job: edit(base, func(j *Job) { j.Engine = "io_uring"; j.Random = true })},
+		{name: "psync_rand_2jobs_group", job: edit(base, func(j *Job) {
+			j.Engine, j.Random, j.Workers, j.MinTime = "pread", true, 2, 300*time.Millisecond
+		})},
+		{name: "psync_seq_2jobs_nogroup", job: edit(base, func(j *Job) { j.Engine = "pread"; j.Workers = 2 }), drop: "--group_reporting"},
+		{name: "psync_warning", job: edit(base, func(j *Job) { j.Engine = "pread" }), extra: []string{"--iodepth=8"}},
+		{name: "psync_direct_einval", job: edit(base, func(j *Job) { j.Engine = "pread"; j.BlockSize = 1000; j.Direct = true }), fails: true},
+	}
+	for _, r := range recs {
+		args, err := r.job.Args()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = slices.DeleteFunc(append(args, r.extra...), func(a string) bool { return a == r.drop })
+		var out bytes.Buffer
+		cmd := exec.Command(info.Path, args...)
+		cmd.Stdout = &out
+		err = cmd.Run()
+		if (err != nil) != r.fails {
+			t.Fatalf("%s: fio %v: %v", r.name, args, err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", r.name+".json"), out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package fio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNotRegular is returned (inside an *fs.PathError) when the job's file
+// is a directory, device, FIFO or socket: iopath reads regular files only.
+var ErrNotRegular = errors.New("not a regular file")
+
+// killGrace is how long a cancelled fio has to stop its jobs and exit
+// before they are killed.
+var killGrace = 2 * time.Second
+
+// Run runs fio for job and parses its output. It first checks that the
+// file exists, is a regular file and holds job.PassBytes bytes, so that fio
+// never gets a chance to create, extend or replace it.
+//
+// Cancelling ctx stops fio and its job processes (SIGTERM, which fio obeys
+// within milliseconds, SIGKILL two seconds later), and Run returns ctx's
+// error. Other errors name fio, the file and fio's last line on stderr.
+func Run(ctx context.Context, info Info, job Job) (*Result, error) {
+	args, err := job.Args()
+	if err != nil {
+		return nil, fmt.Errorf("fio: %w", err)
+	}
+	if err := checkFile(job); err != nil {
+		return nil, err
+	}
+	twin, _ := Twin(job.Engine)
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, info.Path, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// fio forks one process per job, each in a session of its own
+	// (setsid), so neither a process group nor killing fio reaches them:
+	// a SIGKILLed fio leaves its jobs reading until their runtime ends.
+	// SIGTERM makes fio tell every job to stop, reap them and exit (within
+	// milliseconds); if it has not after killGrace, its children and then
+	// fio itself are killed.
+	var mu sync.Mutex
+	var escalate *time.Timer
+	cmd.Cancel = func() error {
+		p := cmd.Process
+		mu.Lock()
+		escalate = time.AfterFunc(killGrace, func() {
+			killChildren(p.Pid)
+			p.Kill()
+		})
+		mu.Unlock()
+		return p.Signal(syscall.SIGTERM)
+	}
+	cmd.WaitDelay = killGrace + 2*time.Second // then give up on fio's pipes
+	runErr := cmd.Run()
+	mu.Lock()
+	if escalate != nil {
+		escalate.Stop()
+	}
+	mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("fio %s on %s: %w", twin, job.Path, err)
+	}
+	res, parseErr := Parse(stdout.Bytes())
+	if runErr != nil {
+		detail := lastLine(stderr.Bytes())
+		if detail == "" && parseErr == nil {
+			detail = ": " + runErr.Error()
+		} else if detail == "" {
+			detail = ": " + parseErr.Error()
+		}
+		return nil, fmt.Errorf("fio (%s) %s on %s failed: %v%s", info.Path, twin, job.Path, runErr, detail)
+	}
+	if parseErr != nil {
+		return nil, fmt.Errorf("fio (%s) %s on %s: %w%s", info.Path, twin, job.Path, parseErr, lastLine(stderr.Bytes()))
+	}
+	if res.Bytes == 0 {
+		return nil, fmt.Errorf("fio (%s) %s on %s read nothing%s", info.Path, twin, job.Path, lastLine(stderr.Bytes()))
+	}
+	res.Warnings = appendLines(res.Warnings, stderr.Bytes())
+	res.Command = append([]string{info.Path}, args...)
+	res.PassBytes = job.PassBytes()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.ProcessUserNs = ru.Utime.Nano()
+		res.ProcessSysNs = ru.Stime.Nano()
+	}
+	return res, nil
+}
+
+// checkFile makes sure fio will only read job.Path: with a size larger
+// than the file, fio lays the file out again (unlinking it first), and
+// with a missing file it would create one. --readonly and
+// --allow_file_create=0 forbid both; this says so clearly beforehand.
+func checkFile(job Job) error {
+	st, err := os.Stat(job.Path)
+	if err != nil {
+		return fmt.Errorf("fio: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("fio: %w", &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular})
+	}
+	if need := job.PassBytes(); st.Size() < need {
+		return fmt.Errorf("fio: %s is %d bytes, shorter than the %d the job reads (was it truncated?)",
+			job.Path, st.Size(), need)
+	}
+	return nil
+}
+
+// killChildren SIGKILLs the processes whose parent is pid (fio's job
+// processes). It runs before Run's Wait has reaped fio (the timer that
+// calls it is stopped then), so pid still names fio.
+func killChildren(pid int) {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if child, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			syscall.Kill(child, syscall.SIGKILL)
+		}
+	}
+}
