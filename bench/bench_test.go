@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/enginetest"
 )
 
 func TestMain(m *testing.M) {
@@ -76,6 +77,7 @@ func init() {
 	}
 	engine.Register(corruptEngine{pread})
 	engine.Register(failEngine{pread})
+	engine.Register(enginetest.FailAfter(pread, "test-midway", 256<<10, errors.New("injected failure midway")))
 }
 
 func testFile(t *testing.T, size int) string {
@@ -183,7 +185,9 @@ func TestMeasureBadInput(t *testing.T) {
 		{"fifo-like", Config{Path: "/dev/null"}, "not a regular file"},
 		{"engine", Config{Path: empty, Engines: []string{"nope"}}, "unknown engine"},
 		{"runs", Config{Path: empty, Runs: -1}, "runs"},
-		{"bs", Config{Path: empty, BlockSize: 3}, "block size"},
+		{"bs", Config{Path: empty, BlockSizes: []int{3}}, "block size"},
+		{"bs twice", Config{Path: empty, BlockSizes: []int{4096, 4096}}, "named twice"},
+		{"workers", Config{Path: empty, Workers: []int{1, 0}}, "workers"},
 		{"cache", Config{Path: empty, Caches: []Cache{"tepid"}}, "cache"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,7 +213,7 @@ func TestPermutedChecksumIsPatternFree(t *testing.T) {
 	path := testFile(t, 1<<20+5)
 	rep, err := Measure(context.Background(), Config{
 		Path: path, Engines: []string{"pread"}, Caches: []Cache{Warm}, Runs: 1,
-		Pattern: engine.Random, BlockSize: 4096, Workers: 3,
+		Pattern: engine.Random, BlockSizes: []int{4096}, Workers: []int{3},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/iopath/iopath/engine"
@@ -28,6 +29,9 @@ type childRequest struct {
 	// MinTimeNs makes the child repeat passes over the file until the
 	// measured phase has lasted this long (warm and direct runs only).
 	MinTimeNs int64 `json:"min_time_ns"`
+	// Profile, when set, is the file for a pprof CPU profile of the
+	// measured phase.
+	Profile string `json:"profile,omitempty"`
 }
 
 // childResponse is what a child writes on its stdout.
@@ -39,6 +43,8 @@ type childResponse struct {
 	WallNs       int64         `json:"wall_ns"`
 	SetupNs      int64         `json:"setup_ns"`
 	Usage        metrics.Usage `json:"usage"`
+	IOThreadNs   int64         `json:"io_thread_ns"`
+	Profile      string        `json:"profile,omitempty"`
 	Checksum     string        `json:"checksum"`
 	Lat          [][2]int64    `json:"lat"`
 	Notes        []string      `json:"notes,omitempty"`
@@ -78,6 +84,19 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp.SetupNs = int64(time.Since(t0))
 	sink := newConsumer(req.Consume, req.Job.Workers)
 
+	if req.Profile != "" {
+		f, err := os.Create(req.Profile)
+		if err != nil {
+			return fail(fmt.Errorf("profile: %w", err))
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(fmt.Errorf("profile: %w", err))
+		}
+		defer pprof.StopCPUProfile()
+		resp.Profile = req.Profile
+	}
+	io0, _ := metrics.IOThreadCPU()
 	u0, err := metrics.SelfUsage()
 	if err != nil {
 		return fail(err)
@@ -118,6 +137,9 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	u1, err := metrics.SelfUsage()
 	if err != nil {
 		return fail(err)
+	}
+	if io1, err := metrics.IOThreadCPU(); err == nil {
+		resp.IOThreadNs = int64(metrics.IOThreadDelta(io0, io1))
 	}
 	resp.WallNs = int64(wall)
 	resp.Usage = u1.Sub(u0)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/fio"
 )
 
 // Cache is the page-cache state a run starts in.
@@ -58,18 +59,30 @@ type Config struct {
 	Caches  []Cache  // cache states, each a table section
 	Runs    int      // runs per (engine, cache), each in its own child process
 
-	Pattern    engine.Pattern
-	BlockSize  int
-	Workers    int
-	QueueDepth int
-	Vectors    int
-	SQPoll     bool
+	Pattern engine.Pattern
+	// BlockSizes, Workers and QueueDepths are swept: every combination is
+	// a point of the matrix, and every point gets its own interleaved
+	// runs. Empty means the engine package's default. Engines without a
+	// queue (Caps.Queue false) run once per block size and worker count,
+	// not once per queue depth.
+	BlockSizes  []int
+	Workers     []int
+	QueueDepths []int
+	Vectors     int
+	SQPoll      bool
 	Consume    Consume
 	NoLatency  bool // do not record per-block latency (to measure its cost)
 	// MinTime makes each warm or direct run repeat passes over the file
 	// until it has measured this long, so that short files still give
 	// steady figures. Cold runs always make one pass.
 	MinTime time.Duration
+
+	// Fio, when set, runs each engine's fio twin (see package fio) beside
+	// it, interleaved with the iopath runs.
+	Fio *fio.Info
+	// ProfileDir, when set, makes every iopath run write a pprof CPU
+	// profile of its measured phase into this directory.
+	ProfileDir string
 
 	// Command is the command line recorded in the report.
 	Command string
@@ -111,18 +124,48 @@ func (c *Config) setDefaults() {
 	if c.Consume == "" {
 		c.Consume = Checksum
 	}
+	def := engine.Job{}.WithDefaults()
+	if len(c.BlockSizes) == 0 {
+		c.BlockSizes = []int{def.BlockSize}
+	}
+	if len(c.Workers) == 0 {
+		c.Workers = []int{def.Workers}
+	}
+	if len(c.QueueDepths) == 0 {
+		c.QueueDepths = []int{def.QueueDepth}
+	}
 }
+
+// MaxPoints bounds the size of a sweep.
+const MaxPoints = 1000
 
 // MaxRuns bounds Config.Runs.
 const MaxRuns = 1000
 
-func (c *Config) job(cache Cache) engine.Job {
+// point is one combination of the swept parameters.
+type point struct{ bs, workers, qd int }
+
+// points lists the matrix in sweep order: block size outermost, queue depth
+// innermost.
+func (c *Config) points() []point {
+	var ps []point
+	for _, bs := range c.BlockSizes {
+		for _, w := range c.Workers {
+			for _, qd := range c.QueueDepths {
+				ps = append(ps, point{bs, w, qd})
+			}
+		}
+	}
+	return ps
+}
+
+func (c *Config) job(cache Cache, p point) engine.Job {
 	return engine.Job{
 		Path:       c.Path,
 		Pattern:    c.Pattern,
-		BlockSize:  c.BlockSize,
-		Workers:    c.Workers,
-		QueueDepth: c.QueueDepth,
+		BlockSize:  p.bs,
+		Workers:    p.workers,
+		QueueDepth: p.qd,
 		Vectors:    c.Vectors,
 		SQPoll:     c.SQPoll,
 		Direct:     cache == Direct,
@@ -150,6 +193,24 @@ func (c *Config) Validate() error {
 		}
 		seen[n] = true
 	}
+	for _, l := range []struct {
+		name string
+		v    []int
+	}{{"block size", c.BlockSizes}, {"workers", c.Workers}, {"queue depth", c.QueueDepths}} {
+		seen := map[int]bool{}
+		for _, v := range l.v {
+			if v < 1 {
+				return fmt.Errorf("%s %d: must be at least 1", l.name, v)
+			}
+			if seen[v] {
+				return fmt.Errorf("%s %d named twice", l.name, v)
+			}
+			seen[v] = true
+		}
+	}
+	if n := len(c.points()); n > MaxPoints {
+		return fmt.Errorf("the sweep has %d points; at most %d", n, MaxPoints)
+	}
 	seenC := map[Cache]bool{}
 	for _, cs := range c.Caches {
 		if _, err := ParseCache(string(cs)); err != nil {
@@ -164,10 +225,12 @@ func (c *Config) Validate() error {
 		return err
 	}
 	for _, cs := range c.Caches {
-		j := c.job(cs)
-		j.Path = "x" // checked when the file is opened
-		if err := j.Validate(); err != nil {
-			return err
+		for _, p := range c.points() {
+			j := c.job(cs, p)
+			j.Path = "x" // checked when the file is opened
+			if err := j.Validate(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

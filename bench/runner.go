@@ -9,13 +9,16 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/fio"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -43,12 +46,17 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{
 		SchemaVersion: SchemaVersion,
-		Tool:          "iopath",
+		Tool:          ToolIopath,
 		Command:       cfg.Command,
 		Started:       time.Now().UTC().Truncate(time.Second),
 		Machine:       features.DescribeMachine(cfg.Path, cfg.Version),
 		File:          FileInfo{Path: cfg.Path, SizeBytes: size, Temporary: cfg.TempFile},
-		Notes:         []string{},
+		Sweep: Sweep{BlockSizes: cfg.BlockSizes, Workers: cfg.Workers, QueueDepths: cfg.QueueDepths,
+			Caches: make([]string, len(cfg.Caches))},
+		Notes: []string{},
+	}
+	for i, c := range cfg.Caches {
+		rep.Sweep.Caches[i] = string(c)
 	}
 	rep.Machine.LatencyClock = metrics.ClockSource()
 	argv := cfg.ChildCommand
@@ -59,95 +67,48 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		argv = []string{exe}
 	}
-
-	var ref string
-	if cfg.Consume == Checksum {
-		if ref, err = referenceChecksum(cfg.Path, cfg.job(Warm).BlockSize); err != nil {
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return nil, err
+		}
+		rep.Notes = append(rep.Notes, "profiled (--profile): each run's figures include pprof's sampling, about 1% of CPU")
+	}
+	if cfg.Fio != nil {
+		rep.Fio = &FioInfo{Path: cfg.Fio.Path, Version: cfg.Fio.Version}
+		if cfg.Consume != None {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("fio does not look at the data it reads; with --consume %s iopath's engines do, so compare with fio under --consume none", cfg.Consume))
 		}
 	}
 	if rep.Machine.Filesystem == "tmpfs" {
 		rep.Notes = append(rep.Notes, "the file is on tmpfs: its pages live in memory, so cold and direct runs read memory like warm ones")
 	}
 
-	type point struct {
-		res  *Result
-		hist *metrics.Histogram
-		eng  engine.Engine
-		skip bool // not applicable or not supported: no more runs
-	}
-	total := len(cfg.Caches) * len(cfg.Engines) * cfg.Runs
-	done := 0
-	var ctxErr error
-	var firstFail string
+	m := &measurement{ctx: ctx, cfg: &cfg, argv: argv, size: size, refs: map[int]string{}}
+	pts := cfg.points()
+	var plans [][]*row
+	total := 0
 	for _, cache := range cfg.Caches {
-		job := cfg.job(cache)
-		pts := make([]*point, len(cfg.Engines))
-		for i, name := range cfg.Engines {
-			e, _ := engine.Lookup(name)
-			pts[i] = &point{
-				eng:  e,
-				hist: metrics.NewHistogram(),
-				res: &Result{
-					Engine: name, Cache: string(cache), Pattern: job.Pattern.String(),
-					BS: job.BlockSize, Workers: job.Workers, QD: job.QueueDepth,
-					Consume: string(cfg.Consume), Runs: []Run{},
-				},
-			}
-			if cache != Cold {
-				pts[i].res.MinTimeNs = int64(cfg.MinTime)
-			}
-			if cache == Direct && !e.Caps().Direct {
-				pts[i].res.Error = "not applicable: " + name + " cannot bypass the page cache"
-				pts[i].skip = true
+		for _, p := range pts {
+			rows := m.rows(cache, p)
+			plans = append(plans, rows)
+			for _, r := range rows {
+				if !r.skip {
+					total += cfg.Runs
+				}
 			}
 		}
-	runs:
-		for r := 0; r < cfg.Runs; r++ {
-			for _, pt := range pts {
-				if ctx.Err() != nil {
-					ctxErr = ctx.Err()
-					break runs
-				}
-				done++
-				if pt.skip {
-					continue
-				}
-				if cfg.Progress != nil {
-					cfg.Progress(done-1, total, fmt.Sprintf("%s %s run %d/%d", pt.res.Engine, cache, r+1, cfg.Runs))
-				}
-				run, hist, notSupported := runOnce(ctx, argv, cfg, cache, pt.res.Engine, job)
-				if ctx.Err() != nil {
-					ctxErr = ctx.Err()
-					break runs
-				}
-				if notSupported {
-					pt.res.Error = run.Error
-					pt.skip = true
-					continue
-				}
-				if cfg.Consume == Checksum && !pt.eng.Caps().NoData && run.Error == "" {
-					ok := run.Checksum == ref
-					run.ChecksumOK = &ok
-					if !ok {
-						run.Error = fmt.Sprintf("checksum mismatch: got %s, want %s", run.Checksum, ref)
-					}
-				}
-				if run.Error == "" {
-					// Only good runs count towards the row's percentiles.
-					pt.hist.Merge(hist)
-					if note := residencyNote(cache, r, run.ResidentBefore); note != "" {
-						pt.res.Notes = append(pt.res.Notes, note)
-					}
-				} else if firstFail == "" {
-					firstFail = fmt.Sprintf("%s %s: %s", pt.res.Engine, cache, run.Error)
-				}
-				pt.res.Runs = append(pt.res.Runs, run)
-			}
+	}
+	m.total = total
+
+	var ctxErr error
+	for _, rows := range plans {
+		ctxErr = m.point(rows)
+		for _, r := range rows {
+			r.summarize()
 		}
-		for _, pt := range pts {
-			summarize(pt.res, pt.hist)
-			rep.Results = append(rep.Results, *pt.res)
+		pairTwins(rows)
+		for _, r := range rows {
+			rep.Results = append(rep.Results, *r.res)
 		}
 		if ctxErr != nil {
 			break
@@ -160,15 +121,207 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
 		return rep, ctxErr
 	}
+	if m.refErr != nil {
+		return rep, m.refErr
+	}
 	for _, r := range rep.Results {
 		if r.ChecksumOK != nil && !*r.ChecksumOK {
 			return rep, ErrChecksum
 		}
 	}
-	if firstFail != "" {
-		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
+	if m.firstFail != "" {
+		return rep, fmt.Errorf("%w: %s", ErrFailed, m.firstFail)
 	}
 	return rep, nil
+}
+
+// measurement is the state of one Measure call.
+type measurement struct {
+	ctx       context.Context
+	cfg       *Config
+	argv      []string
+	size      int64
+	refs      map[int]string // reference checksum by block size
+	refErr    error
+	total     int
+	done      int
+	firstFail string
+}
+
+// row is one line of the report being measured: an iopath engine or a fio
+// twin at one point and cache state.
+type row struct {
+	res  *Result
+	hist *metrics.Histogram // iopath rows: every good run's blocks
+	eng  engine.Engine      // nil for fio rows
+	job  engine.Job
+	fio  *fio.Job // fio rows only
+	skip bool     // not applicable or not supported: no more runs
+}
+
+// rows lists the rows of one point: each engine, followed by its fio twin
+// when fio runs. Engines without a queue appear only at the first queue
+// depth of the sweep.
+func (m *measurement) rows(cache Cache, p point) []*row {
+	cfg := m.cfg
+	job := cfg.job(cache, p)
+	var rows []*row
+	for _, name := range cfg.Engines {
+		e, _ := engine.Lookup(name)
+		qd := 0
+		if e.Caps().Queue {
+			qd = job.QueueDepth
+		} else if p.qd != cfg.QueueDepths[0] {
+			continue
+		}
+		r := &row{
+			eng:  e,
+			job:  job,
+			hist: metrics.NewHistogram(),
+			res: &Result{
+				Tool: ToolIopath, Engine: name, Cache: string(cache), Pattern: job.Pattern.String(),
+				BS: job.BlockSize, Workers: job.Workers, QD: qd,
+				Consume: string(cfg.Consume), Runs: []Run{},
+			},
+		}
+		if cache != Cold {
+			r.res.MinTimeNs = int64(cfg.MinTime)
+		}
+		if cache == Direct && !e.Caps().Direct {
+			r.res.Error = "not applicable: " + name + " cannot bypass the page cache"
+			r.skip = true
+		}
+		rows = append(rows, r)
+		if cfg.Fio != nil {
+			if f := m.fioRow(r); f != nil {
+				rows = append(rows, f)
+			}
+		}
+	}
+	return rows
+}
+
+// point runs every row of one point, interleaved: all rows' first runs,
+// then all rows' second runs, and so on.
+func (m *measurement) point(rows []*row) error {
+	for run := 0; run < m.cfg.Runs; run++ {
+		for _, r := range rows {
+			if err := m.ctx.Err(); err != nil {
+				return err
+			}
+			if r.skip {
+				continue
+			}
+			m.done++
+			if m.cfg.Progress != nil {
+				m.cfg.Progress(m.done-1, m.total, fmt.Sprintf("%s %s run %d/%d", r.label(), r.res.Cache, run+1, m.cfg.Runs))
+			}
+			if r.fio != nil {
+				m.runFio(r, run)
+			} else {
+				m.runEngine(r, run)
+			}
+			if err := m.ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// label names a row in progress lines and errors: "pread", "fio psync";
+// with the point when the sweep has more than one.
+func (r *row) label() string {
+	l := r.res.Engine
+	if r.res.Tool == ToolFio {
+		l = "fio " + l
+	}
+	if r.res.QD > 0 {
+		l += fmt.Sprintf(" qd%d", r.res.QD)
+	}
+	return fmt.Sprintf("%s bs %s w%d", l, units.FormatSize(int64(r.res.BS)), r.res.Workers)
+}
+
+// runEngine makes one run of an iopath engine row.
+func (m *measurement) runEngine(r *row, n int) {
+	cfg := m.cfg
+	cache := Cache(r.res.Cache)
+	var ref string
+	if cfg.Consume == Checksum && !r.eng.Caps().NoData {
+		var ok bool
+		if ref, ok = m.reference(r.job.BlockSize); !ok {
+			r.res.Error = "no reference checksum: " + m.refErr.Error()
+			r.skip = true
+			return
+		}
+	}
+	profile := ""
+	if cfg.ProfileDir != "" {
+		profile = filepath.Join(cfg.ProfileDir, profileName(r.res, n))
+	}
+	run, hist, notSupported := m.guarded(cache, func() (Run, *metrics.Histogram, time.Duration, bool) {
+		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, profile)
+	})
+	if m.ctx.Err() != nil {
+		return
+	}
+	if notSupported {
+		r.res.Error = run.Error
+		r.skip = true
+		return
+	}
+	if ref != "" && run.Error == "" {
+		ok := run.Checksum == ref
+		run.ChecksumOK = &ok
+		if !ok {
+			run.Error = fmt.Sprintf("checksum mismatch: got %s, want %s", run.Checksum, ref)
+		}
+	}
+	m.record(r, n, run, hist)
+}
+
+// record adds run n to r: to the figures when it succeeded, to the first
+// failure otherwise.
+func (m *measurement) record(r *row, n int, run Run, hist *metrics.Histogram) {
+	if run.Error == "" {
+		// Only good runs count towards the row's percentiles.
+		if hist != nil {
+			r.hist.Merge(hist)
+		}
+		if note := residencyNote(Cache(r.res.Cache), n, run.ResidentBefore); note != "" {
+			r.res.Notes = append(r.res.Notes, note)
+		}
+	} else if m.firstFail == "" {
+		m.firstFail = fmt.Sprintf("%s %s: %s", r.label(), r.res.Cache, run.Error)
+	}
+	r.res.Runs = append(r.res.Runs, run)
+}
+
+// reference returns the pread checksum of the file at block size bs,
+// computing it the first time.
+func (m *measurement) reference(bs int) (string, bool) {
+	if m.refErr != nil {
+		return "", false
+	}
+	if ref, ok := m.refs[bs]; ok {
+		return ref, true
+	}
+	ref, err := referenceChecksum(m.cfg.Path, bs)
+	if err != nil {
+		m.refErr = err
+		return "", false
+	}
+	m.refs[bs] = ref
+	return ref, true
+}
+
+// profileName is the file name of run n's profile.
+func profileName(r *Result, n int) string {
+	name := fmt.Sprintf("%s-%s-%s-bs%s-w%d", r.Engine, r.Cache, r.Pattern, units.FormatSize(int64(r.BS)), r.Workers)
+	if r.QD > 0 {
+		name += fmt.Sprintf("-qd%d", r.QD)
+	}
+	return fmt.Sprintf("%s-run%d.pprof", name, n+1)
 }
 
 // checkFile returns path's size, or an error naming the path when it is
@@ -196,18 +349,12 @@ func checkFile(path string) (int64, error) {
 	return st.Size, nil
 }
 
-// runOnce puts the file in the cache state, runs one child and converts its
-// answer. notSupported says the engine cannot run here at all.
-func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name string, job engine.Job) (Run, *metrics.Histogram, bool) {
-	var run Run
-	hist := metrics.NewHistogram()
-	res, err := prepareCache(cfg.Path, cache)
-	if err != nil {
-		run.Error = fmt.Sprintf("prepare %s cache: %v", cache, err)
-		return run, hist, false
-	}
-	run.ResidentBefore = res
-	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume}
+// runOnce runs one child for engine name and converts its answer. childCPU
+// is the child process's whole CPU time, setup included (for the noise
+// guard). notSupported says the engine cannot run here at all.
+func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name string, job engine.Job, profile string) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
+	hist = metrics.NewHistogram()
+	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume, Profile: profile}
 	if cache != Cold {
 		cr.MinTimeNs = int64(cfg.MinTime)
 	}
@@ -218,18 +365,20 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	childCPU = processCPU(cmd.ProcessState)
+	if err != nil {
 		run.Error = fmt.Sprintf("child process failed: %v%s", err, lastLine(stderr.String()))
-		return run, hist, false
+		return run, hist, childCPU, false
 	}
 	var resp childResponse
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
 		run.Error = fmt.Sprintf("child process answered garbage: %v%s", err, lastLine(stderr.String()))
-		return run, hist, false
+		return run, hist, childCPU, false
 	}
 	if resp.Error != "" {
 		run.Error = resp.Error
-		return run, hist, resp.NotSupported
+		return run, hist, childCPU, resp.NotSupported
 	}
 	run.Passes = resp.Passes
 	run.Bytes, run.Blocks, run.Syscalls = resp.Bytes, resp.Blocks, resp.Syscalls
@@ -240,13 +389,26 @@ func runOnce(ctx context.Context, argv []string, cfg Config, cache Cache, name s
 	u := resp.Usage
 	run.UserNs, run.SysNs = int64(u.User), int64(u.System)
 	run.MinFlt, run.MajFlt, run.NVCSw, run.NIVCSw = u.MinFlt, u.MajFlt, u.NVCSw, u.NIVCSw
+	run.IOThreadNs = resp.IOThreadNs
 	run.Checksum = resp.Checksum
 	if len(resp.Lat) > 0 {
 		hist.AddBuckets(resp.Lat)
-		run.LatP50Ns, run.LatP99Ns, run.LatP999Ns, run.LatMaxNs = hist.Quantile(50), hist.Quantile(99), hist.Quantile(99.9), hist.Max()
+		run.LatP50Ns, run.LatP90Ns, run.LatP99Ns = hist.Quantile(50), hist.Quantile(90), hist.Quantile(99)
+		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
 	}
 	run.Notes = resp.Notes
-	return run, hist, false
+	if resp.Profile != "" {
+		run.Profile = resp.Profile
+	}
+	return run, hist, childCPU, false
+}
+
+// processCPU is a finished process's user+system CPU time.
+func processCPU(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
 }
 
 // Residency a run must start with to be what its cache state says.
@@ -267,8 +429,28 @@ func residencyNote(c Cache, r int, res float64) string {
 	return ""
 }
 
+// summarize fills the row's summary from its runs.
+func (r *row) summarize() { summarize(r.res, r.hist) }
+
+// pairTwins links each iopath row with its fio twin at the same point and
+// cache state and sets the iopath row's ratio to it.
+func pairTwins(rows []*row) {
+	for i, r := range rows {
+		if r.res.Tool != ToolFio || i == 0 {
+			continue
+		}
+		ours := rows[i-1].res // a fio row follows its twin
+		ours.Twin = r.res.Engine
+		if ours.Error == "" && r.res.Error == "" && r.res.BytesPerS > 0 {
+			ours.VsFio = ours.BytesPerS / r.res.BytesPerS
+		}
+	}
+}
+
 // summarize fills r's summary from its runs: medians over the runs that
-// succeeded, min and max of throughput, percentiles over all their blocks.
+// succeeded, min and max of throughput, percentiles over all their blocks
+// (for fio rows, which have no histogram, medians of the runs'
+// percentiles).
 func summarize(r *Result, hist *metrics.Histogram) {
 	var ok []Run
 	for _, run := range r.Runs {
@@ -281,6 +463,9 @@ func summarize(r *Result, hist *metrics.Histogram) {
 		ok = append(ok, run)
 	}
 	for _, run := range r.Runs {
+		if run.Noisy != "" {
+			r.NoisyRuns++
+		}
 		for _, n := range run.Notes {
 			if !slices.Contains(r.Notes, n) {
 				r.Notes = append(r.Notes, n)
@@ -327,12 +512,29 @@ func summarize(r *Result, hist *metrics.Histogram) {
 	r.UsrPct = f(func(x Run) float64 { return 100 * float64(x.UserNs) / float64(max(x.WallNs, 1)) })
 	r.SysPct = f(func(x Run) float64 { return 100 * float64(x.SysNs) / float64(max(x.WallNs, 1)) })
 	r.Syscalls = i(func(x Run) int64 { return x.Syscalls })
+	if ok[0].Syscalls < 0 {
+		r.Syscalls = -1 // not counted (fio rows)
+	}
 	r.MinFlt = i(func(x Run) int64 { return x.MinFlt })
 	r.MajFlt = i(func(x Run) int64 { return x.MajFlt })
 	r.NVCSw = i(func(x Run) int64 { return x.NVCSw })
 	r.NIVCSw = i(func(x Run) int64 { return x.NIVCSw })
-	if hist.Count() > 0 {
-		r.LatP50Ns, r.LatP99Ns, r.LatP999Ns, r.LatMaxNs = hist.Quantile(50), hist.Quantile(99), hist.Quantile(99.9), hist.Max()
+	r.IOThreadCPUSPerGiB = f(func(x Run) float64 {
+		if x.Bytes == 0 {
+			return 0
+		}
+		return float64(x.IOThreadNs) / 1e9 / (float64(x.Bytes) / (1 << 30))
+	})
+	if hist != nil && hist.Count() > 0 {
+		r.LatP50Ns, r.LatP90Ns, r.LatP99Ns = hist.Quantile(50), hist.Quantile(90), hist.Quantile(99)
+		r.LatP999Ns, r.LatP9999Ns, r.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
+	} else {
+		l := func(get func(Run) int64) int64 { return int64(f(func(x Run) float64 { return float64(get(x)) })) }
+		r.LatP50Ns, r.LatP90Ns, r.LatP99Ns = l(func(x Run) int64 { return x.LatP50Ns }), l(func(x Run) int64 { return x.LatP90Ns }), l(func(x Run) int64 { return x.LatP99Ns })
+		r.LatP999Ns, r.LatP9999Ns = l(func(x Run) int64 { return x.LatP999Ns }), l(func(x Run) int64 { return x.LatP9999Ns })
+		for _, x := range ok {
+			r.LatMaxNs = max(r.LatMaxNs, x.LatMaxNs)
+		}
 	}
 }
 

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/iopath/iopath/fio"
+	"github.com/iopath/iopath/metrics"
+)
+
+// fioRow returns the fio twin row of iopath row r, or nil when r's engine
+// has no twin in fio or r cannot run at all.
+func (m *measurement) fioRow(r *row) *row {
+	ioengine, ok := fio.Twin(r.res.Engine)
+	if !ok || r.skip {
+		return nil
+	}
+	cache := Cache(r.res.Cache)
+	job := fio.Job{
+		Path:       m.cfg.Path,
+		FileSize:   m.size,
+		Engine:     r.res.Engine,
+		Random:     r.job.Pattern.String() == "rand",
+		BlockSize:  r.job.BlockSize,
+		Workers:    r.job.Workers,
+		QueueDepth: r.res.QD,
+		Direct:     cache == Direct,
+		SQPoll:     r.job.SQPoll,
+		Invalidate: cache == Cold,
+		Seed:       r.job.Seed,
+	}
+	if cache != Cold {
+		job.MinTime = m.cfg.MinTime
+	}
+	f := &row{
+		fio: &job,
+		res: &Result{
+			Tool: ToolFio, Engine: ioengine, Twin: r.res.Engine, Cache: r.res.Cache, Pattern: r.res.Pattern,
+			BS: r.res.BS, Workers: r.res.Workers, QD: r.res.QD, Consume: string(None),
+			Runs: []Run{}, MinTimeNs: r.res.MinTimeNs,
+		},
+	}
+	if _, err := job.Args(); err != nil {
+		f.res.Error = "not applicable: " + err.Error()
+		f.skip = true
+	}
+	return f
+}
+
+// runFio makes one run of a fio twin row.
+func (m *measurement) runFio(r *row, n int) {
+	var res *fio.Result
+	run, _, _ := m.guarded(Cache(r.res.Cache), func() (Run, *metrics.Histogram, time.Duration, bool) {
+		var run Run
+		var err error
+		res, err = fio.Run(m.ctx, *m.cfg.Fio, *r.fio)
+		if err != nil {
+			run.Error = err.Error()
+			return run, nil, 0, false
+		}
+		return fioRun(res), nil, time.Duration(res.ProcessUserNs + res.ProcessSysNs), false
+	})
+	if m.ctx.Err() != nil {
+		return
+	}
+	if res != nil && n == 0 {
+		for _, w := range res.Warnings {
+			r.res.Notes = append(r.res.Notes, "fio said: "+w)
+		}
+		if r.fio.SQPoll && res.Bytes > 0 {
+			gib := float64(res.Bytes) / (1 << 30)
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf(
+				"fio's CPU figure leaves out its SQPOLL thread (fio reports per-thread usage); the fio process as a whole used %.3f CPU-s/GiB",
+				float64(res.ProcessUserNs+res.ProcessSysNs)/1e9/gib))
+		}
+	}
+	m.record(r, n, run, nil)
+}
+
+// fioRun converts fio's figures into a Run. fio does not count syscalls
+// (-1), and its context-switch count does not tell voluntary from
+// involuntary: it is reported as voluntary.
+func fioRun(res *fio.Result) Run {
+	passes := 1
+	if res.PassBytes > 0 {
+		passes = max(1, int((res.Bytes+res.PassBytes/2)/res.PassBytes))
+	}
+	return Run{
+		Passes:     passes,
+		Bytes:      res.Bytes,
+		Blocks:     res.Blocks,
+		WallNs:     res.RuntimeNs,
+		BytesPerS:  res.BytesPerS,
+		UserNs:     res.UserNs,
+		SysNs:      res.SysNs,
+		MinFlt:     res.MinFlt,
+		MajFlt:     res.MajFlt,
+		NVCSw:      res.Ctx,
+		Syscalls:   -1,
+		LatP50Ns:   res.LatP50Ns,
+		LatP90Ns:   res.LatP90Ns,
+		LatP99Ns:   res.LatP99Ns,
+		LatP999Ns:  res.LatP999Ns,
+		LatP9999Ns: res.LatP9999Ns,
+		LatMaxNs:   res.LatMaxNs,
+	}
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/fio"
+)
+
+func TestMeasureWithFioTwins(t *testing.T) {
+	info, err := fio.Find()
+	if err != nil {
+		t.Skipf("%v (CI installs it: apt-get install -y fio)", err)
+	}
+	path := testFile(t, 4<<20)
+	engines := []string{"pread", "mmap", "null"}
+	uring := features.Probe().IOURing.Available
+	if uring {
+		engines = append(engines, "io_uring")
+	}
+	rep, err := Measure(context.Background(), Config{
+		Path: path, Engines: engines, Caches: []Cache{Warm, Cold}, Runs: 2, Consume: None, Fio: &info,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fio == nil || rep.Fio.Version == "" {
+		t.Errorf("report does not say which fio ran: %+v", rep.Fio)
+	}
+	var fioRows int
+	for i, r := range rep.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s %s: %s", r.Tool, r.Engine, r.Cache, r.Error)
+			continue
+		}
+		switch {
+		case r.Tool == ToolFio:
+			fioRows++
+			ours := rep.Results[i-1]
+			if ours.Tool != ToolIopath || ours.Engine != r.Twin || ours.Twin != r.Engine || ours.Cache != r.Cache {
+				t.Errorf("fio row %s does not follow its twin: %s/%s", r.Engine, ours.Engine, ours.Twin)
+			}
+			if ours.VsFio <= 0 || r.BytesPerS <= 0 || len(r.Runs) != 2 || r.Syscalls != -1 || r.LatP50Ns <= 0 {
+				t.Errorf("fio row %s %s: vs fio %v, %+v", r.Engine, r.Cache, ours.VsFio, r)
+			}
+			if r.Cache == "warm" && r.Runs[0].ResidentBefore < 1 {
+				t.Errorf("fio warm run started cold")
+			}
+		case r.Engine == "null":
+			if r.Twin != "" || r.VsFio != 0 {
+				t.Errorf("null has no fio twin: %+v", r)
+			}
+		}
+	}
+	if want := 2 * (len(engines) - 1); fioRows != want {
+		t.Errorf("%d fio rows, want %d", fioRows, want)
+	}
+}
