@@ -70,8 +70,8 @@ type Config struct {
 	QueueDepths []int
 	Vectors     int
 	SQPoll      bool
-	Consume    Consume
-	NoLatency  bool // do not record per-block latency (to measure its cost)
+	Consume     Consume
+	NoLatency   bool // do not record per-block latency (to measure its cost)
 	// MinTime makes each warm or direct run repeat passes over the file
 	// until it has measured this long, so that short files still give
 	// steady figures. Cold runs always make one pass.

@@ -27,7 +27,7 @@ func TestMeasureSweep(t *testing.T) {
 	}
 	// pread has no queue: 2 bs × 2 workers once; io_uring: × 2 depths.
 	type key struct {
-		engine       string
+		engine    string
 		bs, w, qd int
 	}
 	got := map[key]bool{}
