@@ -1,0 +1,92 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/iopath/iopath/bench"
+)
+
+// csvColumns are the CSV's columns. A name that is also a JSON key of
+// bench.Result means the same thing in the same unit; runs is the number
+// of runs and checksum is ok, mismatch or empty (not checked).
+var csvColumns = []string{
+	"tool", "engine", "twin", "cache", "pattern", "bs", "workers", "qd", "consume", "runs",
+	"bytes_per_s", "bytes_per_s_min", "bytes_per_s_max", "iops",
+	"cpu_s_per_gib", "io_thread_cpu_s_per_gib", "usr_pct", "sys_pct",
+	"lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "lat_p9999_ns", "lat_max_ns",
+	"syscalls", "minflt", "majflt", "nvcsw", "nivcsw",
+	"checksum", "vs_fio", "noisy_runs", "error",
+}
+
+// CSV writes r's results as comma-separated values: a header line, then
+// one line per result, fio's and failed ones included, in the report's
+// order. Numbers are plain (full precision, a dot for decimals, no
+// thousands separators); a figure that is NaN, infinite or not known
+// (fio's syscalls, vs_fio without a fio twin) is empty. A failed row has
+// its figures as the model holds them (zeros) and its error in the last
+// column.
+func CSV(w io.Writer, r *bench.Report) error {
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
+	if err := cw.Write(csvColumns); err != nil {
+		return err
+	}
+	for i := range r.Results {
+		if err := cw.Write(csvRecord(&r.Results[i])); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func csvRecord(r *bench.Result) []string {
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	f := func(x float64) string {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return ""
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	syscalls := ""
+	if r.Syscalls >= 0 {
+		syscalls = i(r.Syscalls)
+	}
+	sum := ""
+	if r.ChecksumOK != nil {
+		sum = "mismatch"
+		if *r.ChecksumOK {
+			sum = "ok"
+		}
+	}
+	vs := ""
+	if r.VsFio != 0 {
+		vs = f(r.VsFio)
+	}
+	return []string{
+		toolName(r), r.Engine, r.Twin, r.Cache, r.Pattern, i(int64(r.BS)), i(int64(r.Workers)), i(int64(r.QD)),
+		r.Consume, i(int64(len(r.Runs))),
+		f(r.BytesPerS), f(r.BytesPerSMin), f(r.BytesPerSMax), f(r.IOPS),
+		f(r.CPUSPerGiB), f(r.IOThreadCPUSPerGiB), f(r.UsrPct), f(r.SysPct),
+		i(r.LatP50Ns), i(r.LatP90Ns), i(r.LatP99Ns), i(r.LatP999Ns), i(r.LatP9999Ns), i(r.LatMaxNs),
+		syscalls, i(r.MinFlt), i(r.MajFlt), i(r.NVCSw), i(r.NIVCSw),
+		sum, vs, i(int64(r.NoisyRuns)), oneLine(r.Error),
+	}
+}
+
+// toolName is the row's tool; rows from before the field existed are
+// iopath's.
+func toolName(r *bench.Result) string {
+	if r.Tool == "" {
+		return bench.ToolIopath
+	}
+	return r.Tool
+}

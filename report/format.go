@@ -1,0 +1,46 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/iopath/iopath/bench"
+)
+
+// renderer writes a report in one format.
+type renderer func(io.Writer, *bench.Report) error
+
+// formats are the output formats by name, in the order Formats lists
+// them. HTML is not among them: it is a page written to a file, not to
+// standard output.
+var formats = []struct {
+	name  string
+	write renderer
+}{
+	{"table", Table},
+	{"json", JSON},
+	{"csv", CSV},
+	{"markdown", Markdown},
+	{"gobench", GoBench},
+}
+
+// Formats lists the names Write accepts, the default (table) first.
+func Formats() []string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = f.name
+	}
+	return names
+}
+
+// Write writes r to w in the named format (one of Formats). An unknown
+// name is an error that lists the valid ones, and writes nothing.
+func Write(w io.Writer, format string, r *bench.Report) error {
+	for _, f := range formats {
+		if f.name == format {
+			return f.write(w, r)
+		}
+	}
+	return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(Formats(), ", "))
+}
