@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/fio"
 	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
@@ -26,9 +28,9 @@ func init() { subcommands = append(subcommands, newBenchCmd) }
 type benchOptions struct {
 	engines   string
 	pattern   string
-	bs        int64
-	workers   int
-	qd        int
+	bs        []int64
+	workers   []int
+	qd        []int
 	vectors   int
 	size      int64
 	dir       string
@@ -39,10 +41,13 @@ type benchOptions struct {
 	sqpoll    bool
 	noLatency bool
 	minTime   time.Duration
+	fio       bool
+	html      string
+	profile   string
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := benchOptions{bs: engine.DefaultBlockSize}
+	o := benchOptions{bs: []int64{engine.DefaultBlockSize}, workers: []int{1}, qd: []int{engine.DefaultQueueDepth}}
 	cmd := &cobra.Command{
 		Use:   "bench [FILE]",
 		Short: "Read a file through every engine and print one side-by-side table",
@@ -56,11 +61,28 @@ Figures: GiB/s is bytes handed to the consumer over the wall time of the
 measured phase (open, read, consume, close; one-time setup such as ring
 creation is not in it). CPU-s/GiB is the child's user+system CPU per GiB.
 Latency is per block, from issue to data available. Syscalls are counted by
-the engine at its own call sites, not the Go runtime's.`,
+the engine at its own call sites, not the Go runtime's.
+
+Sweeps: --bs, --workers and --qd take lists; every combination is a point,
+and every point gets its own interleaved child runs. Engines without a queue
+(all but io_uring) run once per block size and worker count.
+
+--fio runs each engine's fio twin (read=sync, pread=psync, readv=pvsync,
+mmap=mmap, io_uring=io_uring with fixed buffers and files) on the same file
+and workload, interleaved with ours, and adds a "vs fio" ratio. fio does not
+look at the data, so compare under --consume none.
+
+Noise: the runner records the CPU other processes used during each run
+(/proc/stat) and the file's residency before and after. A run is marked noisy
+when others took more than 10% of a core, or a warm run lost cached pages;
+noisy runs are kept in the figures and shown.`,
 		Example: `  iopath bench
   iopath bench /data/big.log --cache warm --consume none
   iopath bench --pattern rand --bs 4k --engines pread,io_uring --qd 32
-  iopath bench --cache direct --engines pread,io_uring --format json`,
+  iopath bench --cache direct --engines pread,io_uring --format json
+  iopath bench --consume none --fio --html report.html
+  iopath bench --engines pread,io_uring --bs 4k,16k,128k,1m --qd 1,8,32,128 --cache warm
+  iopath bench --profile prof/ && go tool pprof -http :8080 prof/io_uring-warm-seq-bs128KiB-w1-qd32-run1.pprof`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), o, args, commandLine(cmd, args), cmd.Flags().Changed("size"), stdout, stderr)
@@ -69,16 +91,19 @@ the engine at its own call sites, not the Go runtime's.`,
 	f := cmd.Flags()
 	f.StringVar(&o.engines, "engines", strings.Join(bench.DefaultEngines(), ","), "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
 	f.StringVar(&o.pattern, "pattern", "seq", "access pattern: seq or rand")
-	f.Var(sizeValue{&o.bs}, "bs", "block size (e.g. 4k, 128KiB, 1MiB)")
-	f.IntVar(&o.workers, "workers", 1, "workers (goroutines; io_uring: one ring and thread each)")
-	f.IntVar(&o.qd, "qd", engine.DefaultQueueDepth, "io_uring queue depth per worker")
+	f.Var(sizeListValue{&o.bs}, "bs", "block sizes, comma-separated to sweep (e.g. 4k, 128KiB, 4k,16k,128k,1m)")
+	f.Var(intListValue{&o.workers}, "workers", "workers, comma-separated to sweep (goroutines; io_uring: one ring and thread each)")
+	f.Var(intListValue{&o.qd}, "qd", "io_uring queue depths per worker, comma-separated to sweep")
 	f.IntVar(&o.vectors, "vectors", engine.DefaultVectors, "readv: buffers per preadv call")
 	f.Var(sizeValue{&o.size}, "size", "size of the temporary file when no FILE is given (default 1GiB, less when short of disk or memory)")
 	f.StringVar(&o.dir, "dir", "", "directory for the temporary file (default $TMPDIR, else /var/tmp)")
 	f.IntVar(&o.runs, "runs", 3, "runs per engine and cache state, each in its own process")
 	f.StringVar(&o.caches, "cache", "warm,cold", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
 	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
-	f.StringVar(&o.format, "format", "table", "output: table or json")
+	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.Formats(), ", "))
+	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
+	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
+	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory (open with go tool pprof -http)")
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (a thread of the process: its CPU is counted)")
 	f.BoolVar(&o.noLatency, "no-latency", false, "do not record per-block latency (to measure what recording costs)")
 	f.DurationVar(&o.minTime, "min-time", time.Second, "warm and direct runs repeat passes over the file until they have measured this long (cold runs make one pass)")
@@ -87,32 +112,40 @@ the engine at its own call sites, not the Go runtime's.`,
 
 func (o *benchOptions) config(args []string) (bench.Config, error) {
 	cfg := bench.Config{
-		Engines:    units.ParseList(o.engines),
-		Runs:       o.runs,
-		BlockSize:  int(o.bs),
-		Workers:    o.workers,
-		QueueDepth: o.qd,
-		Vectors:    o.vectors,
-		SQPoll:     o.sqpoll,
-		NoLatency:  o.noLatency,
-		MinTime:    o.minTime,
-		Version:    version,
+		Engines:     units.ParseList(o.engines),
+		Runs:        o.runs,
+		Workers:     o.workers,
+		QueueDepths: o.qd,
+		Vectors:     o.vectors,
+		SQPoll:      o.sqpoll,
+		NoLatency:   o.noLatency,
+		MinTime:     o.minTime,
+		ProfileDir:  o.profile,
+		Version:     version,
 	}
 	if len(cfg.Engines) == 0 {
 		return cfg, usagef("bench: --engines is empty")
 	}
 	for _, c := range []struct {
 		flag string
-		v    int
-	}{{"--workers", o.workers}, {"--qd", o.qd}, {"--vectors", o.vectors}, {"--runs", o.runs}} {
-		if c.v < 1 {
-			return cfg, usagef("bench: %s %d: must be at least 1", c.flag, c.v)
+		v    []int
+	}{{"--workers", o.workers}, {"--qd", o.qd}, {"--vectors", []int{o.vectors}}, {"--runs", []int{o.runs}}} {
+		for _, v := range c.v {
+			if v < 1 {
+				return cfg, usagef("bench: %s %d: must be at least 1", c.flag, v)
+			}
 		}
 	}
-	if o.bs < 1 {
-		return cfg, usagef("bench: --bs must be positive")
+	for _, bs := range o.bs {
+		if bs < 1 {
+			return cfg, usagef("bench: --bs must be positive")
+		}
+		if bs > engine.MaxBlockSize {
+			return cfg, usagef("bench: --bs %s: at most %s", units.FormatSize(bs), units.FormatSize(engine.MaxBlockSize))
+		}
+		cfg.BlockSizes = append(cfg.BlockSizes, int(bs))
 	}
-	if err := checkBufferMemory("bench", o.workers, o.qd, o.vectors, o.bs); err != nil {
+	if err := checkBufferMemory("bench", slices.Max(o.workers), slices.Max(o.qd), o.vectors, slices.Max(o.bs)); err != nil {
 		return cfg, err
 	}
 	var err error
@@ -132,11 +165,13 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
 		return cfg, usagef("bench: --consume: %v", err)
 	}
-	if o.format != "table" && o.format != "json" {
-		return cfg, usagef("bench: --format %q: want table or json", o.format)
+	if !slices.Contains(report.Formats(), o.format) {
+		return cfg, usagef("bench: --format %q: want one of %s", o.format, strings.Join(report.Formats(), ", "))
 	}
-	if o.bs > engine.MaxBlockSize {
-		return cfg, usagef("bench: --bs %s: at most %s", units.FormatSize(o.bs), units.FormatSize(engine.MaxBlockSize))
+	if o.html != "" {
+		if err := checkOutputFile(o.html); err != nil {
+			return cfg, usagef("bench: --html: %v", err)
+		}
 	}
 	cfg.Path = "check" // validated before any file exists
 	if err := cfg.Validate(); err != nil {
@@ -152,6 +187,14 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		return err
 	}
 	cfg.Command = command
+	if o.fio {
+		info, err := fio.Find()
+		if err != nil {
+			fmt.Fprintf(stderr, "iopath: %v; going on without fio rows\n", err)
+		} else {
+			cfg.Fio = &info
+		}
+	}
 	prog := newProgress(stderr)
 
 	if len(args) == 1 {
@@ -188,11 +231,16 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	if rep == nil {
 		return err
 	}
-	var rerr error
-	if o.format == "json" {
-		rerr = report.JSON(stdout, rep)
-	} else {
-		rerr = report.Table(stdout, rep)
+	if o.fio && cfg.Fio == nil {
+		rep.Notes = append(rep.Notes, "--fio: fio was not found, so there are no fio rows (install it: apt-get install fio)")
+	}
+	rerr := report.Write(stdout, o.format, rep)
+	if o.html != "" {
+		if herr := writeFileAtomic(o.html, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
+			rerr = errors.Join(rerr, herr)
+		} else {
+			fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

@@ -20,6 +20,10 @@ func TestMain(m *testing.M) {
 		// `iopath bench` starts this test binary as its child process.
 		os.Exit(exitCode(bench.ChildMain(context.Background(), os.Stdin, os.Stdout), os.Stderr))
 	}
+	if os.Getenv(cliEnv) == "1" {
+		// runCLIProcess starts this test binary as the iopath command.
+		os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -87,8 +82,8 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 		return usagef("compare: --fail-on-regression %v: want a percentage, 0 or more", o.failOn)
 	}
 	if o.html != "" {
-		if st, err := os.Stat(o.html); err == nil && st.IsDir() {
-			return usagef("compare: --html %s: is a directory (give a file name)", o.html)
+		if err := checkOutputFile(o.html); err != nil {
+			return usagef("compare: --html: %v", err)
 		}
 	}
 	oldRep, err := report.LoadJSON(oldPath)
@@ -103,11 +98,7 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 	c.Old.Path, c.New.Path = oldPath, newPath
 
 	if o.html != "" {
-		var b bytes.Buffer
-		if err := report.CompareHTML(&b, c); err != nil {
-			return fmt.Errorf("compare: %w", err)
-		}
-		if err := writeCompareFile(o.html, b.Bytes()); err != nil {
+		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
 			return fmt.Errorf("compare: --html: %w", err)
 		}
 	}
@@ -129,36 +120,6 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 			return fmt.Errorf("compare: %d row%s slower by more than %g%% beyond the noise: %s",
 				len(rs), map[bool]string{true: "", false: "s"}[len(rs) == 1], o.failOn, strings.Join(names, "; "))
 		}
-	}
-	return nil
-}
-
-// writeCompareFile writes data to path through a temporary file beside
-// it, renamed over path when complete, so that a failure never leaves a
-// half-written page.
-func writeCompareFile(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func TestCompareHTMLFlag(t *testing.T) {
 	}
 
 	_, errOut, code = compareCLI("compare", oldPath, newPath, "--html", filepath.Join(dir, "missing", "out.html"))
-	if code != 1 || !strings.Contains(errOut, "missing/out.html") || strings.Count(errOut, "\n") != 1 {
+	if code != 2 || !strings.Contains(errOut, "missing/out.html") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("--html into a missing directory: exit %d, %q", code, errOut)
 	}
 	_, errOut, code = compareCLI("compare", oldPath, newPath, "--html", dir)

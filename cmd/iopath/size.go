@@ -1,6 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -22,3 +27,57 @@ func (s sizeValue) Set(str string) error {
 	return nil
 }
 func (s sizeValue) Type() string { return "size" }
+
+// sizeListValue is a pflag.Value for comma-separated sizes: 4k,128k,1m.
+type sizeListValue struct{ v *[]int64 }
+
+func (s sizeListValue) String() string {
+	var parts []string
+	for _, n := range *s.v {
+		parts = append(parts, units.FormatSize(n))
+	}
+	return strings.Join(parts, ",")
+}
+func (s sizeListValue) Set(str string) error {
+	var out []int64
+	for _, p := range units.ParseList(str) {
+		n, err := units.ParseSize(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return errors.New("empty list")
+	}
+	*s.v = out
+	return nil
+}
+func (s sizeListValue) Type() string { return "sizes" }
+
+// intListValue is a pflag.Value for comma-separated integers: 1,8,32.
+type intListValue struct{ v *[]int }
+
+func (s intListValue) String() string {
+	var parts []string
+	for _, n := range *s.v {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, ",")
+}
+func (s intListValue) Set(str string) error {
+	var out []int
+	for _, p := range units.ParseList(str) {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", p)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return errors.New("empty list")
+	}
+	*s.v = out
+	return nil
+}
+func (s intListValue) Type() string { return "ints" }

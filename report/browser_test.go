@@ -1,0 +1,281 @@
+package report
+
+// A real browser looks at the HTML report: headless Chromium loads the page
+// from a file with every network path closed (a dead proxy, a CSP), dumps
+// the DOM it built, logs the page's console to stderr, and takes a
+// screenshot. The test checks the charts in the DOM, that the console
+// stayed silent, and that the screenshot is not blank.
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/bench"
+)
+
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium not found: apt-get install -y chromium")
+	return ""
+}
+
+// chromium runs one headless Chromium on url with extra flags and returns
+// what it wrote to stdout and stderr. It runs in its own process group,
+// which is killed when it is done or after 60 s, so that none of
+// Chromium's helper processes (zygote, GPU, renderers) outlives it.
+func chromium(t *testing.T, bin, url string, extra ...string) (stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	args := append([]string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+		"--no-default-browser-check", "--disable-background-networking", "--hide-scrollbars",
+		// Any network request goes to a port nothing listens on.
+		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+		"--user-data-dir=" + filepath.Join(dir, "profile"),
+		"--enable-logging=stderr", "--v=0",
+	}, extra...)
+	args = append(args, url)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// Files, not pipes: a helper that keeps a pipe open would make Wait
+	// wait for it.
+	outF, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outF.Close()
+	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+
+	start := time.Now()
+	runErr := cmd.Run()
+	if cmd.Process != nil {
+		pgid := cmd.Process.Pid
+		syscall.Kill(-pgid, syscall.SIGKILL) // whatever is left of the group
+		if left := waitGroupGone(pgid, 5*time.Second); len(left) > 0 {
+			t.Errorf("chromium processes left behind in group %d: %v", pgid, left)
+		}
+	}
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	if ctx.Err() != nil {
+		t.Fatalf("chromium timed out after %v\nstderr:\n%s", time.Since(start), e)
+	}
+	if runErr != nil {
+		t.Fatalf("chromium: %v\nstderr:\n%s", runErr, e)
+	}
+	t.Logf("chromium %s: %v", strings.Join(extra, " "), time.Since(start).Round(time.Millisecond))
+	return string(o), string(e)
+}
+
+// waitGroupGone waits until no live process (zombies do not count) is in
+// process group pgid, and returns those still there at the deadline.
+func waitGroupGone(pgid int, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		var left []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid pgrp ...: comm may hold spaces.
+			s := string(b)
+			i := strings.LastIndexByte(s, ')')
+			if i < 0 {
+				continue
+			}
+			f := strings.Fields(s[i+1:])
+			if len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] != strconv.Itoa(pgid) {
+				continue
+			}
+			left = append(left, e.Name()+" "+s[strings.IndexByte(s, '(')+1:i])
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// consoleProblems returns the lines of Chromium's stderr log that show the
+// page misbehaving. With --enable-logging=stderr --v=0, headless Chromium
+// logs every console message of the page as
+//
+//	[pid:tid:date:INFO:CONSOLE:line] "message", source: file:///... (line)
+//
+// uncaught exceptions, console.log/error and CSP violations ("Loading the
+// image 'https://…' violates the following Content Security Policy
+// directive…") included; older versions say "Refused to load …". The
+// page has no script, so any console message at all is a problem.
+func consoleProblems(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, ":CONSOLE") || strings.Contains(l, "Refused to") ||
+			strings.Contains(l, "Content Security Policy") || strings.Contains(l, "Uncaught") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func fileURL(path string) string { return "file://" + path }
+
+// The detector must catch a broken page, or a silent console proves
+// nothing.
+func TestBrowserConsoleDetector(t *testing.T) {
+	bin := findChromium(t)
+	const csp = `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
+	for _, tc := range []struct {
+		name, page string
+		want       []string // each must be in some reported line
+	}{
+		// Under our CSP: an inline script and an external image are
+		// blocked, and each is reported.
+		{"csp", `<!DOCTYPE html><html><head><meta charset="utf-8">` + csp + `<title>x</title></head><body><p>x</p>` +
+			`<script>nonexistent()</script><img src="https://example.com/x.png"></body></html>`,
+			[]string{"Content Security Policy", "https://example.com/x.png"}},
+		// Without it, the script runs and throws.
+		{"script", `<!DOCTYPE html><html><head><meta charset="utf-8"><title>x</title></head><body><p>x</p>` +
+			`<script>nonexistent()</script></body></html>`,
+			[]string{"Uncaught ReferenceError: nonexistent is not defined"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.html")
+			if err := os.WriteFile(path, []byte(tc.page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+			got := consoleProblems(stderr)
+			if len(got) == 0 {
+				t.Fatalf("no console problem detected; stderr:\n%s", stderr)
+			}
+			for _, w := range tc.want {
+				found := false
+				for _, l := range got {
+					found = found || strings.Contains(l, w)
+				}
+				if !found {
+					t.Errorf("%q not reported; detected:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func TestBrowserHTML(t *testing.T) {
+	bin := findChromium(t)
+	for _, f := range []struct {
+		name   string
+		report func() *bench.Report
+		charts map[string]int
+	}{
+		{"sample", sample, sampleCharts},
+		{"smallSweep", smallSweep, smallSweepCharts},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			r := f.report()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "report.html")
+			if err := os.WriteFile(path, []byte(renderHTML(t, r)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			// (a) the DOM Chromium built holds every chart and row, and
+			// (b) the console said nothing.
+			dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+			if !strings.Contains(dom, "</html>") {
+				t.Fatalf("no DOM dumped:\n%.500s\nstderr:\n%s", dom, stderr)
+			}
+			checkCharts(t, dom, f.charts)
+			if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
+				t.Error("no results table in the DOM")
+			} else if n := strings.Count(dom[i:j], "<tr"); n != len(r.Results) {
+				t.Errorf("%d table rows in the DOM, want %d", n, len(r.Results))
+			}
+			if p := consoleProblems(stderr); len(p) > 0 {
+				t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
+			}
+
+			// (c) the page draws something.
+			shot := filepath.Join(dir, "out.png")
+			_, stderr = chromium(t, bin, fileURL(path), "--screenshot="+shot, "--window-size=1280,2400")
+			if p := consoleProblems(stderr); len(p) > 0 {
+				t.Errorf("console problems while screenshotting:\n%s", strings.Join(p, "\n"))
+			}
+			checkScreenshot(t, shot, 1280, 2400)
+		})
+	}
+}
+
+// checkScreenshot decodes a PNG and fails if it is blank: it must have
+// the expected size, more than 1% of its pixels off the background colour
+// (the top-left pixel's), and a good number of distinct colours.
+func checkScreenshot(t *testing.T, path string, w, h int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	bounds := img.Bounds()
+	if bounds.Dx() != w || bounds.Dy() != h {
+		t.Errorf("screenshot is %dx%d, want %dx%d", bounds.Dx(), bounds.Dy(), w, h)
+	}
+	bg := rgb(img, bounds.Min.X, bounds.Min.Y)
+	off := 0
+	colours := map[[3]uint8]bool{}
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			c := rgb(img, x, y)
+			if c != bg {
+				off++
+			}
+			colours[[3]uint8{c[0] >> 4, c[1] >> 4, c[2] >> 4}] = true
+		}
+	}
+	total := bounds.Dx() * bounds.Dy()
+	t.Logf("screenshot: %.1f%% of pixels off the background, %d distinct colours (4 bits per channel)",
+		100*float64(off)/float64(total), len(colours))
+	if off*100 <= total {
+		t.Errorf("screenshot is blank: %d of %d pixels differ from the background", off, total)
+	}
+	if len(colours) < 12 {
+		t.Errorf("screenshot has %d distinct colours; the charts should bring more", len(colours))
+	}
+}
+
+func rgb(img image.Image, x, y int) [3]uint8 {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)}
+}

@@ -1,0 +1,543 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/bench"
+)
+
+var htmlOut = flag.String("html-out", "", "write the HTML of the test fixtures to this directory, to look at them")
+
+func renderHTML(t testing.TB, r *bench.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := HTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// chartInfo is what a chart's markup says about itself, and what it holds.
+type chartInfo struct {
+	id       string
+	declared string   // data-series
+	series   []string // data-name of each <g class="series">, in order
+	colours  []string // fill and stroke colours used inside each series, space-separated
+}
+
+var svgRe = regexp.MustCompile(`(?s)<svg\b[^>]*>.*?</svg>`)
+
+// charts finds every <svg> in doc (the HTML we write, or the DOM Chromium
+// dumps), checks that it is well-formed XML, and lists its series.
+func charts(t testing.TB, doc string) []chartInfo {
+	t.Helper()
+	var out []chartInfo
+	for _, s := range svgRe.FindAllString(doc, -1) {
+		d := xml.NewDecoder(strings.NewReader(s))
+		d.Entity = xml.HTMLEntity // Chromium writes &nbsp; as such
+		var c chartInfo
+		isChart := false
+		depth, inSeries := 0, 0 // element depth; depth of the open series, 0 when none
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chart is not well-formed: %v\n%.400s", err, s)
+			}
+			if _, ok := tok.(xml.EndElement); ok {
+				if depth == inSeries {
+					inSeries = 0
+				}
+				depth--
+				continue
+			}
+			el, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			depth++
+			attr := func(name string) string {
+				for _, a := range el.Attr {
+					if a.Name.Local == name {
+						return a.Value
+					}
+				}
+				return ""
+			}
+			switch {
+			case el.Name.Local == "svg" && attr("class") == "chart":
+				isChart = true
+				c.id, c.declared = attr("data-chart"), attr("data-series")
+			case el.Name.Local == "g" && attr("class") == "series":
+				c.series = append(c.series, attr("data-name"))
+				c.colours = append(c.colours, "")
+				inSeries = depth
+			}
+			if inSeries > 0 {
+				c.colours[len(c.colours)-1] += " " + attr("fill") + " " + attr("stroke")
+			}
+		}
+		if !isChart {
+			t.Errorf("an <svg> that is not a chart: %.200s", s)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// checkCharts compares the charts in doc with want: chart id -> number of
+// series. Every chart must declare the series it holds.
+func checkCharts(t *testing.T, doc string, want map[string]int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, c := range charts(t, doc) {
+		if _, dup := got[c.id]; dup {
+			t.Errorf("chart %q appears twice", c.id)
+		}
+		got[c.id] = len(c.series)
+		if c.declared != fmt.Sprint(len(c.series)) {
+			t.Errorf("chart %q: data-series=%q but %d series", c.id, c.declared, len(c.series))
+		}
+		seen := map[string]bool{}
+		for _, name := range c.series {
+			if name == "" || seen[name] {
+				t.Errorf("chart %q: series name %q empty or repeated", c.id, name)
+			}
+			seen[name] = true
+		}
+	}
+	for id, n := range want {
+		if g, ok := got[id]; !ok {
+			t.Errorf("chart %q missing", id)
+		} else if g != n {
+			t.Errorf("chart %q: %d series, want %d", id, g, n)
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("unexpected chart %q (%d series)", id, got[id])
+		}
+	}
+}
+
+// Expected charts, worked out by hand from the fixtures.
+
+// sample: two workloads (seq 128KiB 1 worker; readv alone in rand 4KiB 4
+// workers), warm and cold, io_uring failed; one block size and one queue
+// depth per workload, so no sweep charts.
+var sampleCharts = map[string]int{
+	"throughput-warm": 5, "throughput-cold": 2, // pread mmap io_uring null readv; pread mmap
+	"cpu-warm": 5, "cpu-cold": 2,
+	"latency-warm-seq-128kib-1-worker": 3, // io_uring failed: no latency
+	"latency-warm-rand-4kib-4-workers": 1,
+	"latency-cold-seq-128kib-1-worker": 2,
+}
+
+// smallSweep: 4 engines + 4 fio twins; bs 4KiB,128KiB; io_uring at qd 1,32;
+// readv cold 128KiB failed and has no fio twin.
+var smallSweepCharts = map[string]int{
+	"throughput-warm": 8, "throughput-cold": 8, "cpu-warm": 8, "cpu-cold": 8,
+	"latency-warm-4kib": 8, "latency-warm-128kib": 8, "latency-cold-4kib": 8,
+	"latency-cold-128kib":   6, // without readv (failed) and pvsync (not run)
+	"throughput-vs-bs-warm": 8, "throughput-vs-bs-cold": 8,
+	// io_uring and fio io_uring as lines, pread mmap readv as flat references
+	"throughput-vs-qd-warm-4kib": 5, "throughput-vs-qd-warm-128kib": 5, "throughput-vs-qd-cold-4kib": 5,
+	"throughput-vs-qd-cold-128kib": 4, // readv failed
+}
+
+// bigSweep: 5 engines + 5 fio twins; 4 block sizes; io_uring at 4 depths;
+// readv cold 1MiB failed.
+func bigSweepCharts() map[string]int {
+	want := map[string]int{"throughput-vs-bs-warm": 10, "throughput-vs-bs-cold": 10}
+	for _, c := range []string{"warm", "cold"} {
+		want["throughput-"+c], want["cpu-"+c] = 10, 10
+		for _, bs := range []string{"4kib", "16kib", "128kib", "1mib"} {
+			lat, qd := 10, 6 // qd: io_uring, fio io_uring, and read pread readv mmap flat
+			if c == "cold" && bs == "1mib" {
+				lat, qd = 8, 5 // readv failed, and pvsync did not run
+			}
+			want["latency-"+c+"-"+bs], want["throughput-vs-qd-"+c+"-"+bs] = lat, qd
+		}
+	}
+	return want
+}
+
+var htmlFixtures = []struct {
+	name   string
+	report func() *bench.Report
+	charts func() map[string]int
+}{
+	{"sample", sample, func() map[string]int { return sampleCharts }},
+	{"smallSweep", smallSweep, func() map[string]int { return smallSweepCharts }},
+	{"bigSweep", bigSweep, bigSweepCharts},
+}
+
+func TestHTMLCharts(t *testing.T) {
+	for _, f := range htmlFixtures {
+		t.Run(f.name, func(t *testing.T) {
+			doc := renderHTML(t, f.report())
+			checkCharts(t, doc, f.charts())
+			if *htmlOut != "" {
+				if err := os.WriteFile(filepath.Join(*htmlOut, f.name+".html"), []byte(doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// Every row is in the table: failed ones with their error, fio ones marked.
+func TestHTMLTable(t *testing.T) {
+	for _, f := range htmlFixtures {
+		t.Run(f.name, func(t *testing.T) {
+			r := f.report()
+			doc := renderHTML(t, r)
+			body := doc[strings.Index(doc, "<tbody>"):strings.Index(doc, "</tbody>")]
+			if n := strings.Count(body, "<tr"); n != len(r.Results) {
+				t.Errorf("%d table rows, want %d", n, len(r.Results))
+			}
+			fails, fio, noisy := 0, 0, 0
+			for _, res := range r.Results {
+				if res.Error != "" {
+					fails++
+				}
+				if res.Tool == bench.ToolFio {
+					fio++
+				}
+				if res.NoisyRuns > 0 {
+					noisy++
+				}
+			}
+			if n := strings.Count(body, `<td class="error"`); n != fails {
+				t.Errorf("%d error cells, want %d", n, fails)
+			}
+			if n := strings.Count(body, `<tr class="fio`); n != fio {
+				t.Errorf("%d fio rows, want %d", n, fio)
+			}
+			if n := strings.Count(body, "noisy</td>"); n != noisy {
+				t.Errorf("%d noisy marks, want %d", n, noisy)
+			}
+			for _, want := range []string{r.Command, r.Machine.Kernel, r.Machine.CPUModel, r.Machine.IOURing,
+				r.Machine.GoVersion, r.File.Path, "2026-11-22 02:42:11 UTC"} {
+				if !strings.Contains(doc, want) {
+					t.Errorf("page lacks %q", want)
+				}
+			}
+			for _, n := range r.Notes {
+				if !strings.Contains(doc, n) {
+					t.Errorf("page lacks the note %q", n)
+				}
+			}
+		})
+	}
+}
+
+var (
+	// attributes and CSS that make a browser fetch something
+	resourceRe = regexp.MustCompile(`(?i)(?:\b(?:src|href|srcset|poster|data|action|formaction|xlink:href|background)\s*=\s*["']?([^"'\s>]*)|url\(\s*["']?([^"')]*)|@import\s+["']?([^"';\s]*))`)
+	// an event handler attribute in a tag (as text, or inside a quoted
+	// value, it is harmless)
+	eventAttrRe = regexp.MustCompile(`<[a-zA-Z][a-zA-Z0-9]*(?:\s+[^\s="'<>]+(?:="[^"]*"|='[^']*'|=[^\s"'>]*)?)*\s+on[a-z]+\s*=`)
+	forbidden   = regexp.MustCompile(`(?i)<(?:script|iframe|object|embed|img|image|use|link(?:\s+rel="(?:stylesheet|preload|prefetch|preconnect|dns-prefetch)")|base|form|meta\s+http-equiv="refresh")\b`)
+)
+
+// The page fetches nothing: no URL but a fragment or data:, no script, no
+// external anything, and a CSP that would block (and log) a slip.
+func TestHTMLOffline(t *testing.T) {
+	for _, f := range htmlFixtures {
+		t.Run(f.name, func(t *testing.T) {
+			doc := renderHTML(t, f.report())
+			for _, s := range []string{"http://", "https://", "ftp://", "file:"} {
+				if i := strings.Index(doc, s); i >= 0 {
+					t.Errorf("%q in the page: …%s…", s, doc[max(i-60, 0):min(i+60, len(doc))])
+				}
+			}
+			for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
+				ref := m[1] + m[2] + m[3]
+				if !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
+					t.Errorf("external reference %q", m[0])
+				}
+				if strings.HasPrefix(ref, "//") {
+					t.Errorf("protocol-relative reference %q", m[0])
+				}
+			}
+			if m := forbidden.FindString(doc); m != "" {
+				t.Errorf("page has %q", m)
+			}
+			csp := `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
+			if !strings.Contains(doc, csp) {
+				t.Error("no Content-Security-Policy meta tag")
+			}
+			if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
+				t.Error("not a whole HTML document")
+			}
+			// Ids are unique in the page: hatch patterns and anchors rely on it.
+			ids := map[string]bool{}
+			for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+				if ids[m[1]] {
+					t.Errorf("id %q used twice", m[1])
+				}
+				ids[m[1]] = true
+			}
+			for _, m := range regexp.MustCompile(`(?:href="#|url\(#)([^")]*)`).FindAllStringSubmatch(doc, -1) {
+				if !ids[m[1]] {
+					t.Errorf("reference to a missing id %q", m[1])
+				}
+			}
+		})
+	}
+}
+
+// The detector above must find what it is for.
+func TestHTMLOfflineDetector(t *testing.T) {
+	for _, bad := range []string{`<img src="https://example.com/x.png">`, `<link rel="stylesheet" href="//cdn.example/x.css">`,
+		`<div style="background:url(http://x/y.png)">`, `<style>@import "https://fonts.example/f.css";</style>`,
+		`<script>alert(1)</script>`, `<svg><image href="x.png"/></svg>`} {
+		ext := false
+		for _, m := range resourceRe.FindAllStringSubmatch(bad, -1) {
+			if ref := m[1] + m[2] + m[3]; !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
+				ext = true
+			}
+		}
+		if !ext && forbidden.FindString(bad) == "" {
+			t.Errorf("not caught: %s", bad)
+		}
+	}
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{`<img src=x onerror=alert(2)>`, true}, {`<g class="a" onload="x()">`, true}, {`<svg onload=alert(1)>`, true},
+		{`<g data-name="&lt;b onmouseover=alert(3)&gt;">`, false}, {`<text>&lt;b onmouseover=x&gt;</text>`, false},
+	} {
+		if got := eventAttrRe.MatchString(tc.s); got != tc.want {
+			t.Errorf("event handler in %s: detected %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestHTMLSize(t *testing.T) {
+	doc := renderHTML(t, bigSweep())
+	t.Logf("bigSweep: %d bytes, %d results", len(doc), len(bigSweep().Results))
+	if len(doc) >= 2<<20 {
+		t.Errorf("bigSweep page is %d bytes, over 2 MB", len(doc))
+	}
+}
+
+// Everything from the report is text, wherever it lands: page, table,
+// chart labels, tooltips and attributes.
+func TestHTMLEscaping(t *testing.T) {
+	const evil = `<script>alert(1)</script>`
+	r := smallSweep()
+	r.File.Path = "/tmp/" + evil
+	r.Command = `iopath bench "` + evil + `" --x '"><img src=x onerror=alert(2)>`
+	r.Machine.CPUModel = evil
+	r.Machine.Kernel = `6.1 & "quoted"`
+	r.Notes = append(r.Notes, evil)
+	r.Results[0].Engine = `<b onmouseover=alert(3)>pread</b>`
+	r.Results[0].Cache = `warm"><script>alert(4)</script>`
+	r.Results[1].Notes = []string{evil}
+	r.Results[2].Error = "failed: " + evil + " & more"
+	r.Results[2].Pattern = `seq</text><script>alert(5)</script>`
+
+	doc := renderHTML(t, r)
+	lower := strings.ToLower(doc)
+	for _, bad := range []string{"<script", "<img", "<b "} {
+		if i := strings.Index(lower, bad); i >= 0 {
+			t.Errorf("%q in the page: …%s…", bad, doc[max(i-80, 0):min(i+80, len(doc))])
+		}
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler in a tag: %s", m)
+	}
+	if !strings.Contains(doc, "/tmp/&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the file path is not shown as text")
+	}
+	for _, c := range charts(t, doc) { // still well-formed
+		if c.declared != fmt.Sprint(len(c.series)) {
+			t.Errorf("chart %q: data-series=%s, %d series", c.id, c.declared, len(c.series))
+		}
+	}
+}
+
+func TestHTMLEmptyAndFailed(t *testing.T) {
+	allFail := sample()
+	for i := range allFail.Results {
+		allFail.Results[i].Error = "nope"
+		allFail.Results[i].Runs = nil
+		allFail.Results[i].BytesPerS = 0
+	}
+	nonFinite := smallSweep()
+	nonFinite.Results[0].BytesPerS = math.NaN()
+	nonFinite.Results[0].BytesPerSMax = math.Inf(1)
+	nonFinite.Results[1].CPUSPerGiB = math.Inf(1)
+	nonFinite.Results[3].LatP99Ns = -5
+
+	for _, tc := range []struct {
+		name string
+		r    *bench.Report
+		want map[string]int
+	}{
+		{"zero", &bench.Report{}, map[string]int{}},
+		{"empty", &bench.Report{Tool: "iopath", Results: []bench.Result{}, Notes: []string{}}, map[string]int{}},
+		// Failed rows are labelled gaps in the bars; no latency to draw.
+		{"allFailed", allFail, map[string]int{"throughput-warm": 5, "throughput-cold": 2, "cpu-warm": 5, "cpu-cold": 2}},
+		{"nonFinite", nonFinite, smallSweepCharts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := renderHTML(t, tc.r)
+			checkCharts(t, doc, tc.want)
+			if !strings.HasSuffix(doc, "</html>\n") {
+				t.Error("page not finished")
+			}
+			for _, s := range []string{"NaN", "Inf"} {
+				if strings.Contains(doc, s) {
+					t.Errorf("%s in the page", s)
+				}
+			}
+			if len(tc.r.Results) == 0 && !strings.Contains(doc, "No results.") {
+				t.Error(`no "No results." in an empty report`)
+			}
+			if tc.name == "allFailed" && strings.Count(doc, ">error</text>") != len(tc.r.Results)*2 {
+				t.Errorf("%d error gaps, want %d (throughput and CPU)", strings.Count(doc, ">error</text>"), len(tc.r.Results)*2)
+			}
+		})
+	}
+}
+
+// An engine has the same colour in every chart, and its fio twin a variant
+// of it.
+func TestHTMLColours(t *testing.T) {
+	doc := renderHTML(t, smallSweep())
+	colour := map[string]string{"pread": "#f28e2b", "fio psync": "#f28e2b", "mmap": "#e15759", "fio mmap": "#e15759",
+		"io_uring": "#8e63b5", "fio io_uring": "#8e63b5", "readv": "#59a14f", "fio pvsync": "#59a14f"}
+	n := 0
+	for _, c := range charts(t, doc) {
+		for i, name := range c.series {
+			n++
+			if want, ok := colour[name]; !ok {
+				t.Errorf("chart %s: unexpected series %q", c.id, name)
+			} else if !strings.Contains(c.colours[i], want) {
+				t.Errorf("chart %s: series %q drawn without its colour %s (%s)", c.id, name, want, c.colours[i])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no series found")
+	}
+	// fio bars are hatched with their engine's colour.
+	if !strings.Contains(doc, `<pattern id="h-throughput-warm-1"`) || !strings.Contains(doc, `fill="url(#h-throughput-warm-1)"`) {
+		t.Error("fio psync bars are not hatched")
+	}
+}
+
+// Engines with no assigned colour get one each; a fio row that does not
+// name its twin still finds it; no tool means iopath.
+func TestHTMLUnknownEngines(t *testing.T) {
+	r := smallSweep()
+	var rows []bench.Result
+	for _, res := range r.Results {
+		switch {
+		case res.Engine == "pread" && res.Tool != bench.ToolFio:
+			res.Engine, res.Tool = "foo", ""
+		case res.Engine == "psync":
+			res.Twin = ""
+		case res.Engine == "pvsync":
+			res.Engine, res.Twin = "libaio", ""
+		}
+		rows = append(rows, res)
+	}
+	r.Results = rows
+	doc := renderHTML(t, r)
+	for _, c := range charts(t, doc) {
+		for i, name := range c.series {
+			want := map[string]string{"foo": hExtraColors[0], "fio psync": hEngineColors["pread"],
+				"fio libaio": hExtraColors[1], "mmap": hEngineColors["mmap"]}[name]
+			if want != "" && !strings.Contains(c.colours[i], want) {
+				t.Errorf("chart %s: series %q without colour %s (%s)", c.id, name, want, c.colours[i])
+			}
+		}
+	}
+	checkCharts(t, doc, smallSweepCharts)
+}
+
+func TestHTMLDeterministic(t *testing.T) {
+	a, b := renderHTML(t, bigSweep()), renderHTML(t, bigSweep())
+	if a != b {
+		t.Error("two renderings of the same report differ")
+	}
+}
+
+func TestHTMLWriterError(t *testing.T) {
+	if err := HTML(failWriter{}, sample()); err == nil {
+		t.Error("no error from a failing writer")
+	}
+}
+
+func TestHTMLScales(t *testing.T) {
+	if got := hLinTicks(7.91); !slices.Equal(got, []float64{0, 2, 4, 6, 8}) {
+		t.Errorf("hLinTicks(7.91) = %v", got)
+	}
+	if got := hLinTicks(0); len(got) != 6 || got[5] != 1 {
+		t.Errorf("hLinTicks(0) = %v", got)
+	}
+	ticks, major := hLogTicks(820, 1_250_000_000)
+	var labels []string
+	for i, v := range ticks {
+		if major[i] {
+			labels = append(labels, hLatencyTick(v))
+		}
+	}
+	if want := []string{"100ns", "1µs", "10µs", "100µs", "1ms", "10ms", "100ms", "1s", "10s"}; !slices.Equal(labels, want) {
+		t.Errorf("latency ticks %v, want %v", labels, want)
+	}
+	ticks, major = hLogTicks(15_000, 40_000)
+	labels = nil
+	for i, v := range ticks {
+		if major[i] {
+			labels = append(labels, hLatencyTick(v))
+		}
+	}
+	if want := []string{"10µs", "20µs", "50µs", "100µs"}; !slices.Equal(labels, want) {
+		t.Errorf("latency ticks %v, want %v", labels, want)
+	}
+	if hSlug("seq · 128KiB · 1 worker") != "seq-128kib-1-worker" {
+		t.Error(hSlug("seq · 128KiB · 1 worker"))
+	}
+}
+
+// BenchmarkHTML renders the 4×4 sweep of 5 engines with fio twins.
+func BenchmarkHTML(b *testing.B) {
+	r := bigSweep()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := HTML(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJSONBig renders the same report as JSON.
+func BenchmarkJSONBig(b *testing.B) {
+	r := bigSweep()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := JSON(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
