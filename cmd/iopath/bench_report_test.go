@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
