@@ -78,7 +78,7 @@ type Config struct {
 	MinTime time.Duration
 
 	// Fio, when set, runs each engine's fio twin (see package fio) beside
-	// it, interleaved with the iopath runs.
+	// it, interleaved with the iopath runs. It needs Consume None.
 	Fio *fio.Info
 	// ProfileDir, when set, makes every iopath run write a pprof CPU
 	// profile of its measured phase into this directory.
@@ -223,6 +223,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseConsume(string(c.Consume)); err != nil {
 		return err
+	}
+	if c.Fio != nil && c.Consume != None {
+		return fmt.Errorf("fio twins need consume %q: fio does not look at the data, so a ratio against consume %q would compare different work", None, c.Consume)
 	}
 	for _, cs := range c.Caches {
 		for _, p := range c.points() {

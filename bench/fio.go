@@ -11,8 +11,7 @@ import (
 // fioRow returns the fio twin row of iopath row r, or nil when r's engine
 // has no twin in fio or r cannot run at all.
 func (m *measurement) fioRow(r *row) *row {
-	ioengine, ok := fio.Twin(r.res.Engine)
-	if !ok || r.skip {
+	if _, ok := fio.Twin(r.res.Engine); !ok || r.skip {
 		return nil
 	}
 	cache := Cache(r.res.Cache)
@@ -24,6 +23,7 @@ func (m *measurement) fioRow(r *row) *row {
 		BlockSize:  r.job.BlockSize,
 		Workers:    r.job.Workers,
 		QueueDepth: r.res.QD,
+		Vectors:    r.job.Vectors,
 		Direct:     cache == Direct,
 		SQPoll:     r.job.SQPoll,
 		Invalidate: cache == Cold,
@@ -35,7 +35,7 @@ func (m *measurement) fioRow(r *row) *row {
 	f := &row{
 		fio: &job,
 		res: &Result{
-			Tool: ToolFio, Engine: ioengine, Twin: r.res.Engine, Cache: r.res.Cache, Pattern: r.res.Pattern,
+			Tool: ToolFio, Engine: job.IOEngine(), Twin: r.res.Engine, Cache: r.res.Cache, Pattern: r.res.Pattern,
 			BS: r.res.BS, Workers: r.res.Workers, QD: r.res.QD, Consume: string(None),
 			Runs: []Run{}, MinTimeNs: r.res.MinTimeNs,
 		},

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/iopath/iopath/features"
@@ -14,7 +15,7 @@ func TestMeasureWithFioTwins(t *testing.T) {
 		t.Skipf("%v (CI installs it: apt-get install -y fio)", err)
 	}
 	path := testFile(t, 4<<20)
-	engines := []string{"pread", "mmap", "null"}
+	engines := []string{"pread", "readv", "mmap", "null"}
 	uring := features.Probe().IOURing.Available
 	if uring {
 		engines = append(engines, "io_uring")
@@ -44,6 +45,9 @@ func TestMeasureWithFioTwins(t *testing.T) {
 			if ours.VsFio <= 0 || r.BytesPerS <= 0 || len(r.Runs) != 2 || r.Syscalls != -1 || r.LatP50Ns <= 0 {
 				t.Errorf("fio row %s %s: vs fio %v, %+v", r.Engine, r.Cache, ours.VsFio, r)
 			}
+			if r.Twin == "readv" && r.Engine != "vsync" {
+				t.Errorf("readv's sequential twin is %s, want vsync (4 blocks per readv, as ours)", r.Engine)
+			}
 			if r.Cache == "warm" && r.Runs[0].ResidentBefore < 1 {
 				t.Errorf("fio warm run started cold")
 			}
@@ -55,5 +59,15 @@ func TestMeasureWithFioTwins(t *testing.T) {
 	}
 	if want := 2 * (len(engines) - 1); fioRows != want {
 		t.Errorf("%d fio rows, want %d", fioRows, want)
+	}
+}
+
+func TestFioNeedsConsumeNone(t *testing.T) {
+	path := testFile(t, 1<<20)
+	_, err := Measure(context.Background(), Config{
+		Path: path, Engines: []string{"pread"}, Consume: Checksum, Fio: &fio.Info{Path: "fio"},
+	})
+	if err == nil || !strings.Contains(err.Error(), "consume") {
+		t.Fatalf("err = %v, want a refusal naming consume", err)
 	}
 }

@@ -2,7 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"runtime"
+	"strings"
 	"time"
 
 	"github.com/iopath/iopath/metrics"
@@ -43,36 +43,47 @@ func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, t
 	if after, err := residency(m.cfg.Path); err == nil {
 		run.ResidentAfter = after
 	}
+	slack := 100.0 // unknown
 	if errS == nil && errS1 == nil && errU == nil && errU1 == nil {
 		own := self1.Sub(self0)
-		other := sys1 - sys0 - childCPU - own.User - own.System
-		run.OtherCPUPct = max(0, 100*other.Seconds()/wall.Seconds())
+		run.OtherCPUPct = otherCPUPct(sys1.Busy-sys0.Busy, childCPU+own.User+own.System, wall)
+		slack = tickSlackPct(sys1.Moved(sys0), wall)
 	}
-	run.Noisy = noisy(cache, run, wall)
+	run.Noisy, run.NoiseUnknown = noisy(cache, run, slack)
 	return run, hist, false
 }
 
-// noisy says why a run is noisy, or "" when it is not. /proc/stat counts in
-// ticks, so the other processes' share must exceed the threshold by more
-// than the sampling error (a tick per CPU at each end) before it counts.
-func noisy(cache Cache, run Run, wall time.Duration) string {
+// otherCPUPct is the CPU the rest of the machine used while a run took
+// wall, in % of one core: the machine's busy time less what the run's child
+// and the runner used.
+func otherCPUPct(busy, ours, wall time.Duration) float64 {
+	return max(0, 100*(busy-ours).Seconds()/max(wall.Seconds(), 1e-9))
+}
+
+// tickSlackPct is the rounding error of a /proc/stat difference over wall,
+// in % of one core: each CPU's count is in whole ticks, so the difference
+// of two samples of a CPU that was busy may be off by up to a tick. Idle
+// CPUs add nothing, so the slack does not grow with the number of cores.
+func tickSlackPct(moved int, wall time.Duration) float64 {
+	return 100 * (time.Duration(moved) * metrics.TickDuration).Seconds() / max(wall.Seconds(), 1e-9)
+}
+
+// noisy says why a run is noisy ("" when it is not), and whether it was too
+// short to judge the CPU of other processes: their share must exceed the
+// threshold by more than slackPct, the sampling error, and a slack as large
+// as the threshold leaves nothing to judge.
+func noisy(cache Cache, run Run, slackPct float64) (why string, unknown bool) {
 	if run.Error != "" {
-		return ""
+		return "", false
 	}
-	slack := 100 * (2 * time.Duration(runtime.NumCPU()) * metrics.TickDuration).Seconds() / max(wall.Seconds(), 1e-3)
-	var why []string
-	if run.OtherCPUPct-slack > NoisyCPUPct {
-		why = append(why, fmt.Sprintf("other processes used %.0f%% of a core", run.OtherCPUPct))
+	var reasons []string
+	if slackPct >= NoisyCPUPct {
+		unknown = true
+	} else if run.OtherCPUPct-slackPct > NoisyCPUPct {
+		reasons = append(reasons, fmt.Sprintf("other processes used %.0f%% of a core", run.OtherCPUPct))
 	}
 	if cache == Warm && run.ResidentBefore >= warmAtLeast && run.ResidentAfter < warmAtLeast {
-		why = append(why, fmt.Sprintf("the file lost cached pages while it ran (%.0f%% → %.0f%% resident)", 100*run.ResidentBefore, 100*run.ResidentAfter))
+		reasons = append(reasons, fmt.Sprintf("the file lost cached pages while it ran (%.0f%% → %.0f%% resident)", 100*run.ResidentBefore, 100*run.ResidentAfter))
 	}
-	if len(why) == 0 {
-		return ""
-	}
-	s := why[0]
-	for _, w := range why[1:] {
-		s += "; " + w
-	}
-	return s
+	return strings.Join(reasons, "; "), unknown
 }

@@ -1,14 +1,41 @@
 package bench
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 )
 
 // SchemaVersion is the version of the JSON result format. It changes when a
 // field changes meaning or is removed; new fields do not change it.
-const SchemaVersion = 1
+//
+// Version 2: qd is 0 for engines without a queue (version 1 recorded the
+// configured depth for every engine); rows have a tool ("iopath" or "fio").
+const SchemaVersion = 2
+
+// Upgrade brings a report read from an older schema version to the current
+// one, in place, so that reports of different versions compare row by row.
+// It returns an error for a version newer than this package knows.
+func Upgrade(r *Report) error {
+	if r.SchemaVersion > SchemaVersion {
+		return fmt.Errorf("schema_version %d is newer than this iopath reads (%d); upgrade iopath", r.SchemaVersion, SchemaVersion)
+	}
+	if r.SchemaVersion < 2 {
+		for i := range r.Results {
+			res := &r.Results[i]
+			if res.Tool == "" {
+				res.Tool = ToolIopath
+			}
+			if e, err := engine.Lookup(res.Engine); err == nil && !e.Caps().Queue {
+				res.QD = 0
+			}
+		}
+	}
+	r.SchemaVersion = SchemaVersion
+	return nil
+}
 
 // Report is everything one `iopath bench` invocation measured. It is the one
 // result model that every renderer (table, JSON) is fed from. Units are in
@@ -159,6 +186,9 @@ type Run struct {
 	// engine's alone: another process took more than 10% of a core, or
 	// a warm run lost cached pages while it ran.
 	Noisy string `json:"noisy,omitempty"`
+	// NoiseUnknown says the run was too short for /proc/stat's 10 ms
+	// ticks to tell whether other processes competed with it.
+	NoiseUnknown bool `json:"noise_unknown,omitempty"`
 	// Profile is the pprof CPU profile written for this run (--profile).
 	Profile    string   `json:"profile,omitempty"`
 	Checksum   string   `json:"checksum,omitempty"`

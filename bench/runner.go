@@ -75,9 +75,6 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.Fio != nil {
 		rep.Fio = &FioInfo{Path: cfg.Fio.Path, Version: cfg.Fio.Version}
-		if cfg.Consume != None {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("fio does not look at the data it reads; with --consume %s iopath's engines do, so compare with fio under --consume none", cfg.Consume))
-		}
 	}
 	if rep.Machine.Filesystem == "tmpfs" {
 		rep.Notes = append(rep.Notes, "the file is on tmpfs: its pages live in memory, so cold and direct runs read memory like warm ones")
@@ -462,9 +459,13 @@ func summarize(r *Result, hist *metrics.Histogram) {
 		}
 		ok = append(ok, run)
 	}
+	unknown := 0
 	for _, run := range r.Runs {
 		if run.Noisy != "" {
 			r.NoisyRuns++
+		}
+		if run.NoiseUnknown {
+			unknown++
 		}
 		for _, n := range run.Notes {
 			if !slices.Contains(r.Notes, n) {
@@ -481,6 +482,9 @@ func summarize(r *Result, hist *metrics.Histogram) {
 				r.ChecksumOK = &v
 			}
 		}
+	}
+	if unknown > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d runs were too short for the noise guard to tell whether other processes competed (/proc/stat counts 10 ms ticks)", unknown, len(r.Runs)))
 	}
 	if len(ok) == 0 {
 		return

@@ -9,7 +9,8 @@
 //	iopath    fio        calls
 //	read      sync       read(2) at the file position (lseek before a random block)
 //	pread     psync      pread(2)
-//	readv     pvsync     preadv(2) (fio: one iovec per call; ours: Job.Vectors)
+//	readv     vsync      readv(2) of Job.Vectors adjacent blocks, sequential pattern
+//	          pvsync     preadv(2) of one block, random pattern or Vectors 1
 //	mmap      mmap       memcpy out of a mapping of the file
 //	io_uring  io_uring   IORING_OP_READ_FIXED on a registered file
 //	                     (--fixedbufs --registerfiles, --sqthread_poll with SQPOLL)

@@ -24,8 +24,14 @@ type Job struct {
 	BlockSize  int    // bytes per block
 	Workers    int    // fio jobs (processes), each reading its own share
 	QueueDepth int    // io_uring: requests in flight per job; ignored by the others (iodepth=1)
-	Direct     bool   // O_DIRECT (--direct=1)
-	SQPoll     bool   // io_uring: a kernel thread polls the submission queue; ignored by the others
+	// Vectors is readv's blocks per call. With the sequential pattern and
+	// more than one, readv's twin is vsync, which fio makes coalesce that
+	// many adjacent blocks into one readv(2) (--iodepth=Vectors
+	// --iodepth_batch_submit=Vectors); otherwise pvsync, one block per
+	// preadv(2), as our readv does for the random pattern.
+	Vectors int
+	Direct  bool // O_DIRECT (--direct=1)
+	SQPoll  bool // io_uring: a kernel thread polls the submission queue; ignored by the others
 	// Invalidate drops the file's pages from the cache when each fio job
 	// starts (--invalidate=1), for cold runs; the caller should drop the
 	// cache itself too. When false (warm, direct) fio leaves the cache
@@ -55,9 +61,20 @@ func (j Job) Share() int64 {
 // it, shorter than Workers*BlockSize, is not read by fio; iopath reads it.
 func (j Job) PassBytes() int64 { return j.Share() * int64(j.Workers) }
 
+// IOEngine is the fio ioengine that runs j: Twin(j.Engine), except that
+// readv reading several blocks per call in sequence is vsync.
+func (j Job) IOEngine() string {
+	twin, _ := Twin(j.Engine)
+	if j.Engine == "readv" && !j.Random && j.Vectors > 1 {
+		return "vsync"
+	}
+	return twin
+}
+
 // Validate reports why j cannot run, nil when it can.
 func (j Job) Validate() error {
-	twin, ok := Twin(j.Engine)
+	_, ok := Twin(j.Engine)
+	twin := j.IOEngine()
 	switch {
 	case !ok:
 		return fmt.Errorf("engine %q has no fio twin", j.Engine)
@@ -88,7 +105,7 @@ func (j Job) Args() ([]string, error) {
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
-	twin, _ := Twin(j.Engine)
+	twin := j.IOEngine()
 	share := j.Share()
 	rw := "read"
 	if j.Random {
@@ -112,6 +129,9 @@ func (j Job) Args() ([]string, error) {
 		if j.SQPoll {
 			a = append(a, "--sqthread_poll=1")
 		}
+	} else if twin == "vsync" {
+		v := strconv.Itoa(j.Vectors)
+		a = append(a, "--iodepth="+v, "--iodepth_batch_submit="+v)
 	} else {
 		a = append(a, "--iodepth=1")
 	}

@@ -60,6 +60,17 @@ func TestArgs(t *testing.T) {
 			not: []string{"time_based", "runtime", "direct"},
 		},
 		{
+			name: "readv seq 4 vectors is vsync, coalescing 4 blocks per readv",
+			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", BlockSize: 128 << 10, Workers: 1, Vectors: 4},
+			want: map[string]string{"ioengine": "vsync", "iodepth": "4", "iodepth_batch_submit": "4", "rw": "read"},
+		},
+		{
+			name: "readv rand stays pvsync: one block per call, as ours",
+			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", Random: true, BlockSize: 4096, Workers: 1, Vectors: 4},
+			want: map[string]string{"ioengine": "pvsync", "iodepth": "1"},
+			not:  []string{"iodepth_batch_submit"},
+		},
+		{
 			name: "mmap rand warm 3 workers",
 			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "mmap", Random: true, BlockSize: 4096, Workers: 3,
 				MinTime: time.Second},

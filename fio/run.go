@@ -39,7 +39,7 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 	if err := checkFile(job); err != nil {
 		return nil, err
 	}
-	twin, _ := Twin(job.Engine)
+	twin := job.IOEngine()
 
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, info.Path, args...)

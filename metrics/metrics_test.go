@@ -84,12 +84,19 @@ func BenchmarkRecordTicks(b *testing.B) {
 }
 
 func TestParseProcStat(t *testing.T) {
-	got, err := parseProcStat([]byte("cpu  100 5 50 9000 40 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"))
+	got, err := parseProcStat([]byte("cpu  100 5 50 9000 40 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu1 0 0 0 9 0 0 0 0 0 0\nintr 5 6\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 167 * TickDuration; got != want {
-		t.Errorf("busy = %v, want %v (user+nice+system+irq+softirq+steal)", got, want)
+	if want := 167 * TickDuration; got.Busy != want {
+		t.Errorf("busy = %v, want %v (user+nice+system+irq+softirq+steal)", got.Busy, want)
+	}
+	if len(got.PerCPU) != 2 || got.PerCPU[0] != 27*TickDuration || got.PerCPU[1] != 0 {
+		t.Errorf("per CPU = %v", got.PerCPU)
+	}
+	later := CPUStat{PerCPU: []time.Duration{28 * TickDuration, 0}}
+	if n := later.Moved(got); n != 1 {
+		t.Errorf("moved = %d, want 1", n)
 	}
 	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
 		if _, err := parseProcStat([]byte(bad)); err == nil {

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -18,35 +17,68 @@ const userHZ = 100
 // TickDuration is the resolution of SystemCPU.
 const TickDuration = time.Second / userHZ
 
-// SystemCPU is the CPU time the whole machine has spent busy since boot, from
-// the "cpu" line of /proc/stat: user, nice, system, irq, softirq and steal
-// (time a hypervisor gave to someone else counts as busy too: it is time
-// this machine's work could not run). Idle and iowait are not busy. Guest
-// time is already inside user.
-func SystemCPU() (time.Duration, error) {
+// CPUStat is the CPU time the machine has spent busy since boot, from
+// /proc/stat: in all and per CPU. Busy is user, nice, system, irq, softirq
+// and steal (time a hypervisor gave to someone else counts as busy too: it
+// is time this machine's work could not run). Idle and iowait are not busy.
+// Guest time is already inside user.
+type CPUStat struct {
+	Busy   time.Duration
+	PerCPU []time.Duration
+}
+
+// SystemCPU reads /proc/stat.
+func SystemCPU() (CPUStat, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, err
+		return CPUStat{}, err
 	}
 	return parseProcStat(b)
 }
 
-func parseProcStat(b []byte) (time.Duration, error) {
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, errors.New("/proc/stat: no aggregate cpu line")
-	}
-	var busy uint64
-	// user nice system idle iowait irq softirq steal
-	for _, i := range []int{1, 2, 3, 6, 7, 8} {
-		v, err := strconv.ParseUint(f[i], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/stat: %w", err)
+// Moved counts the CPUs whose busy time changed between o and s: only
+// those can carry the tick-rounding error of a difference.
+func (s CPUStat) Moved(o CPUStat) int {
+	n := 0
+	for i, b := range s.PerCPU {
+		if i >= len(o.PerCPU) || b != o.PerCPU[i] {
+			n++
 		}
-		busy += v
 	}
-	return time.Duration(busy) * TickDuration, nil
+	return n
+}
+
+func parseProcStat(b []byte) (CPUStat, error) {
+	var st CPUStat
+	seen := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cpu") {
+			continue
+		}
+		if len(f) < 9 {
+			return CPUStat{}, fmt.Errorf("/proc/stat: short line %q", line)
+		}
+		var busy uint64
+		// user nice system idle iowait irq softirq steal
+		for _, i := range []int{1, 2, 3, 6, 7, 8} {
+			v, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				return CPUStat{}, fmt.Errorf("/proc/stat: %w", err)
+			}
+			busy += v
+		}
+		d := time.Duration(busy) * TickDuration
+		if f[0] == "cpu" {
+			st.Busy, seen = d, true
+		} else {
+			st.PerCPU = append(st.PerCPU, d)
+		}
+	}
+	if !seen {
+		return CPUStat{}, errors.New("/proc/stat: no aggregate cpu line")
+	}
+	return st, nil
 }
 
 // IOThreadPrefixes are the names io_uring gives its kernel threads: the

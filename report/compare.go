@@ -64,6 +64,9 @@ func LoadJSON(path string) (*bench.Report, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, cmpOneLine(err.Error()))
 	}
+	if err := bench.Upgrade(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &r, nil
 }
 
@@ -371,14 +374,23 @@ func (c *Comparison) MachineDiffers() bool {
 	return false
 }
 
-// Regressions returns the matched rows whose throughput got slower beyond
-// the noise by more than pct percent (a drop of exactly pct is not
-// counted). Noise and "?" rows never count.
+// Regressions returns the rows that got worse: matched rows whose
+// throughput got slower beyond the noise by more than pct percent (a drop
+// of exactly pct is not counted; noise and "?" rows never count), rows that
+// succeeded in the old report and fail in the new one, and rows measured
+// in the old report that the new one lacks.
 func (c *Comparison) Regressions(pct float64) []*CompareRow {
 	var out []*CompareRow
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		if r.Throughput != nil && r.Throughput.Verdict == VerdictSlower && -r.Throughput.Pct > pct {
+		switch {
+		case r.Throughput != nil && r.Throughput.Verdict == VerdictSlower && -r.Throughput.Pct > pct:
+			out = append(out, r)
+		case r.Status == StatusError && r.Old != nil && r.New != nil && r.Old.Error == "" && r.New.Error != "":
+			// It worked before and fails now: the worst regression.
+			out = append(out, r)
+		case r.Status == StatusRemoved && r.Old != nil && r.Old.Error == "":
+			// It was measured before and is gone now.
 			out = append(out, r)
 		}
 	}

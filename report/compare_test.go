@@ -224,14 +224,14 @@ func TestCompareSingleRun(t *testing.T) {
 	if r.Throughput.Pct == 0 {
 		t.Error("single run: Δ% not computed")
 	}
-	if rs := c.Regressions(0); len(rs) != 1 || rs[0].Engine != "pread" || rs[0].Cache != "cold" {
+	if rs := slowerRows(c.Regressions(0)); len(rs) != 1 || rs[0].Engine != "pread" || rs[0].Cache != "cold" {
 		t.Errorf("Regressions(0) = %v, want only pread cold", rs)
 	}
 
 	// A big drop measured with one run is not a regression.
 	old, new := compareReports()
 	new.Results[8] = cmpRand(cmpResult("iopath", "readv", "warm", 1))
-	if rs := Compare(old, new).Regressions(0); len(rs) != 1 {
+	if rs := slowerRows(Compare(old, new).Regressions(0)); len(rs) != 1 {
 		t.Errorf("Regressions(0) = %d rows, want 1 (a single-run drop is not one)", len(rs))
 	}
 }
@@ -239,12 +239,42 @@ func TestCompareSingleRun(t *testing.T) {
 func TestCompareRegressions(t *testing.T) {
 	c := Compare(compareReports())
 	drop := -cmpFindRow(t, c, "iopath", "pread", "cold").Throughput.Pct // 12.5%
-	if rs := c.Regressions(drop - 0.1); len(rs) != 1 {
+	if rs := slowerRows(c.Regressions(drop - 0.1)); len(rs) != 1 {
 		t.Errorf("Regressions(%.1f) = %d rows, want 1", drop-0.1, len(rs))
 	}
-	if rs := c.Regressions(drop); len(rs) != 0 {
+	if rs := slowerRows(c.Regressions(drop)); len(rs) != 0 {
 		t.Errorf("Regressions(%.1f) = %d rows, want 0", drop, len(rs))
 	}
+	// Whatever the threshold, a row that worked and now fails, and a row
+	// that was measured and is now missing, are regressions; a row that
+	// failed before and works now, or is new, is not.
+	got := map[string]bool{}
+	for _, r := range c.Regressions(1000) {
+		got[r.Engine+" "+r.Cache+" "+string(r.Status)] = true
+	}
+	want := map[string]bool{}
+	for _, r := range c.Rows {
+		switch {
+		case r.Status == StatusRemoved && r.Old.Error == "":
+			want[r.Engine+" "+r.Cache+" "+string(r.Status)] = true
+		case r.Status == StatusError && r.Old.Error == "" && r.New.Error != "":
+			want[r.Engine+" "+r.Cache+" "+string(r.Status)] = true
+		}
+	}
+	if len(want) < 2 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("failing and missing rows: got %v, want %v (the fixture must have both)", got, want)
+	}
+}
+
+// slowerRows keeps the regressions that are throughput drops.
+func slowerRows(rs []*CompareRow) []*CompareRow {
+	var out []*CompareRow
+	for _, r := range rs {
+		if r.Throughput != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func TestCompareDifferences(t *testing.T) {
@@ -561,7 +591,7 @@ func TestLoadJSON(t *testing.T) {
 		t.Errorf("loaded %d results, kernel %q", len(r.Results), r.Machine.Kernel)
 	}
 
-	newer := strings.Replace(b.String(), `"schema_version": 1`, `"schema_version": `+strconv.Itoa(bench.SchemaVersion+1), 1)
+	newer := strings.Replace(b.String(), `"schema_version": `+strconv.Itoa(bench.SchemaVersion), `"schema_version": `+strconv.Itoa(bench.SchemaVersion+1), 1)
 	for _, tc := range []struct {
 		path, want string
 	}{
@@ -575,12 +605,58 @@ func TestLoadJSON(t *testing.T) {
 		{write("fio.json", `{"tool": "fio", "schema_version": 1}`), "fio.json: not an iopath report"},
 		{write("noversion.json", `{"tool": "iopath"}`), "noversion.json: not an iopath report (no schema_version"},
 		{write("badversion.json", `{"tool": "iopath", "schema_version": "one"}`), "badversion.json: not an iopath report (schema_version"},
-		{write("newer.json", newer), "newer.json: report schema_version 2 is newer than this iopath reads (1); upgrade iopath"},
+		{write("newer.json", newer), fmt.Sprintf("newer.json: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", bench.SchemaVersion+1, bench.SchemaVersion)},
 		{write("badtype.json", `{"tool": "iopath", "schema_version": 1, "results": 7}`), "badtype.json: not a valid iopath report"},
 	} {
 		_, err := LoadJSON(tc.path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), tc.path) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("LoadJSON(%s): %v, want one line starting with the path and containing %q", filepath.Base(tc.path), err, tc.want)
+		}
+	}
+}
+
+// A report of schema version 1 recorded the configured queue depth for
+// every engine; it must still match a current report's rows (qd 0 for
+// engines without a queue).
+func TestCompareAcrossSchemaVersions(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, r *bench.Report) string {
+		var b bytes.Buffer
+		if err := JSON(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := sample()
+	old.SchemaVersion = 1
+	for i := range old.Results {
+		old.Results[i].Tool = ""
+		old.Results[i].QD = 32
+	}
+	cur := sample()
+	for i := range cur.Results {
+		cur.Results[i].Tool = bench.ToolIopath
+		if cur.Results[i].Engine != "io_uring" {
+			cur.Results[i].QD = 0
+		} else {
+			cur.Results[i].QD = 32
+		}
+	}
+	o, err := LoadJSON(write("v1.json", old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := LoadJSON(write("v2.json", cur))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Compare(o, n).Rows {
+		if r.Status == StatusAdded || r.Status == StatusRemoved {
+			t.Errorf("%s %s: %s across schema versions", r.Engine, r.Cache, r.Status)
 		}
 	}
 }

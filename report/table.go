@@ -322,10 +322,14 @@ func (v *view) legend() []legendEntry {
 	if v.unknownSyscalls {
 		sc += "; -: not known (fio does not count them)"
 	}
+	cs := "voluntary and involuntary context switches per pass"
+	if v.unknownSyscalls {
+		cs += "; fio rows: fio counts all switches together, shown under vcsw"
+	}
 	l = append(l,
 		legendEntry{"syscalls", sc},
 		legendEntry{"minflt majflt", "minor and major page faults per pass (major: the page was read from disk)"},
-		legendEntry{"vcsw ivcsw", "voluntary and involuntary context switches per pass"})
+		legendEntry{"vcsw ivcsw", cs})
 	if v.checksums {
 		unchecked := "consume none or touch, the null engine"
 		if v.fioRows {

@@ -26,24 +26,26 @@ import (
 func init() { subcommands = append(subcommands, newBenchCmd) }
 
 type benchOptions struct {
-	engines   string
-	pattern   string
-	bs        []int64
-	workers   []int
-	qd        []int
-	vectors   int
-	size      int64
-	dir       string
-	runs      int
-	caches    string
-	consume   string
-	format    string
-	sqpoll    bool
-	noLatency bool
-	minTime   time.Duration
-	fio       bool
-	html      string
-	profile   string
+	engines    string
+	pattern    string
+	bs         []int64
+	workers    []int
+	qd         []int
+	vectors    int
+	size       int64
+	dir        string
+	runs       int
+	caches     string
+	consume    string
+	format     string
+	sqpoll     bool
+	noLatency  bool
+	minTime    time.Duration
+	fio        bool
+	fioErr     error // why --fio found no usable fio
+	consumeSet bool
+	html       string
+	profile    string
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -67,10 +69,10 @@ Sweeps: --bs, --workers and --qd take lists; every combination is a point,
 and every point gets its own interleaved child runs. Engines without a queue
 (all but io_uring) run once per block size and worker count.
 
---fio runs each engine's fio twin (read=sync, pread=psync, readv=pvsync,
-mmap=mmap, io_uring=io_uring with fixed buffers and files) on the same file
-and workload, interleaved with ours, and adds a "vs fio" ratio. fio does not
-look at the data, so compare under --consume none.
+--fio runs each engine's fio twin (read=sync, pread=psync, readv=vsync or
+pvsync, mmap=mmap, io_uring=io_uring with fixed buffers and files) on the same
+file and workload, interleaved with ours, and adds a "vs fio" ratio. fio does
+not look at the data, so --fio measures with --consume none.
 
 Noise: the runner records the CPU other processes used during each run
 (/proc/stat) and the file's residency before and after. A run is marked noisy
@@ -85,6 +87,7 @@ noisy runs are kept in the figures and shown.`,
   iopath bench --profile prof/ && go tool pprof -http :8080 prof/io_uring-warm-seq-bs128KiB-w1-qd32-run1.pprof`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.consumeSet = cmd.Flags().Changed("consume")
 			return runBench(cmd.Context(), o, args, commandLine(cmd, args), cmd.Flags().Changed("size"), stdout, stderr)
 		},
 	}
@@ -165,12 +168,25 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
 		return cfg, usagef("bench: --consume: %v", err)
 	}
+	if o.fio {
+		// fio does nothing with the data it reads: a ratio against an
+		// engine that checksums every byte would compare different work.
+		if o.consumeSet && cfg.Consume != bench.None {
+			return cfg, usagef("bench: --fio compares with fio, which does not look at the data: use --consume none (the default with --fio)")
+		}
+		cfg.Consume = bench.None
+	}
 	if !slices.Contains(report.Formats(), o.format) {
 		return cfg, usagef("bench: --format %q: want one of %s", o.format, strings.Join(report.Formats(), ", "))
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html); err != nil {
+		if err := checkOutputFile(o.html, args...); err != nil {
 			return cfg, usagef("bench: --html: %v", err)
+		}
+	}
+	if o.profile != "" {
+		if err := checkOutputDir(o.profile); err != nil {
+			return cfg, usagef("bench: --profile: %v", err)
 		}
 	}
 	cfg.Path = "check" // validated before any file exists
@@ -190,6 +206,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	if o.fio {
 		info, err := fio.Find()
 		if err != nil {
+			o.fioErr = err
 			fmt.Fprintf(stderr, "iopath: %v; going on without fio rows\n", err)
 		} else {
 			cfg.Fio = &info
@@ -232,7 +249,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		return err
 	}
 	if o.fio && cfg.Fio == nil {
-		rep.Notes = append(rep.Notes, "--fio: fio was not found, so there are no fio rows (install it: apt-get install fio)")
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--fio: there are no fio rows: %v", o.fioErr))
 	}
 	rerr := report.Write(stdout, o.format, rep)
 	if o.html != "" {

@@ -163,7 +163,13 @@ func TestBenchProfile(t *testing.T) {
 
 func TestBenchReportUsageErrors(t *testing.T) {
 	dir := t.TempDir()
+	data := benchFile(t, 1<<20)
+	notDir := filepath.Join(dir, "file")
+	os.WriteFile(notDir, nil, 0o644)
 	for _, args := range [][]string{
+		{"bench", data, "--html", data}, // would destroy the file measured
+		{"bench", data, "--profile", notDir},
+		{"bench", data, "--fio", "--consume", "checksum"},
 		{"bench", "--bs", "4k,4k"},
 		{"bench", "--bs", ","},
 		{"bench", "--qd", "1,x"},
@@ -178,5 +184,8 @@ func TestBenchReportUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and one line", code, errOut)
 			}
 		})
+	}
+	if b, err := os.ReadFile(data); err != nil || len(b) != 1<<20 {
+		t.Errorf("the measured file was touched: %d bytes, %v", len(b), err)
 	}
 }

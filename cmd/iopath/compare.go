@@ -44,7 +44,8 @@ not comparable.
 
 compare is a report: it exits 0 even when rows got slower. With
 --fail-on-regression PCT it exits 1 when a row's GiB/s dropped by more than
-PCT percent beyond the noise (noise and "?" rows never fail), for CI.
+PCT percent beyond the noise (noise and "?" rows never fail), or a row that
+worked in OLD fails or is missing in NEW, for CI.
 It exits 2 on bad usage and 1 when a report cannot be read.`,
 		Example: `  iopath bench --format json > old.json
   # ... change the kernel, the settings or iopath itself ...
@@ -82,7 +83,7 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 		return usagef("compare: --fail-on-regression %v: want a percentage, 0 or more", o.failOn)
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html); err != nil {
+		if err := checkOutputFile(o.html, oldPath, newPath); err != nil {
 			return usagef("compare: --html: %v", err)
 		}
 	}
@@ -115,9 +116,16 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 		if rs := c.Regressions(o.failOn); len(rs) > 0 {
 			var names []string
 			for _, r := range rs {
-				names = append(names, fmt.Sprintf("%s %s (%s) %+.1f%%", r.Name(), r.Cache, r.Workload(), r.Throughput.Pct))
+				what := "missing in new"
+				switch {
+				case r.Throughput != nil:
+					what = fmt.Sprintf("%+.1f%%", r.Throughput.Pct)
+				case r.Status == report.StatusError:
+					what = "now fails"
+				}
+				names = append(names, fmt.Sprintf("%s %s (%s) %s", r.Name(), r.Cache, r.Workload(), what))
 			}
-			return fmt.Errorf("compare: %d row%s slower by more than %g%% beyond the noise: %s",
+			return fmt.Errorf("compare: %d row%s regressed (slower by more than %g%% beyond the noise, failing or missing): %s",
 				len(rs), map[bool]string{true: "", false: "s"}[len(rs) == 1], o.failOn, strings.Join(names, "; "))
 		}
 	}

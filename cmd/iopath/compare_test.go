@@ -123,6 +123,11 @@ func TestCompareHTMLFlag(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "missing/out.html") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("--html into a missing directory: exit %d, %q", code, errOut)
 	}
+	before, _ := os.ReadFile(newPath)
+	_, errOut, code = compareCLI("compare", oldPath, newPath, "--html", newPath)
+	if after, _ := os.ReadFile(newPath); code != 2 || !strings.Contains(errOut, "would be overwritten") || !bytes.Equal(before, after) {
+		t.Errorf("--html NEW.json: exit %d, %q; the input must be refused and untouched", code, errOut)
+	}
 	_, errOut, code = compareCLI("compare", oldPath, newPath, "--html", dir)
 	if code != 2 || !strings.Contains(errOut, "is a directory") {
 		t.Errorf("--html DIR: exit %d, %q", code, errOut)
@@ -134,7 +139,7 @@ func TestCompareFailOnRegression(t *testing.T) {
 	oldPath, newPath := writeCompareReports(t, dir)
 	// pread cold dropped 10%, beyond its ±2% spread.
 	out, errOut, code := compareCLI("compare", oldPath, newPath, "--fail-on-regression", "5")
-	if code != 1 || !strings.Contains(errOut, "1 row slower by more than 5% beyond the noise: pread cold") {
+	if code != 1 || !strings.Contains(errOut, "regressed") || !strings.Contains(errOut, "pread cold (seq, bs 128KiB, 1 worker, consume checksum) -10.0%") {
 		t.Errorf("--fail-on-regression 5: exit %d, %q", code, errOut)
 	}
 	if !strings.Contains(out, "slower") {
