@@ -61,12 +61,12 @@ func TestArgs(t *testing.T) {
 		},
 		{
 			name: "readv seq 4 vectors is vsync, coalescing 4 blocks per readv",
-			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", BlockSize: 128 << 10, Workers: 1, Vectors: 4},
+			job:  Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", BlockSize: 128 << 10, Workers: 1, Vectors: 4},
 			want: map[string]string{"ioengine": "vsync", "iodepth": "4", "iodepth_batch_submit": "4", "rw": "read"},
 		},
 		{
 			name: "readv rand stays pvsync: one block per call, as ours",
-			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", Random: true, BlockSize: 4096, Workers: 1, Vectors: 4},
+			job:  Job{Path: "/f", FileSize: 8 * mib, Engine: "readv", Random: true, BlockSize: 4096, Workers: 1, Vectors: 4},
 			want: map[string]string{"ioengine": "pvsync", "iodepth": "1"},
 			not:  []string{"iodepth_batch_submit"},
 		},
