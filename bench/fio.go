@@ -28,6 +28,7 @@ func (m *measurement) fioRow(r *row) *row {
 		SQPoll:     r.job.SQPoll,
 		Invalidate: cache == Cold,
 		Seed:       r.job.Seed,
+		TSCClock:   metrics.ClockSource() == "tsc",
 	}
 	if cache != Cold {
 		job.MinTime = m.cfg.MinTime

@@ -42,6 +42,11 @@ type Job struct {
 	// when it is up). 0 makes exactly one pass (cold runs).
 	MinTime time.Duration
 	Seed    uint64 // --randseed for the random pattern
+	// TSCClock makes fio time each I/O with the CPU's time-stamp counter
+	// (--clocksource=cpu), as iopath's engines do where the TSC is
+	// invariant, instead of clock_gettime: on 4 KiB random reads from the
+	// page cache fio's default clock costs it about 7% of its IOPS.
+	TSCClock bool
 }
 
 // Share is the number of bytes each fio job reads per pass: the file size
@@ -145,6 +150,9 @@ func (j Job) Args() ([]string, error) {
 	}
 	if j.Direct {
 		a = append(a, "--direct=1")
+	}
+	if j.TSCClock {
+		a = append(a, "--clocksource=cpu")
 	}
 	if j.MinTime > 0 {
 		ms := (j.MinTime + time.Millisecond - 1) / time.Millisecond

@@ -71,6 +71,11 @@ func TestArgs(t *testing.T) {
 			not:  []string{"iodepth_batch_submit"},
 		},
 		{
+			name: "TSC clock",
+			job:  Job{Path: "/f", FileSize: 8 * mib, Engine: "pread", BlockSize: 4096, Workers: 1, TSCClock: true},
+			want: map[string]string{"clocksource": "cpu"},
+		},
+		{
 			name: "mmap rand warm 3 workers",
 			job: Job{Path: "/f", FileSize: 8 * mib, Engine: "mmap", Random: true, BlockSize: 4096, Workers: 3,
 				MinTime: time.Second},
