@@ -1,5 +1,5 @@
 #!/bin/sh
-# Screenshot an HTML report (iopath bench --format html) with headless Chromium.
+# Screenshot an HTML report (iopath bench --html FILE) with headless Chromium.
 # Usage: scripts/report-screenshot.sh REPORT.html OUT.png [WIDTH [HEIGHT]]
 #   WIDTH defaults to 1280 and HEIGHT to 1600 (the header and the first charts).
 # Example: scripts/report-screenshot.sh /tmp/report.html docs/report.png
