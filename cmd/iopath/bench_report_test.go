@@ -104,7 +104,7 @@ func TestBenchSweepFormats(t *testing.T) {
 	}
 	for _, f := range []struct{ format, want string }{
 		{"markdown", "| engine"},
-		{"gobench", "BenchmarkRead/tool=iopath/engine=io_uring/"},
+		{"gobench", "BenchmarkRead/tool=iopath/engine=pread/cache=warm/pattern=seq/bs=64KiB/"},
 		{"table", "io_uring qd8"},
 	} {
 		out, errOut, code := runCLI(append(args, "--format", f.format)...)
