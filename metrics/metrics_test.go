@@ -118,3 +118,13 @@ func TestIOThreadDelta(t *testing.T) {
 		t.Errorf("a test process has no io_uring threads: %v %v", m, err)
 	}
 }
+
+func TestIsIOThread(t *testing.T) {
+	for comm, want := range map[string]bool{
+		"iou-sqp-4242": true, "iou-wrk-4242": true, "iopath": false, "kworker/0:1": false, "iou-": false,
+	} {
+		if got := isIOThread(comm); got != want {
+			t.Errorf("isIOThread(%q) = %v", comm, got)
+		}
+	}
+}

@@ -323,6 +323,9 @@ type CompareSummary struct {
 	Added   int `json:"added"`
 	Removed int `json:"removed"`
 	Failed  int `json:"failed"` // error rows
+	// NotApplicable counts rows that could not run on either side (mmap
+	// with O_DIRECT, an engine the kernel does not support): not failures.
+	NotApplicable int `json:"not_applicable"`
 }
 
 // String is the summary line: "3 faster, 1 slower, 8 within noise", then
@@ -334,7 +337,7 @@ func (s CompareSummary) String() string {
 		what string
 	}{
 		{s.Unknown, "spread unknown (1 run)"}, {s.NA, "not comparable"},
-		{s.Added, "added"}, {s.Removed, "removed"}, {s.Failed, "failed"},
+		{s.Added, "added"}, {s.Removed, "removed"}, {s.Failed, "failed"}, {s.NotApplicable, "not applicable"},
 	} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
@@ -486,7 +489,11 @@ func Compare(old, new *bench.Report) *Comparison {
 		case StatusRemoved:
 			s.Removed++
 		case StatusError:
-			s.Failed++
+			if cmpNotApplicable(r.Old.Error) && cmpNotApplicable(r.New.Error) {
+				s.NotApplicable++
+			} else {
+				s.Failed++
+			}
 		case StatusMatched:
 			switch r.Throughput.Verdict {
 			case VerdictFaster:
@@ -503,6 +510,12 @@ func Compare(old, new *bench.Report) *Comparison {
 		}
 	}
 	return c
+}
+
+// cmpNotApplicable says an error means the row could not run at all there,
+// as the runner words it, rather than that it failed.
+func cmpNotApplicable(err string) bool {
+	return strings.HasPrefix(err, "not applicable") || strings.Contains(err, "not supported")
 }
 
 // fillRow judges a row present in both reports.

@@ -660,3 +660,18 @@ func TestCompareAcrossSchemaVersions(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareNotApplicableIsNotAFailure(t *testing.T) {
+	old, cur := sample(), sample()
+	for _, r := range []*bench.Report{old, cur} {
+		r.Results[0].Error = "not applicable: mmap cannot bypass the page cache"
+		r.Results[0].Runs = nil
+	}
+	c := Compare(old, cur)
+	if c.Summary.NotApplicable != 1 || !strings.Contains(c.Summary.String(), "1 not applicable") {
+		t.Errorf("summary %+v: %s", c.Summary, c.Summary)
+	}
+	if rs := c.Regressions(0); len(rs) != 0 {
+		t.Errorf("a row that cannot run on either side is not a regression: %v", rs)
+	}
+}
