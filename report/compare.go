@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -209,7 +208,7 @@ func cmpJudge(old, new, spread float64, runs, values int, up, down Verdict) *Del
 	switch {
 	case runs < 2:
 		d.Verdict = VerdictUnknown
-		d.Why = cmpPlural(runs, "run") + ": spread unknown"
+		d.Why = plural(runs, "run") + ": spread unknown"
 		return d
 	case values < 2:
 		d.Verdict = VerdictUnknown
@@ -263,23 +262,7 @@ type CompareRow struct {
 // Workload describes the row's workload: "seq, bs 128KiB, 1 worker, qd 1,
 // consume checksum".
 func (r *CompareRow) Workload() string {
-	var parts []string
-	if r.Pattern != "" {
-		parts = append(parts, r.Pattern)
-	}
-	if r.BS > 0 {
-		parts = append(parts, "bs "+units.FormatSize(int64(r.BS)))
-	}
-	if r.Workers > 0 {
-		parts = append(parts, cmpPlural(r.Workers, "worker"))
-	}
-	if r.QD > 0 {
-		parts = append(parts, fmt.Sprintf("qd %d", r.QD))
-	}
-	if r.Consume != "" {
-		parts = append(parts, "consume "+r.Consume)
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, r.QD, r.Consume), ", ")
 }
 
 // Name is the row's engine, with "(fio)" after a fio row's ioengine.
@@ -769,27 +752,10 @@ func cmpSource(s CompareSource) string {
 
 func cmpMachine(m features.Machine) string {
 	var parts []string
-	add := func(s string) {
-		if s = strings.TrimSpace(s); s != "" {
-			parts = append(parts, s)
-		}
-	}
 	if m.Kernel != "" {
-		add(strings.TrimSpace("Linux " + m.Kernel + " " + m.Arch))
+		parts = append(parts, strings.TrimSpace("Linux "+m.Kernel+" "+m.Arch))
 	}
-	add(m.CPUModel)
-	if m.Cores > 0 {
-		add(cmpPlural(m.Cores, "core"))
-	}
-	if m.MemBytes > 0 {
-		add(units.RoughSize(m.MemBytes) + " RAM")
-	}
-	fs := m.Filesystem
-	if m.Device != "" {
-		fs = strings.TrimSpace(fs + " on " + m.Device)
-	}
-	add(fs)
-	return strings.Join(parts, ", ")
+	return strings.Join(append(parts, hardwareParts(m)...), ", ")
 }
 
 type compareGroup struct {
@@ -887,7 +853,7 @@ func compareNotes(c *Comparison, withWorkload bool) []string {
 				continue
 			}
 			notes = append(notes, fmt.Sprintf("%s: %s: %d of %s noisy (%s)",
-				label, side.name, side.s.NoisyRuns, cmpPlural(side.s.total, "run"), cmpReasons(side.s.Noisy)))
+				label, side.name, side.s.NoisyRuns, plural(side.s.total, "run"), cmpReasons(side.s.Noisy)))
 		}
 	}
 	return notes
@@ -924,24 +890,6 @@ func cmpWidth(s string) int { return utf8.RuneCountInString(s) }
 
 func cmpOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func cmpPlural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
 // CompareJSON writes c as indented JSON followed by a newline. The output
 // is always valid JSON: a float that is NaN or infinite is written as 0.
-func CompareJSON(w io.Writer, c *Comparison) error {
-	v := sanitize(reflect.ValueOf(c))
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v.Interface()); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
-	return err
-}
+func CompareJSON(w io.Writer, c *Comparison) error { return writeJSON(w, c) }

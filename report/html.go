@@ -333,23 +333,7 @@ func hGiB(bps float64) float64 { return hFiniteOr0(bps) / (1 << 30) }
 
 // hWorkload describes a row's workload in full.
 func hWorkload(r *bench.Result) string {
-	var p []string
-	if r.Pattern != "" {
-		p = append(p, r.Pattern)
-	}
-	if r.BS > 0 {
-		p = append(p, "bs "+units.FormatSize(int64(r.BS)))
-	}
-	if r.Workers > 0 {
-		p = append(p, plural(r.Workers, "worker"))
-	}
-	if r.QD > 0 {
-		p = append(p, fmt.Sprintf("qd %d", r.QD))
-	}
-	if r.Consume != "" {
-		p = append(p, "consume "+r.Consume)
-	}
-	return strings.Join(p, " · ")
+	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, r.QD, r.Consume), " · ")
 }
 
 // hNoisy says which runs were noisy and why.

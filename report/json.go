@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"math"
 	"reflect"
@@ -14,18 +12,7 @@ import (
 // JSON writes r as indented JSON followed by a newline. The output is always
 // valid JSON: a float that is NaN or infinite (encoding/json refuses those)
 // is written as 0. r itself is not modified.
-func JSON(w io.Writer, r *bench.Report) error {
-	v := sanitize(reflect.ValueOf(r))
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v.Interface()); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
-	return err
-}
+func JSON(w io.Writer, r *bench.Report) error { return writeJSON(w, r) }
 
 // sanitize returns a deep copy of v in which every NaN or infinite float
 // reachable through exported fields, slices, arrays, maps and pointers is

@@ -548,31 +548,13 @@ func fileExtra(f bench.FileInfo) string {
 // machineLine describes the machine in one line.
 func machineLine(r *bench.Report) string {
 	m := r.Machine
-	var parts []string
-	add := func(s string) {
-		if s = strings.TrimSpace(s); s != "" {
-			parts = append(parts, s)
-		}
-	}
 	kernel := "Linux " + m.Kernel
 	if m.Kernel == "" {
 		kernel = "Linux"
 	}
-	add(strings.TrimSpace(kernel + " " + m.Arch))
-	add(m.CPUModel)
-	if m.Cores > 0 {
-		add(plural(m.Cores, "core"))
-	}
-	if m.MemBytes > 0 {
-		add(units.RoughSize(m.MemBytes) + " RAM")
-	}
-	fs := m.Filesystem
-	if m.Device != "" {
-		fs = strings.TrimSpace(fs + " on " + m.Device)
-	}
-	add(fs)
+	parts := append([]string{strings.TrimSpace(kernel + " " + m.Arch)}, hardwareParts(m)...)
 	if m.THP != "" {
-		add("THP " + m.THP)
+		parts = append(parts, "THP "+m.THP)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -665,23 +647,7 @@ func groupResults(results []bench.Result) []group {
 
 // workload describes r's workload, with queue depth qd when it is not 0.
 func workload(r *bench.Result, qd int) string {
-	parts := []string{}
-	if r.Pattern != "" {
-		parts = append(parts, r.Pattern)
-	}
-	if r.BS > 0 {
-		parts = append(parts, "bs "+units.FormatSize(int64(r.BS)))
-	}
-	if r.Workers > 0 {
-		parts = append(parts, plural(r.Workers, "worker"))
-	}
-	if qd > 0 {
-		parts = append(parts, fmt.Sprintf("qd %d", qd))
-	}
-	if r.Consume != "" {
-		parts = append(parts, "consume "+r.Consume)
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, qd, r.Consume), ", ")
 }
 
 // reportNotes gathers the notes: the report's own, each row's (a note that
