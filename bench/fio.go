@@ -34,7 +34,8 @@ func (m *measurement) fioRow(r *row) *row {
 		job.MinTime = m.cfg.MinTime
 	}
 	f := &row{
-		fio: &job,
+		fio:  &job,
+		ours: r,
 		res: &Result{
 			Tool: ToolFio, Engine: job.IOEngine(), Twin: r.res.Engine, Cache: r.res.Cache, Pattern: r.res.Pattern,
 			BS: r.res.BS, Workers: r.res.Workers, QD: r.res.QD, Consume: string(None),

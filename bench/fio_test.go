@@ -71,3 +71,27 @@ func TestFioNeedsConsumeNone(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming consume", err)
 	}
 }
+
+// When our engine cannot run here, its fio twin is not run either, and
+// that is not a failure.
+func TestFioTwinOfUnsupportedEngine(t *testing.T) {
+	info, err := fio.Find()
+	if err != nil {
+		t.Skipf("%v (CI installs it: apt-get install -y fio)", err)
+	}
+	t.Setenv("IOPATH_DISABLE_IO_URING", "1")
+	path := testFile(t, 1<<20)
+	rep, err := Measure(context.Background(), Config{
+		Path: path, Engines: []string{"pread", "io_uring"}, Caches: []Cache{Warm}, Runs: 2, Consume: None, Fio: &info,
+	})
+	if err != nil {
+		t.Fatalf("err = %v; an engine that cannot run here is not a failure", err)
+	}
+	if len(rep.Results) != 4 {
+		t.Fatalf("%d rows, want 4", len(rep.Results))
+	}
+	f := rep.Results[3]
+	if f.Tool != ToolFio || !strings.Contains(f.Error, "not applicable") || len(f.Runs) != 0 {
+		t.Errorf("fio io_uring row: %+v", f)
+	}
+}

@@ -172,6 +172,7 @@ type row struct {
 	eng  engine.Engine      // nil for fio rows
 	job  engine.Job
 	fio  *fio.Job // fio rows only
+	ours *row     // fio rows: the iopath row it mirrors
 	skip bool     // not applicable or not supported: no more runs
 }
 
@@ -224,6 +225,12 @@ func (m *measurement) point(rows []*row) error {
 		for _, r := range rows {
 			if err := m.ctx.Err(); err != nil {
 				return err
+			}
+			if r.fio != nil && r.ours.skip && !r.skip {
+				// Our engine cannot run here: a fio row alone would
+				// compare with nothing.
+				r.res.Error = "not applicable: iopath's " + r.ours.res.Engine + " could not run here"
+				r.skip = true
 			}
 			if r.skip {
 				continue
