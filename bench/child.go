@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/metrics"
 )
@@ -32,13 +33,17 @@ type childRequest struct {
 	// Profile, when set, is the file for a pprof CPU profile of the
 	// measured phase.
 	Profile string `json:"profile,omitempty"`
+	// Tree, when set, makes this a many-files run (bench --tree); Engine
+	// and Job are then unused.
+	Tree *treeRequest `json:"tree,omitempty"`
 }
 
 // childResponse is what a child writes on its stdout.
 type childResponse struct {
 	Passes       int           `json:"passes"`
 	Bytes        int64         `json:"bytes"`
-	Blocks       int64         `json:"blocks"`
+	Blocks       int64         `json:"blocks"` // tree runs: files
+	Errors       int64         `json:"errors,omitempty"`
 	Syscalls     int64         `json:"syscalls"`
 	WallNs       int64         `json:"wall_ns"`
 	SetupNs      int64         `json:"setup_ns"`
@@ -66,9 +71,12 @@ func ChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 
 func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp := &childResponse{}
+	if req.Tree != nil {
+		return measureTree(ctx, req.Tree, resp)
+	}
 	fail := func(err error) *childResponse {
 		resp.Error = err.Error()
-		resp.NotSupported = errors.Is(err, engine.ErrNotSupported)
+		resp.NotSupported = isNotSupported(err)
 		return resp
 	}
 	e, err := engine.Lookup(req.Engine)
@@ -148,4 +156,9 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 		resp.Lat = lat.Buckets()
 	}
 	return resp
+}
+
+// isNotSupported says err means the engine cannot run here at all.
+func isNotSupported(err error) bool {
+	return errors.Is(err, engine.ErrNotSupported) || errors.Is(err, batch.ErrNotSupported)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -25,7 +26,16 @@ const NoisyCPUPct = 10
 // residency after, the CPU everything else used meanwhile, and whether that
 // makes the run noisy.
 func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
-	before, err := prepareCache(m.cfg.Path, cache)
+	path := m.cfg.Path
+	return guard(m.ctx, cache,
+		func() (float64, error) { return prepareCache(path, cache) },
+		func() (float64, error) { return residency(path) }, fn)
+}
+
+// guard is guarded for any data set: prepare puts it in the cache state and
+// returns its residency, resident measures it again after the run.
+func guard(ctx context.Context, cache Cache, prepare, resident func() (float64, error), fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
+	before, err := prepare()
 	if err != nil {
 		return Run{Error: fmt.Sprintf("prepare %s cache: %v", cache, err)}, nil, false
 	}
@@ -37,10 +47,10 @@ func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, t
 	sys1, errS1 := metrics.SystemCPU()
 	self1, errU1 := metrics.SelfUsage()
 	run.ResidentBefore = before
-	if notSupported || m.ctx.Err() != nil {
+	if notSupported || ctx.Err() != nil {
 		return run, hist, notSupported
 	}
-	if after, err := residency(m.cfg.Path); err == nil {
+	if after, err := resident(); err == nil {
 		run.ResidentAfter = after
 	}
 	slack := 100.0 // unknown

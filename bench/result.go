@@ -47,6 +47,8 @@ type Report struct {
 	Started       time.Time        `json:"started"`
 	Machine       features.Machine `json:"machine"`
 	File          FileInfo         `json:"file"`
+	// Tree describes the tree read by `bench --tree`; nil for one file.
+	Tree *TreeInfo `json:"tree,omitempty"`
 	// Sweep lists the values each swept parameter took, in order. A
 	// parameter that was not swept has one value.
 	Sweep Sweep `json:"sweep"`
@@ -145,6 +147,18 @@ type Result struct {
 	// false when one did not, and null when not checked (--consume none or
 	// touch, or the null engine, which delivers no file data).
 	ChecksumOK *bool `json:"checksum_ok"`
+	// Many-files figures (bench --tree), per pass over the tree: files
+	// delivered (FileErrors of them with an error), files per second
+	// (median, min, max), syscalls counted at the engine's call sites per
+	// file, CPU seconds per 1,000 files and context switches per file.
+	Files           int64   `json:"files,omitempty"`
+	FileErrors      int64   `json:"file_errors,omitempty"`
+	FilesPerS       float64 `json:"files_per_s,omitempty"`
+	FilesPerSMin    float64 `json:"files_per_s_min,omitempty"`
+	FilesPerSMax    float64 `json:"files_per_s_max,omitempty"`
+	SyscallsPerFile float64 `json:"syscalls_per_file,omitempty"`
+	CPUSPer1kFiles  float64 `json:"cpu_s_per_1k_files,omitempty"`
+	CSwPerFile      float64 `json:"csw_per_file,omitempty"`
 	// NoisyRuns counts the runs marked noisy (see Run.Noisy). They are
 	// kept in the figures and shown, not hidden.
 	NoisyRuns int      `json:"noisy_runs"`
@@ -156,9 +170,10 @@ type Result struct {
 type Run struct {
 	Passes    int     `json:"passes"` // reads of the whole file in this run
 	Bytes     int64   `json:"bytes"`
-	Blocks    int64   `json:"blocks"`
-	WallNs    int64   `json:"wall_ns"`  // measured phase: open, read, consume, close
-	SetupNs   int64   `json:"setup_ns"` // one-time setup, not in wall_ns
+	Blocks    int64   `json:"blocks"`           // tree runs: files delivered
+	Errors    int64   `json:"errors,omitempty"` // tree runs: files delivered with an error
+	WallNs    int64   `json:"wall_ns"`          // measured phase: open, read, consume, close
+	SetupNs   int64   `json:"setup_ns"`         // one-time setup, not in wall_ns
 	BytesPerS float64 `json:"bytes_per_s"`
 	UserNs    int64   `json:"user_ns"`
 	SysNs     int64   `json:"sys_ns"`

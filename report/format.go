@@ -37,6 +37,17 @@ func Formats() []string {
 // Write writes r to w in the named format (one of Formats). An unknown
 // name is an error that lists the valid ones, and writes nothing.
 func Write(w io.Writer, format string, r *bench.Report) error {
+	if r.Tree != nil {
+		// A many-files report has its own table; the other text formats
+		// are for one file's engines.
+		switch format {
+		case "table":
+			return TreeTable(w, r)
+		case "json":
+			return JSON(w, r)
+		}
+		return fmt.Errorf("format %q is not available for a tree (bench --tree): use table or json", format)
+	}
 	for _, f := range formats {
 		if f.name == format {
 			return f.write(w, r)

@@ -46,6 +46,13 @@ type benchOptions struct {
 	consumeSet bool
 	html       string
 	profile    string
+
+	tree  bool   // --tree: many files
+	files int    // --files: files in the temporary tree
+	dist  string // --dist: their size distribution
+	pool  int    // --pool: goroutines of the pool engine
+	depth int    // --depth: io_uring files in flight per worker
+	pack  string // --pack: an existing pack of the tree for the archive engine
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -88,6 +95,9 @@ noisy runs are kept in the figures and shown.`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.consumeSet = cmd.Flags().Changed("consume")
+			if o.tree {
+				return runBenchTree(cmd.Context(), o, cmd, args, stdout, stderr)
+			}
 			return runBench(cmd.Context(), o, args, commandLine(cmd, args), cmd.Flags().Changed("size"), stdout, stderr)
 		},
 	}
@@ -107,6 +117,12 @@ noisy runs are kept in the figures and shown.`,
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
 	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory (open with go tool pprof -http)")
+	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
+	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
+	f.StringVar(&o.dist, "dist", "4KiB", "--tree without DIR: their sizes: 4KiB, a range 1KiB-64KiB, or lognormal:11KiB")
+	f.IntVar(&o.pool, "pool", bench.DefaultPoolWorkers, "--tree: goroutines of the pool engine")
+	f.IntVar(&o.depth, "depth", 0, "--tree: io_uring files in flight per worker (default 64)")
+	f.StringVar(&o.pack, "pack", "", "--tree: the archive engine reads this pack of the tree (default: a temporary tar.zst made from it)")
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: use a kernel submission-polling thread (a thread of the process: its CPU is counted)")
 	f.BoolVar(&o.noLatency, "no-latency", false, "do not record per-block latency (to measure what recording costs)")
 	f.DurationVar(&o.minTime, "min-time", time.Second, "warm and direct runs repeat passes over the file until they have measured this long (cold runs make one pass)")

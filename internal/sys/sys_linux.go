@@ -385,3 +385,14 @@ func PreadvNowait(fd int, iov []Iovec, off int64) (int, error) {
 	}
 	return int(n), nil
 }
+
+// Syncfs writes back the dirty data of the filesystem that holds fd, so
+// that the pages can then be dropped from the cache.
+func Syncfs(fd int) error {
+	for {
+		err := unix.Syncfs(fd)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}

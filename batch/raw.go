@@ -1,0 +1,182 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// The raw engine: openat, read into a buffer the worker reuses, close —
+// with none of os.Open's work (no *os.File, no fcntl pair, no epoll_ctl,
+// no fstat for the size, no read to see EOF). Job.Workers goroutines (1
+// when 0), each with its own buffer of Job.BufferSize bytes.
+//
+// System calls per file, counted in Stats.Syscalls:
+//
+//	smaller than the buffer:       3  openat, read (short), close
+//	buffer size or larger:         5  openat, read (full), fstat, read, close
+//	a file that grows while read:  one more read per growth
+//	a path that does not open:     1  openat
+//	a directory:                   3  openat, read (EISDIR), close
+//
+// # When is a file complete?
+//
+// The first read asks for the whole buffer. If it returns fewer bytes, the
+// file ends there: no second read, no fstat. That is exact because on
+// Linux a read(2) of a regular file returns fewer bytes than asked only at
+// end of file. The page-cache read path (filemap_read, used by ext4, xfs,
+// btrfs, tmpfs, overlayfs, NFS and FUSE without direct_io) copies until
+// the request or the file is exhausted, and waits for I/O only in killable
+// sleeps: an ordinary signal (the Go runtime's SIGURG preemption included)
+// never cuts it short, and a fatal one kills the process anyway. EINTR with
+// nothing read is retried (sys.Read). Known exceptions, where a short read
+// is not the end:
+//
+//   - pseudo-files (procfs, sysfs, debugfs) are S_IFREG but generated, and
+//     a seq_file hands out about a page per read: a /proc file larger than
+//     that comes back truncated. This engine is for data files; use
+//     os.ReadFile for /proc.
+//   - an I/O error after part of a read was copied returns the part; the
+//     error would only show on the next read, which is not made. The file
+//     is delivered short instead of with EIO.
+//   - a file truncated or appended to while it is read is delivered as
+//     whatever one pass saw, as with any reader that does not lock.
+//
+// Only when the first read fills the buffer may more follow: fstat then
+// gives the size, the rest is read into a buffer of size+1 bytes, and the
+// same rule ends it (the extra byte makes a file that is still size bytes
+// long come back short). A file that grew in between fills that buffer
+// too, and reading goes on into a doubled one.
+//
+// # Non-regular files
+//
+// Files are opened with O_NONBLOCK, which read(2) ignores for regular
+// files (only RWF_NOWAIT and io_uring make a page-cache miss return
+// EAGAIN), so that opening a FIFO cannot block: a FIFO with no writer
+// reads as empty, one with a writer but no data fails with EAGAIN. If a
+// regular file ever answers EAGAIN (a filesystem that honours O_NONBLOCK),
+// fstat says so, O_NONBLOCK is cleared and the read is made again. A
+// non-regular file that fills the buffer (a character device such as
+// /dev/zero never ends) is an ErrNotRegular error. The walk does not hand
+// over non-regular files at all.
+func init() { Register(rawEngine{}) }
+
+type rawEngine struct{}
+
+func (rawEngine) Name() string { return "raw" }
+
+func (rawEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
+	workers := job.Workers
+	if workers == 0 {
+		workers = 1
+	}
+	size := job.BufferSize
+	return runReaders(ctx, "raw", &job, workers, func() pathReader {
+		return &rawReader{buf: make([]byte, size)}
+	}, fn)
+}
+
+// rawKeepBig is the largest follow-up buffer a worker keeps for the next
+// large file; larger ones are left to the garbage collector.
+const rawKeepBig = 8 << 20
+
+// rawReader is one worker's reader.
+type rawReader struct {
+	buf []byte // the first read's buffer, Job.BufferSize bytes
+	big []byte // the last follow-up buffer, reused when large enough
+	n   int64  // system calls made
+}
+
+func (r *rawReader) syscalls() int64 { return r.n }
+
+func (r *rawReader) read(path string) ([]byte, error) {
+	r.n++
+	fd, err := sys.Open(path, sys.O_RDONLY|sys.O_NONBLOCK) // openat(AT_FDCWD, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC)
+	if err != nil {
+		return nil, err // *fs.PathError{Op: "open", Path: path, Err: errno}
+	}
+	data, err := r.readFD(fd)
+	r.n++
+	sys.Close(fd) // a read-only fd has nothing to flush: close cannot lose data
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return data, nil
+}
+
+// readFD reads fd to its end (see the engine's comment for what "end" is).
+// Errors are bare errnos or ErrNotRegular.
+func (r *rawReader) readFD(fd int) ([]byte, error) {
+	buf := r.buf
+	n, err := r.readRetry(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	if n < len(buf) {
+		return buf[:n], nil
+	}
+	// The buffer is full: there may be more.
+	var st sys.Stat_t
+	r.n++
+	if err := sys.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&sys.S_IFMT != sys.S_IFREG {
+		return nil, ErrNotRegular
+	}
+	if st.Size >= 1<<40 {
+		return nil, syscall.EFBIG // not a file to hold in memory
+	}
+	need := max(int(st.Size)+1, 2*len(buf))
+	big := r.big
+	if cap(big) < need {
+		big = make([]byte, need)
+	}
+	big = big[:cap(big)]
+	total := copy(big, buf[:n])
+	for {
+		if total == len(big) {
+			grown := make([]byte, 2*len(big))
+			copy(grown, big)
+			big = grown
+		}
+		m, err := r.readRetry(fd, big[total:])
+		if err != nil {
+			return nil, err
+		}
+		total += m
+		if total < len(big) {
+			break
+		}
+	}
+	if cap(big) <= rawKeepBig {
+		r.big = big
+	} else {
+		r.big = nil
+	}
+	return big[:total], nil
+}
+
+// readRetry is one read, made again blocking if a regular file answered
+// EAGAIN because of O_NONBLOCK.
+func (r *rawReader) readRetry(fd int, b []byte) (int, error) {
+	r.n++
+	n, err := sys.Read(fd, b)
+	if !errors.Is(err, sys.EAGAIN) {
+		return n, err
+	}
+	var st sys.Stat_t
+	r.n++
+	if sys.Fstat(fd, &st) != nil || st.Mode&sys.S_IFMT != sys.S_IFREG {
+		return n, err // a FIFO or socket with nothing to read yet
+	}
+	r.n += 2 // fcntl F_GETFL, F_SETFL
+	if cerr := sys.ClearNonblock(fd); cerr != nil {
+		return n, err
+	}
+	r.n++
+	return sys.Read(fd, b)
+}

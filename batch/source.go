@@ -1,0 +1,252 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/iopath/iopath/metrics"
+)
+
+// item is one path for an engine to read, or an error the walk met there
+// (an unreadable directory), to be delivered as that path's File.
+type item struct {
+	path string
+	err  error
+}
+
+// chunkSize is how many paths travel to a worker at once: enough that the
+// channel costs nothing per file, few enough that workers share the tail.
+const chunkSize = 256
+
+// rampChunk is the size of the chunk that starts after sent paths. Chunks
+// start at one path and grow by one every 64 paths up to chunkSize, so that
+// a short job still reaches every worker: with 256 at once from the start,
+// a pool of 128 workers given 1,000 files kept 4 of them busy. A thousand
+// paths make about 200 chunks; the ramp ends after 16,000 paths, having
+// cost about 350 extra channel sends.
+func rampChunk(sent int) int { return min(chunkSize, 1+sent/64) }
+
+// feed streams a job's paths to workers in chunks. Paths given in the job
+// are passed on as files; with walk set, each is walked instead (see
+// Read). The producer runs in its own goroutine and never holds more than
+// a few chunks, so a million paths cost no more memory than the job's own
+// slice.
+type feed struct {
+	ch     chan []item
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newFeed(ctx context.Context, job *Job) *feed {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &feed{ch: make(chan []item, 4), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		defer close(f.ch)
+		sent := 0
+		buf := make([]item, 0, rampChunk(sent))
+		emit := func(it item) bool {
+			buf = append(buf, it)
+			if len(buf) < cap(buf) {
+				return true
+			}
+			select {
+			case f.ch <- buf:
+				sent += len(buf)
+				buf = make([]item, 0, rampChunk(sent))
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for _, p := range job.Paths {
+			if !job.walk {
+				if !emit(item{path: p}) {
+					return
+				}
+				continue
+			}
+			stopped := false
+			filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+				switch {
+				case err != nil:
+					// The root or a directory could not be read: the
+					// error is that path's, and the walk goes on.
+					if !emit(item{path: path, err: err}) {
+						stopped = true
+						return filepath.SkipAll
+					}
+					if d != nil && d.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				case d.IsDir():
+					return nil
+				}
+				if err := walkedNotRegular(path, d); err != nil {
+					// A FIFO would block os.ReadFile's open until a
+					// writer came; a device may never end. The walk
+					// knows the type for free (getdents), so such
+					// entries are delivered as errors, not read.
+					if !emit(item{path: path, err: err}) {
+						stopped = true
+						return filepath.SkipAll
+					}
+					return nil
+				}
+				if !emit(item{path: path}) {
+					stopped = true
+					return filepath.SkipAll
+				}
+				return nil
+			})
+			if stopped {
+				return
+			}
+		}
+		if len(buf) > 0 {
+			select {
+			case f.ch <- buf:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	return f
+}
+
+// ErrNotRegular is the error (inside an *fs.PathError) of a FIFO, socket
+// or device found by a directory walk, or reached through a symlink found
+// by one: such files are not read, because opening or reading them can
+// block forever.
+var ErrNotRegular = errors.New("not a regular file")
+
+// walkedNotRegular returns the error a walked entry is delivered with
+// instead of being read, or nil. A symlink costs one stat (symlinks are
+// followed; one to a FIFO would block as the FIFO would); a symlink to a
+// directory, a dangling one and a loop are left to the engine, which
+// reports them (EISDIR, ENOENT, ELOOP) like any other path.
+func walkedNotRegular(path string, d fs.DirEntry) error {
+	const special = fs.ModeNamedPipe | fs.ModeSocket | fs.ModeDevice | fs.ModeCharDevice | fs.ModeIrregular
+	t := d.Type()
+	if t&fs.ModeSymlink != 0 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil
+		}
+		t = fi.Mode().Type()
+	}
+	if t&special != 0 {
+		return &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	return nil
+}
+
+// next returns the next chunk; ok is false when there are no more.
+func (f *feed) next() (chunk []item, ok bool) {
+	chunk, ok = <-f.ch
+	return chunk, ok
+}
+
+// stop ends the producer and waits for it. It is safe to call more than
+// once and after the feed is drained.
+func (f *feed) stop() {
+	f.cancel()
+	for range f.ch {
+	}
+	<-f.done
+}
+
+// Read runs engine e over job and calls fn for each file. Paths in the job
+// that are directories are walked: every engine first treats the given
+// paths as files (so a list of files costs no extra stat), and the
+// directories among them — which fail to read with EISDIR — are then
+// walked in a second pass. Stats of both passes are added up.
+func Read(ctx context.Context, e Engine, job Job, fn Func) (*Stats, error) {
+	if fn == nil {
+		return nil, errors.New("batch: nil Func")
+	}
+	if err := job.validate(); err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var dirs []string
+	first := func(f *File) error {
+		if f.Err != nil && errors.Is(f.Err, syscall.EISDIR) {
+			mu.Lock()
+			dirs = append(dirs, f.Path)
+			mu.Unlock()
+			return nil
+		}
+		return fn(f)
+	}
+	job.walk = false
+	if job.Archive != "" {
+		return e.Run(ctx, job, fn)
+	}
+	st, err := e.Run(ctx, job, first)
+	if err != nil || len(dirs) == 0 {
+		if st != nil {
+			st.Files -= int64(len(dirs))
+			st.Errors -= int64(len(dirs))
+		}
+		return st, err
+	}
+	st.Files -= int64(len(dirs))
+	st.Errors -= int64(len(dirs))
+	job.Paths, job.walk = dirs, true
+	st2, err := e.Run(ctx, job, fn)
+	if st2 != nil {
+		st.add(st2)
+	}
+	return st, err
+}
+
+// add adds o's counts to s.
+func (s *Stats) add(o *Stats) {
+	s.Files += o.Files
+	s.Errors += o.Errors
+	s.Bytes += o.Bytes
+	s.Syscalls += o.Syscalls
+	if o.Lat != nil {
+		if s.Lat == nil {
+			s.Lat = metrics.NewHistogram()
+		}
+		s.Lat.Merge(o.Lat)
+	}
+	for _, n := range o.Notes {
+		s.Notes = appendNew(s.Notes, n)
+	}
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// validate checks the job's numbers and sets defaults.
+func (j *Job) validate() error {
+	switch {
+	case j.Workers < 0 || j.Workers > MaxWorkers:
+		return errors.New("batch: workers out of range [0, 1024]")
+	case j.Depth < 0 || j.Depth > MaxDepth:
+		return errors.New("batch: depth out of range [0, 4096]")
+	case j.BufferSize < 0 || j.BufferSize > 1<<30:
+		return errors.New("batch: buffer size out of range [0, 1GiB]")
+	}
+	if j.Depth == 0 {
+		j.Depth = DefaultDepth
+	}
+	if j.BufferSize == 0 {
+		j.BufferSize = DefaultBufferSize
+	}
+	return nil
+}

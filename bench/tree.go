@@ -1,0 +1,322 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/metrics"
+)
+
+// Tree mode: `iopath bench --tree DIR` reads every file of a tree through
+// each batch engine (package batch), warm and cold, each run in a child
+// process as for one file, and reports files per second, per-file latency,
+// syscalls, CPU and context switches per file.
+
+// TreeConfig is a many-files benchmark.
+type TreeConfig struct {
+	Dir     string   // the tree (walked)
+	Archive string   // a pack of Dir for the archive engine ("" leaves archive out)
+	Engines []string // batch engine names, in table order
+	Caches  []Cache  // warm, cold
+	Runs    int
+	// Workers are swept for the engines that take a worker count (raw,
+	// io_uring); readfile and archive run with one, pool with PoolWorkers.
+	Workers     []int
+	PoolWorkers int
+	Depth       int // io_uring files in flight per worker
+	MinTime     time.Duration
+	NoLatency   bool
+
+	Command, Version string
+	TempDir          bool // Dir was generated for this run
+	ChildCommand     []string
+	Progress         func(done, total int, what string)
+}
+
+// DefaultTreeEngines are the batch engines compared by default.
+func DefaultTreeEngines() []string { return batch.Names() }
+
+// DefaultPoolWorkers is the pool engine's goroutine count.
+const DefaultPoolWorkers = 128
+
+func (c *TreeConfig) setDefaults() {
+	if len(c.Engines) == 0 {
+		c.Engines = DefaultTreeEngines()
+	}
+	if len(c.Caches) == 0 {
+		c.Caches = []Cache{Warm, Cold}
+	}
+	if c.Runs == 0 {
+		c.Runs = 3
+	}
+	if len(c.Workers) == 0 {
+		c.Workers = []int{1}
+	}
+	if c.PoolWorkers == 0 {
+		c.PoolWorkers = DefaultPoolWorkers
+	}
+}
+
+// Validate checks the configuration before anything runs.
+func (c *TreeConfig) Validate() error {
+	c.setDefaults()
+	if c.Runs < 1 || c.Runs > MaxRuns {
+		return fmt.Errorf("runs %d out of range [1, %d]", c.Runs, MaxRuns)
+	}
+	if c.MinTime < 0 || c.MinTime > time.Hour {
+		return fmt.Errorf("min time %v out of range [0, 1h]", c.MinTime)
+	}
+	seen := map[string]bool{}
+	for _, n := range c.Engines {
+		if _, err := batch.Lookup(n); err != nil {
+			return err
+		}
+		if seen[n] {
+			return fmt.Errorf("engine %q named twice", n)
+		}
+		seen[n] = true
+	}
+	for _, w := range append(append([]int{}, c.Workers...), c.PoolWorkers) {
+		if w < 1 || w > batch.MaxWorkers {
+			return fmt.Errorf("workers %d out of range [1, %d]", w, batch.MaxWorkers)
+		}
+	}
+	if c.Depth < 0 || c.Depth > batch.MaxDepth {
+		return fmt.Errorf("depth %d out of range [1, %d]", c.Depth, batch.MaxDepth)
+	}
+	for _, cs := range c.Caches {
+		if cs != Warm && cs != Cold {
+			return fmt.Errorf("cache state %q: the tree benchmark has warm and cold", cs)
+		}
+	}
+	return nil
+}
+
+// TreeInfo describes the tree that was read.
+type TreeInfo struct {
+	Dir       string `json:"dir"`
+	Files     int64  `json:"files"`
+	Bytes     int64  `json:"bytes"`
+	Temporary bool   `json:"temporary"`
+	Archive   string `json:"archive,omitempty"`
+}
+
+// treeFiles lists the regular files under dir (what the engines will
+// deliver with data) and their total size.
+func treeFiles(dir string) ([]string, int64, error) {
+	var files []string
+	var bytes int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			files = append(files, p)
+			bytes += info.Size()
+		}
+		return nil
+	})
+	return files, bytes, err
+}
+
+// treeSum is the checksum of a tree's contents, independent of the order
+// files are delivered in: the sum of each file's xxh3 seeded with the
+// hash of its path relative to the tree.
+type treeSum struct {
+	root string
+	sum  atomic.Uint64
+}
+
+func (t *treeSum) add(path string, data []byte) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, t.root), "/")
+	t.sum.Add(xxh3.HashSeed(data, xxh3.HashString(rel)))
+}
+
+// dropTree asks the kernel to drop the cached pages of every file (and the
+// archive): cold runs then read data from disk while the directories and
+// inodes stay cached ("metadata cached, data not").
+func dropTree(files []string, archive string) error {
+	// Dirty pages cannot be dropped: write back the whole filesystem once
+	// (a tree just generated is still dirty) rather than fsync every file.
+	if len(files) > 0 {
+		fd, err := sys.Open(files[0], sys.O_RDONLY)
+		if err == nil {
+			err = sys.Syncfs(fd)
+			sys.Close(fd)
+			if err != nil {
+				return &fs.PathError{Op: "syncfs", Path: files[0], Err: err}
+			}
+		}
+	}
+	if archive != "" {
+		if err := drop(archive); err != nil {
+			return err
+		}
+	}
+	for _, p := range files {
+		fd, err := sys.Open(p, sys.O_RDONLY)
+		if err != nil {
+			continue // vanished: the run will say so
+		}
+		err = sys.Fadvise(fd, 0, 0, sys.FADV_DONTNEED)
+		sys.Close(fd)
+		if err != nil {
+			return &fs.PathError{Op: "fadvise", Path: p, Err: err}
+		}
+	}
+	return nil
+}
+
+// warmTree reads every file (and the archive) once.
+func warmTree(files []string, archive string) error {
+	if archive != "" {
+		if err := warm(archive); err != nil {
+			return err
+		}
+	}
+	for _, p := range files {
+		if err := warm(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeResidency samples up to 2,000 of the files and returns the fraction
+// of their pages cached.
+func treeResidency(files []string) float64 {
+	step := max(1, len(files)/2000)
+	var sum float64
+	n := 0
+	for i := 0; i < len(files); i += step {
+		r, err := residency(files[i])
+		if err != nil {
+			continue
+		}
+		sum += r
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// treeRequest is a child's job in tree mode.
+type treeRequest struct {
+	Engine    string    `json:"engine"`
+	Job       batch.Job `json:"job"`
+	Root      string    `json:"root"`
+	MinTimeNs int64     `json:"min_time_ns"`
+}
+
+// measureTree is the child's side of one tree run.
+func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *childResponse {
+	fail := func(err error) *childResponse {
+		resp.Error = err.Error()
+		resp.NotSupported = isNotSupported(err)
+		return resp
+	}
+	e, err := batch.Lookup(req.Engine)
+	if err != nil {
+		return fail(err)
+	}
+	metrics.InitClock()
+	sum := &treeSum{root: req.Root}
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	fn := func(f *batch.File) error {
+		if f.Err != nil {
+			errs.Add(1)
+			firstErr.CompareAndSwap(nil, f.Err.Error())
+			return nil
+		}
+		sum.add(f.Path, f.Data)
+		return nil
+	}
+	u0, err := metrics.SelfUsage()
+	if err != nil {
+		return fail(err)
+	}
+	var lat *metrics.Histogram
+	var first uint64
+	t1 := time.Now()
+	for {
+		st, err := batch.Read(ctx, e, req.Job, fn)
+		if err != nil {
+			return fail(err)
+		}
+		resp.Passes++
+		resp.Bytes += st.Bytes
+		resp.Blocks += st.Files
+		resp.Errors += st.Errors
+		resp.Syscalls += st.Syscalls
+		if st.Lat != nil {
+			if lat == nil {
+				lat = st.Lat
+			} else {
+				lat.Merge(st.Lat)
+			}
+		}
+		resp.Notes = st.Notes
+		s := sum.sum.Swap(0)
+		if resp.Passes == 1 {
+			first = s
+		} else if s != first {
+			return fail(fmt.Errorf("checksum differs between passes over the same tree (%s, then %s): files changed while read", formatSum(first), formatSum(s)))
+		}
+		if time.Since(t1) >= time.Duration(req.MinTimeNs) {
+			break
+		}
+	}
+	resp.WallNs = int64(time.Since(t1))
+	u1, err := metrics.SelfUsage()
+	if err != nil {
+		return fail(err)
+	}
+	resp.Usage = u1.Sub(u0)
+	resp.Checksum = formatSum(first)
+	if lat != nil {
+		resp.Lat = lat.Buckets()
+	}
+	if e, ok := firstErr.Load().(string); ok {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("%d files could not be read, e.g. %s", resp.Errors/int64(max(resp.Passes, 1)), e))
+	}
+	return resp
+}
+
+// treeReference reads the tree once in this process with the readfile
+// engine and returns its checksum.
+func treeReference(ctx context.Context, dir string) (string, error) {
+	e, err := batch.Lookup("readfile")
+	if err != nil {
+		return "", err
+	}
+	sum := &treeSum{root: dir}
+	_, err = batch.Read(ctx, e, batch.Job{Paths: []string{dir}}, func(f *batch.File) error {
+		if f.Err == nil {
+			sum.add(f.Path, f.Data)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return formatSum(sum.sum.Load()), nil
+}
+
+var _ = os.Getpid

@@ -1,0 +1,295 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/metrics"
+)
+
+// MeasureTree measures cfg: every engine reads the whole tree, in each
+// cache state, cfg.Runs times, interleaved, each run a child process. As
+// Measure, it returns a complete report even when engines failed.
+func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Dir, Err: errors.New("not a directory")}
+	}
+	files, size, err := treeFiles(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Dir, Err: errors.New("no regular files under it: nothing to measure")}
+	}
+	rep := &Report{
+		SchemaVersion: SchemaVersion,
+		Tool:          ToolIopath,
+		Command:       cfg.Command,
+		Started:       time.Now().UTC().Truncate(time.Second),
+		Machine:       features.DescribeMachine(cfg.Dir, cfg.Version),
+		Tree: &TreeInfo{Dir: cfg.Dir, Files: int64(len(files)), Bytes: size, Temporary: cfg.TempDir,
+			Archive: cfg.Archive},
+		Sweep: Sweep{Workers: cfg.Workers},
+		Notes: []string{},
+	}
+	for _, c := range cfg.Caches {
+		rep.Sweep.Caches = append(rep.Sweep.Caches, string(c))
+	}
+	rep.Machine.LatencyClock = metrics.ClockSource()
+	argv := cfg.ChildCommand
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable for child runs: %w", err)
+		}
+		argv = []string{exe}
+	}
+	ref, err := treeReference(ctx, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+
+	type trow struct {
+		res  *Result
+		hist *metrics.Histogram
+		req  treeRequest
+		skip bool
+	}
+	var plan [][]*trow
+	total := 0
+	for _, cache := range cfg.Caches {
+		var rows []*trow
+		for _, name := range cfg.Engines {
+			workers := cfg.Workers
+			switch name {
+			case "readfile", "archive":
+				workers = []int{1}
+			case "pool":
+				workers = []int{cfg.PoolWorkers}
+			}
+			for _, w := range workers {
+				job := batch.Job{Paths: []string{cfg.Dir}, Workers: w, Depth: cfg.Depth, Latency: !cfg.NoLatency}
+				qd := 0
+				if name == "io_uring" {
+					if qd = cfg.Depth; qd == 0 {
+						qd = batch.DefaultDepth
+					}
+				}
+				r := &trow{
+					hist: metrics.NewHistogram(),
+					req:  treeRequest{Engine: name, Job: job, Root: cfg.Dir},
+					res: &Result{Tool: ToolIopath, Engine: name, Cache: string(cache), Pattern: "tree",
+						Workers: w, QD: qd, Consume: string(Checksum), Runs: []Run{}},
+				}
+				if name == "archive" {
+					if cfg.Archive == "" {
+						r.res.Error = "not applicable: no archive of the tree (iopath pack DIR -o FILE)"
+						r.skip = true
+					}
+					r.req.Job = batch.Job{Archive: cfg.Archive, Latency: !cfg.NoLatency}
+					r.req.Root = ""
+				}
+				if cache != Cold {
+					r.req.MinTimeNs = int64(cfg.MinTime)
+					r.res.MinTimeNs = int64(cfg.MinTime)
+				}
+				rows = append(rows, r)
+				if !r.skip {
+					total += cfg.Runs
+				}
+			}
+		}
+		plan = append(plan, rows)
+	}
+
+	done := 0
+	var ctxErr error
+	var firstFail string
+	for ci, rows := range plan {
+		cache := cfg.Caches[ci]
+	runs:
+		for n := 0; n < cfg.Runs; n++ {
+			for _, r := range rows {
+				if ctx.Err() != nil {
+					ctxErr = ctx.Err()
+					break runs
+				}
+				if r.skip {
+					continue
+				}
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done-1, total, fmt.Sprintf("%s w%d %s run %d/%d", r.res.Engine, r.res.Workers, cache, n+1, cfg.Runs))
+				}
+				// The archive engine's data is the archive; the others'
+				// are the files.
+				resident := func() (float64, error) { return treeResidency(files), nil }
+				if r.res.Engine == "archive" {
+					resident = func() (float64, error) { return residency(cfg.Archive) }
+				}
+				prepare := func() (float64, error) {
+					if cache == Cold {
+						if err := dropTree(files, cfg.Archive); err != nil {
+							return 0, err
+						}
+					} else if res, err := resident(); err != nil || res < 1 {
+						if err := warmTree(files, cfg.Archive); err != nil {
+							return 0, err
+						}
+					}
+					return resident()
+				}
+				req := r.req
+				run, hist, notSupported := guard(ctx, cache, prepare, resident, func() (Run, *metrics.Histogram, time.Duration, bool) {
+					return runTreeChild(ctx, argv, &req)
+				})
+				if ctx.Err() != nil {
+					ctxErr = ctx.Err()
+					break runs
+				}
+				if notSupported {
+					r.res.Error = run.Error
+					r.skip = true
+					continue
+				}
+				if run.Error == "" {
+					ok := run.Checksum == ref
+					run.ChecksumOK = &ok
+					if !ok {
+						run.Error = fmt.Sprintf("checksum mismatch: got %s, want %s (the tree's bytes as os.ReadFile reads them)", run.Checksum, ref)
+					}
+				}
+				if run.Error == "" {
+					if hist != nil {
+						r.hist.Merge(hist)
+					}
+					if note := residencyNote(cache, n, run.ResidentBefore); note != "" {
+						r.res.Notes = append(r.res.Notes, note)
+					}
+				} else if firstFail == "" {
+					firstFail = fmt.Sprintf("%s %s: %s", r.res.Engine, cache, run.Error)
+				}
+				r.res.Runs = append(r.res.Runs, run)
+			}
+		}
+		for _, r := range rows {
+			summarize(r.res, r.hist)
+			summarizeTree(r.res)
+			rep.Results = append(rep.Results, *r.res)
+		}
+		if ctxErr != nil {
+			break
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(total, total, "done")
+	}
+	if n := unjudged(rep.Results); n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
+	}
+	if ctxErr != nil {
+		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
+		return rep, ctxErr
+	}
+	for _, r := range rep.Results {
+		if r.ChecksumOK != nil && !*r.ChecksumOK {
+			return rep, ErrChecksum
+		}
+	}
+	if firstFail != "" {
+		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
+	}
+	return rep, nil
+}
+
+// runTreeChild runs one child in tree mode.
+func runTreeChild(ctx context.Context, argv []string, tr *treeRequest) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
+	hist = metrics.NewHistogram()
+	req, _ := json.Marshal(childRequest{Tree: tr})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	cmd.Stdin = bytes.NewReader(req)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
+	err := cmd.Run()
+	childCPU = processCPU(cmd.ProcessState)
+	if err != nil {
+		run.Error = fmt.Sprintf("child process failed: %v%s", err, lastLine(stderr.String()))
+		return run, hist, childCPU, false
+	}
+	var resp childResponse
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
+		run.Error = fmt.Sprintf("child process answered garbage: %v%s", err, lastLine(stderr.String()))
+		return run, hist, childCPU, false
+	}
+	if resp.Error != "" {
+		run.Error = resp.Error
+		return run, hist, childCPU, resp.NotSupported
+	}
+	run.Passes = resp.Passes
+	run.Bytes, run.Blocks, run.Errors, run.Syscalls = resp.Bytes, resp.Blocks, resp.Errors, resp.Syscalls
+	run.WallNs = resp.WallNs
+	if resp.WallNs > 0 {
+		run.BytesPerS = float64(resp.Bytes) / (float64(resp.WallNs) / 1e9)
+	}
+	u := resp.Usage
+	run.UserNs, run.SysNs = int64(u.User), int64(u.System)
+	run.MinFlt, run.MajFlt, run.NVCSw, run.NIVCSw = u.MinFlt, u.MajFlt, u.NVCSw, u.NIVCSw
+	run.Checksum = resp.Checksum
+	if len(resp.Lat) > 0 {
+		hist.AddBuckets(resp.Lat)
+		run.LatP50Ns, run.LatP90Ns, run.LatP99Ns = hist.Quantile(50), hist.Quantile(90), hist.Quantile(99)
+		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
+	}
+	run.Notes = resp.Notes
+	return run, hist, childCPU, false
+}
+
+// summarizeTree fills the many-files figures from the runs that succeeded.
+func summarizeTree(r *Result) {
+	var ok []Run
+	for _, run := range r.Runs {
+		if run.Error == "" && run.Blocks > 0 {
+			ok = append(ok, run)
+		}
+	}
+	if len(ok) == 0 {
+		return
+	}
+	per := func(get func(Run) float64) float64 {
+		v := make([]float64, len(ok))
+		for i, run := range ok {
+			v[i] = get(run)
+		}
+		return median(v)
+	}
+	fps := func(x Run) float64 { return float64(x.Blocks) / secs(x.WallNs) }
+	r.Files = int64(per(func(x Run) float64 { return float64(x.Blocks) / float64(max(x.Passes, 1)) }) + 0.5)
+	r.FileErrors = int64(per(func(x Run) float64 { return float64(x.Errors) / float64(max(x.Passes, 1)) }) + 0.5)
+	r.FilesPerS = per(fps)
+	r.FilesPerSMin, r.FilesPerSMax = fps(ok[0]), fps(ok[0])
+	for _, x := range ok {
+		r.FilesPerSMin = min(r.FilesPerSMin, fps(x))
+		r.FilesPerSMax = max(r.FilesPerSMax, fps(x))
+	}
+	r.SyscallsPerFile = per(func(x Run) float64 { return float64(x.Syscalls) / float64(x.Blocks) })
+	r.CPUSPer1kFiles = per(func(x Run) float64 { return float64(x.UserNs+x.SysNs) / 1e9 / float64(x.Blocks) * 1000 })
+	r.CSwPerFile = per(func(x Run) float64 { return float64(x.NVCSw+x.NIVCSw) / float64(x.Blocks) })
+}
