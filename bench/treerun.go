@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/iopath/iopath/batch"
@@ -23,12 +24,8 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(cfg.Dir)
-	if err != nil {
+	if err := CheckTreeDir(cfg.Dir); err != nil {
 		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Dir, Err: errors.New("not a directory")}
 	}
 	files, size, err := treeFiles(cfg.Dir)
 	if err != nil {
@@ -216,6 +213,29 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
 	}
 	return rep, nil
+}
+
+// CheckTreeDir says why dir cannot be measured as a tree: it is missing,
+// not a directory, or holds no regular file.
+func CheckTreeDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return &fs.PathError{Op: "bench --tree", Path: dir, Err: errors.New("not a directory")}
+	}
+	found := errors.New("found")
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			return found
+		}
+		return nil
+	})
+	if err != found {
+		return &fs.PathError{Op: "bench --tree", Path: dir, Err: errors.New("no regular files under it: nothing to measure")}
+	}
+	return nil
 }
 
 // runTreeChild runs one child in tree mode.

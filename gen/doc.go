@@ -10,6 +10,11 @@
 // them, so that on a page-cache-backed filesystem the kernel's copy, not the
 // generator, sets the pace.
 //
+// Tree writes a tree of many files (N files under nested directories of at
+// most FanOut entries, sizes drawn from a fixed, ranged or log-normal Dist),
+// seeded and repeatable, for the many-files benchmarks; it refuses to write
+// into a directory it did not make (a marker file records its parameters).
+//
 // File and TempFile never leave a partial file behind: on any error
 // (ENOSPC, EDQUOT, a cancelled context) the file is removed and the error
 // names the path, the cause and how much had been written. They are safe

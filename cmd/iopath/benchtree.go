@@ -52,6 +52,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		}
 		cfg.Caches = append(cfg.Caches, cs)
 	}
+	if o.pool < 1 || o.depth < 0 {
+		return usagef("bench: --pool must be at least 1 and --depth at least 0")
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("bench: %v", err)
 	}
@@ -66,6 +69,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 			return usagef("bench: --files and --dist make the temporary tree; they cannot be used with DIR")
 		}
 		cfg.Dir = args[0]
+		if err := bench.CheckTreeDir(cfg.Dir); err != nil {
+			return err
+		}
 	} else {
 		d, err := gen.ParseDist(dist)
 		if err != nil {

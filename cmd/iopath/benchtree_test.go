@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iopath/iopath/bench"
+)
+
+func TestBenchTree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if _, errOut, code := runCLI("gen", "--tree", dir, "--files", "300", "--size", "1KiB-8KiB"); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm,cold",
+		"--engines", "readfile,raw,io_uring,archive", "--workers", "1,2", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if rep.Tree == nil || rep.Tree.Files != 301 { // 300 and gen's marker
+		t.Fatalf("tree %+v", rep.Tree)
+	}
+	// readfile and archive once, raw and io_uring at 1 and 2 workers, × 2 caches.
+	if len(rep.Results) != 12 {
+		t.Errorf("%d rows, want 12", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" && !strings.Contains(r.Error, "not supported") {
+			t.Errorf("%s ×%d %s: %s", r.Engine, r.Workers, r.Cache, r.Error)
+		}
+	}
+	// A temporary pack was made for the archive engine and removed.
+	if rep.Tree.Archive == "" {
+		t.Error("no archive for the archive engine")
+	} else if _, err := os.Stat(rep.Tree.Archive); err == nil {
+		t.Errorf("temporary pack %s left behind", rep.Tree.Archive)
+	}
+
+	table, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw")
+	if code != 0 || !strings.Contains(table, "files/s") || !strings.Contains(table, " 3.0") {
+		t.Errorf("table: exit %d (%s):\n%s", code, errOut, table)
+	}
+}
+
+func TestBenchTreeTemporary(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	out, errOut, code := runCLI("bench", "--tree", "--files", "200", "--dist", "2KiB", "--runs", "1", "--min-time", "0",
+		"--cache", "warm", "--engines", "raw")
+	if code != 0 || !strings.Contains(out, "temporary") || !strings.Contains(errOut, "temporary tree of 200 files") {
+		t.Fatalf("exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+func TestBenchTreeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "--tree", dir, "--fio"},
+		{"bench", "--tree", dir, "--format", "csv"},
+		{"bench", "--tree", dir, "--files", "10"},
+		{"bench", "--tree", "--files", "0"},
+		{"bench", "--tree", "--dist", "huge"},
+		{"bench", "--tree", dir, "--cache", "direct"},
+		{"bench", "--tree", dir, "--engines", "nope"},
+		{"bench", "--tree", dir, "--pool", "0"},
+	} {
+		_, errOut, code := runCLI(args...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line", args, code, errOut)
+		}
+	}
+	_, errOut, code := runCLI("bench", "--tree", filepath.Join(dir, "missing"))
+	if code != 1 || !strings.Contains(errOut, "missing") {
+		t.Errorf("missing DIR: exit %d, %q", code, errOut)
+	}
+}
