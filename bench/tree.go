@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -92,7 +91,7 @@ func (c *TreeConfig) Validate() error {
 		}
 	}
 	if c.Depth < 0 || c.Depth > batch.MaxDepth {
-		return fmt.Errorf("depth %d out of range [1, %d]", c.Depth, batch.MaxDepth)
+		return fmt.Errorf("depth %d out of range [0, %d]", c.Depth, batch.MaxDepth)
 	}
 	for _, cs := range c.Caches {
 		if cs != Warm && cs != Cold {
@@ -142,7 +141,12 @@ type treeSum struct {
 }
 
 func (t *treeSum) add(path string, data []byte) {
-	rel := strings.TrimPrefix(strings.TrimPrefix(path, t.root), "/")
+	rel := path
+	if t.root != "" {
+		if r, err := filepath.Rel(t.root, path); err == nil {
+			rel = filepath.ToSlash(r)
+		}
+	}
 	t.sum.Add(xxh3.HashSeed(data, xxh3.HashString(rel)))
 }
 

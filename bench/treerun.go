@@ -24,8 +24,18 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Dir = filepath.Clean(cfg.Dir)
 	if err := CheckTreeDir(cfg.Dir); err != nil {
 		return nil, err
+	}
+	if cfg.Archive != "" {
+		st, err := os.Stat(cfg.Archive)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Mode().IsRegular() {
+			return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Archive, Err: errors.New("the archive is not a regular file")}
+		}
 	}
 	files, size, err := treeFiles(cfg.Dir)
 	if err != nil {
@@ -140,13 +150,17 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				if r.res.Engine == "archive" {
 					resident = func() (float64, error) { return residency(cfg.Archive) }
 				}
+				data, archive := files, ""
+				if r.res.Engine == "archive" {
+					data, archive = nil, cfg.Archive
+				}
 				prepare := func() (float64, error) {
 					if cache == Cold {
-						if err := dropTree(files, cfg.Archive); err != nil {
+						if err := dropTree(data, archive); err != nil {
 							return 0, err
 						}
 					} else if res, err := resident(); err != nil || res < 1 {
-						if err := warmTree(files, cfg.Archive); err != nil {
+						if err := warmTree(data, archive); err != nil {
 							return 0, err
 						}
 					}

@@ -11,11 +11,12 @@ import (
 )
 
 // treeLegend explains the many-files table.
-const treeLegend = `files/s        median over the runs (min–max): files delivered, each whole, per second
-               of wall time (walk, open, read, close included)
+const treeLegend = `files/s        median over the runs (min–max): files delivered (each whole, or with its
+               own error) per second of wall time (walk, open, read, close included)
 GiB/s          bytes delivered per second, median
 P50 P99 P99.9  latency per file: first syscall for it to its bytes being available
-syscalls/file  counted at the engine's own call sites: openat, read, close for raw;
+syscalls/file  counted at the engine's own call sites (the directory walk is not counted):
+               openat, read, close for raw;
                io_uring_enter for io_uring; read on the archive for archive; "-" for
                readfile and pool, whose syscalls happen inside os.ReadFile
 CPU-s/1k       user+system CPU seconds per 1,000 files: lower is better

@@ -43,6 +43,16 @@ func TestBenchTree(t *testing.T) {
 		t.Errorf("temporary pack %s left behind", rep.Tree.Archive)
 	}
 
+	// However DIR is spelled, the archive's member names match the files.
+	if _, errOut, code := runCLI("bench", "--tree", dir+"/./", "--runs", "1", "--min-time", "0", "--cache", "warm",
+		"--engines", "raw,archive"); code != 0 {
+		t.Errorf("DIR/./: exit %d: %s", code, errOut)
+	}
+	// A bad --pack is refused before anything runs.
+	if _, errOut, code := runCLI("bench", "--tree", dir, "--pack", dir, "--engines", "raw,archive"); code == 0 || !strings.Contains(errOut, "not a regular file") {
+		t.Errorf("--pack DIR: exit %d: %s", code, errOut)
+	}
+
 	table, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw")
 	if code != 0 || !strings.Contains(table, "files/s") || !strings.Contains(table, " 3.0") {
 		t.Errorf("table: exit %d (%s):\n%s", code, errOut, table)
