@@ -104,47 +104,75 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 		defer pprof.StopCPUProfile()
 		resp.Profile = req.Profile
 	}
+	err = measurePasses(resp, time.Duration(req.MinTimeNs), req.Consume == Checksum, "file", func() (pass, error) {
+		st, err := p.Run(ctx, sink)
+		if err != nil {
+			return pass{}, err
+		}
+		tot := st.Total()
+		sum := sink.sum()
+		sink.reset()
+		return pass{bytes: tot.Bytes, items: tot.Blocks, syscalls: tot.Syscalls, lat: tot.Lat, notes: st.Notes, sum: sum}, nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return resp
+}
+
+// pass is what one pass over the data (a file or a tree) gave.
+type pass struct {
+	bytes, items, errors, syscalls int64
+	lat                            *metrics.Histogram
+	notes                          []string
+	sum                            uint64
+}
+
+// measurePasses is the measured phase of a child, for one file and for a
+// tree alike: it repeats run until minTime has passed (at least once),
+// adds the passes up into resp, and takes the process's usage and its
+// io_uring threads' CPU around them. With sameSum, every pass must give
+// the first pass's checksum; what names the data in that error.
+func measurePasses(resp *childResponse, minTime time.Duration, sameSum bool, what string, run func() (pass, error)) error {
 	io0, _ := metrics.IOThreadCPU()
 	u0, err := metrics.SelfUsage()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	var lat *metrics.Histogram
 	var first uint64
 	t1 := time.Now()
 	for {
-		st, err := p.Run(ctx, sink)
+		ps, err := run()
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		tot := st.Total()
 		resp.Passes++
-		resp.Bytes += tot.Bytes
-		resp.Blocks += tot.Blocks
-		resp.Syscalls += tot.Syscalls
-		if tot.Lat != nil {
+		resp.Bytes += ps.bytes
+		resp.Blocks += ps.items
+		resp.Errors += ps.errors
+		resp.Syscalls += ps.syscalls
+		if ps.lat != nil {
 			if lat == nil {
-				lat = tot.Lat
+				lat = ps.lat
 			} else {
-				lat.Merge(tot.Lat)
+				lat.Merge(ps.lat)
 			}
 		}
-		resp.Notes = st.Notes
-		sum := sink.sum()
-		sink.reset()
+		resp.Notes = ps.notes
 		if resp.Passes == 1 {
-			first = sum
-		} else if sum != first && req.Consume == Checksum {
-			return fail(fmt.Errorf("checksum differs between passes over the same file (%s, then %s): the file changed or the engine is wrong", formatSum(first), formatSum(sum)))
+			first = ps.sum
+		} else if ps.sum != first && sameSum {
+			return fmt.Errorf("checksum differs between passes over the same %s (%s, then %s): the data changed while read, or the engine is wrong", what, formatSum(first), formatSum(ps.sum))
 		}
-		if time.Since(t1) >= time.Duration(req.MinTimeNs) {
+		if time.Since(t1) >= minTime {
 			break
 		}
 	}
 	wall := time.Since(t1)
 	u1, err := metrics.SelfUsage()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if io1, err := metrics.IOThreadCPU(); err == nil {
 		resp.IOThreadNs = int64(metrics.IOThreadDelta(io0, io1))
@@ -155,7 +183,7 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	if lat != nil {
 		resp.Lat = lat.Buckets()
 	}
-	return resp
+	return nil
 }
 
 // isNotSupported says err means the engine cannot run here at all.

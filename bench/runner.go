@@ -376,11 +376,17 @@ func checkFile(path string) (int64, error) {
 // is the child process's whole CPU time, setup included (for the noise
 // guard). notSupported says the engine cannot run here at all.
 func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name string, job engine.Job, profile string) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
-	hist = metrics.NewHistogram()
 	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume, Profile: profile}
 	if cache != Cold {
 		cr.MinTimeNs = int64(cfg.MinTime)
 	}
+	return runChild(ctx, argv, &cr)
+}
+
+// runChild starts one child with req on its stdin and converts its answer
+// into a Run, for one file and for a tree alike.
+func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
+	hist = metrics.NewHistogram()
 	req, _ := json.Marshal(cr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1")
@@ -404,7 +410,7 @@ func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name 
 		return run, hist, childCPU, resp.NotSupported
 	}
 	run.Passes = resp.Passes
-	run.Bytes, run.Blocks, run.Syscalls = resp.Bytes, resp.Blocks, resp.Syscalls
+	run.Bytes, run.Blocks, run.Errors, run.Syscalls = resp.Bytes, resp.Blocks, resp.Errors, resp.Syscalls
 	run.WallNs, run.SetupNs = resp.WallNs, resp.SetupNs
 	if resp.WallNs > 0 {
 		run.BytesPerS = float64(resp.Bytes) / (float64(resp.WallNs) / 1e9)
@@ -420,9 +426,7 @@ func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name 
 		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
 	}
 	run.Notes = resp.Notes
-	if resp.Profile != "" {
-		run.Profile = resp.Profile
-	}
+	run.Profile = resp.Profile
 	return run, hist, childCPU, false
 }
 

@@ -241,61 +241,25 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 	}
 	metrics.InitClock()
 	sum := &treeSum{root: req.Root}
-	var errs atomic.Int64
 	var firstErr atomic.Value
 	fn := func(f *batch.File) error {
 		if f.Err != nil {
-			errs.Add(1)
 			firstErr.CompareAndSwap(nil, f.Err.Error())
 			return nil
 		}
 		sum.add(f.Path, f.Data)
 		return nil
 	}
-	u0, err := metrics.SelfUsage()
-	if err != nil {
-		return fail(err)
-	}
-	var lat *metrics.Histogram
-	var first uint64
-	t1 := time.Now()
-	for {
+	err = measurePasses(resp, time.Duration(req.MinTimeNs), true, "tree", func() (pass, error) {
 		st, err := batch.Read(ctx, e, req.Job, fn)
 		if err != nil {
-			return fail(err)
+			return pass{}, err
 		}
-		resp.Passes++
-		resp.Bytes += st.Bytes
-		resp.Blocks += st.Files
-		resp.Errors += st.Errors
-		resp.Syscalls += st.Syscalls
-		if st.Lat != nil {
-			if lat == nil {
-				lat = st.Lat
-			} else {
-				lat.Merge(st.Lat)
-			}
-		}
-		resp.Notes = st.Notes
-		s := sum.sum.Swap(0)
-		if resp.Passes == 1 {
-			first = s
-		} else if s != first {
-			return fail(fmt.Errorf("checksum differs between passes over the same tree (%s, then %s): files changed while read", formatSum(first), formatSum(s)))
-		}
-		if time.Since(t1) >= time.Duration(req.MinTimeNs) {
-			break
-		}
-	}
-	resp.WallNs = int64(time.Since(t1))
-	u1, err := metrics.SelfUsage()
+		return pass{bytes: st.Bytes, items: st.Files, errors: st.Errors, syscalls: st.Syscalls,
+			lat: st.Lat, notes: st.Notes, sum: sum.sum.Swap(0)}, nil
+	})
 	if err != nil {
 		return fail(err)
-	}
-	resp.Usage = u1.Sub(u0)
-	resp.Checksum = formatSum(first)
-	if lat != nil {
-		resp.Lat = lat.Buckets()
 	}
 	if e, ok := firstErr.Load().(string); ok {
 		resp.Notes = append(resp.Notes, fmt.Sprintf("%d files could not be read, e.g. %s", resp.Errors/int64(max(resp.Passes, 1)), e))

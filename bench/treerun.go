@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -168,7 +165,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				}
 				req := r.req
 				run, hist, notSupported := guard(ctx, cache, prepare, resident, func() (Run, *metrics.Histogram, time.Duration, bool) {
-					return runTreeChild(ctx, argv, &req)
+					return runChild(ctx, argv, &childRequest{Tree: &req})
 				})
 				if ctx.Err() != nil {
 					ctxErr = ctx.Err()
@@ -250,50 +247,6 @@ func CheckTreeDir(dir string) error {
 		return &fs.PathError{Op: "bench --tree", Path: dir, Err: errors.New("no regular files under it: nothing to measure")}
 	}
 	return nil
-}
-
-// runTreeChild runs one child in tree mode.
-func runTreeChild(ctx context.Context, argv []string, tr *treeRequest) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
-	hist = metrics.NewHistogram()
-	req, _ := json.Marshal(childRequest{Tree: tr})
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1")
-	cmd.Stdin = bytes.NewReader(req)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
-	err := cmd.Run()
-	childCPU = processCPU(cmd.ProcessState)
-	if err != nil {
-		run.Error = fmt.Sprintf("child process failed: %v%s", err, lastLine(stderr.String()))
-		return run, hist, childCPU, false
-	}
-	var resp childResponse
-	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		run.Error = fmt.Sprintf("child process answered garbage: %v%s", err, lastLine(stderr.String()))
-		return run, hist, childCPU, false
-	}
-	if resp.Error != "" {
-		run.Error = resp.Error
-		return run, hist, childCPU, resp.NotSupported
-	}
-	run.Passes = resp.Passes
-	run.Bytes, run.Blocks, run.Errors, run.Syscalls = resp.Bytes, resp.Blocks, resp.Errors, resp.Syscalls
-	run.WallNs = resp.WallNs
-	if resp.WallNs > 0 {
-		run.BytesPerS = float64(resp.Bytes) / (float64(resp.WallNs) / 1e9)
-	}
-	u := resp.Usage
-	run.UserNs, run.SysNs = int64(u.User), int64(u.System)
-	run.MinFlt, run.MajFlt, run.NVCSw, run.NIVCSw = u.MinFlt, u.MajFlt, u.NVCSw, u.NIVCSw
-	run.Checksum = resp.Checksum
-	if len(resp.Lat) > 0 {
-		hist.AddBuckets(resp.Lat)
-		run.LatP50Ns, run.LatP90Ns, run.LatP99Ns = hist.Quantile(50), hist.Quantile(90), hist.Quantile(99)
-		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
-	}
-	run.Notes = resp.Notes
-	return run, hist, childCPU, false
 }
 
 // summarizeTree fills the many-files figures from the runs that succeeded.
