@@ -114,8 +114,17 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 			break
 		}
 	}
-	if cfg.Progress != nil {
-		cfg.Progress(total, total, "done")
+	return finish(rep, cfg.Progress, total, ctxErr, m.refErr, m.firstFail)
+}
+
+// finish ends a measurement, of a file or of a tree: the progress callback
+// is told it is done, the report gets its closing notes, and the error
+// says what went wrong, in order of weight: interrupted, no reference, a
+// checksum mismatch, a failed run. The report is returned whole in every
+// case.
+func finish(rep *Report, progress func(done, total int, what string), total int, ctxErr, refErr error, firstFail string) (*Report, error) {
+	if progress != nil {
+		progress(total, total, "done")
 	}
 	if n := unjudged(rep.Results); n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
@@ -124,16 +133,16 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
 		return rep, ctxErr
 	}
-	if m.refErr != nil {
-		return rep, m.refErr
+	if refErr != nil {
+		return rep, refErr
 	}
 	for _, r := range rep.Results {
 		if r.ChecksumOK != nil && !*r.ChecksumOK {
 			return rep, ErrChecksum
 		}
 	}
-	if m.firstFail != "" {
-		return rep, fmt.Errorf("%w: %s", ErrFailed, m.firstFail)
+	if firstFail != "" {
+		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
 	}
 	return rep, nil
 }

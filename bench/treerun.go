@@ -205,25 +205,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 			break
 		}
 	}
-	if cfg.Progress != nil {
-		cfg.Progress(total, total, "done")
-	}
-	if n := unjudged(rep.Results); n > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
-	}
-	if ctxErr != nil {
-		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
-		return rep, ctxErr
-	}
-	for _, r := range rep.Results {
-		if r.ChecksumOK != nil && !*r.ChecksumOK {
-			return rep, ErrChecksum
-		}
-	}
-	if firstFail != "" {
-		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
-	}
-	return rep, nil
+	return finish(rep, cfg.Progress, total, ctxErr, nil, firstFail)
 }
 
 // CheckTreeDir says why dir cannot be measured as a tree: it is missing,
