@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,10 @@ func (s *genSizeValue) Set(str string) error {
 	}
 	d, err := gen.ParseDist(str)
 	if err != nil {
-		return err
+		if strings.ContainsAny(str, "-:") {
+			return err // it was meant as a distribution: say what is wrong with it
+		}
+		return fmt.Errorf("%q: want a size like 4KiB or, with --tree, a distribution like 1KiB-64KiB or lognormal:11KiB", str)
 	}
 	*s = genSizeValue{set: true, n: -1, dist: d}
 	return nil
