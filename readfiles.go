@@ -45,9 +45,10 @@ func defaultPlan() (engine string, workers int) {
 // ReadFiles reads every file in paths, each whole, and calls fn once for
 // each with its bytes or its own error. A path that is a directory is
 // walked: files in lexical order, subdirectories recursively. Symlinks to
-// files are followed; symlinks to directories found by the walk are
-// reported as errors, not walked; FIFOs, sockets and devices found by the
-// walk are reported with batch.ErrNotRegular, not opened.
+// files are followed, and so is a symlink to a directory given in paths;
+// symlinks to directories found by the walk are reported as errors, not
+// walked; FIFOs, sockets and devices found by the walk are reported with
+// batch.ErrNotRegular, not opened.
 //
 // data is valid only during the call: the buffer is reused afterwards, so
 // copy what you keep. fn may be called from several goroutines at once.

@@ -22,7 +22,8 @@ import (
 )
 
 // File is one file handed to a Func: its path as the walk produced it, its
-// exact bytes, or its own error.
+// exact bytes, or its own error. The *File and its Data are valid only
+// during the call: engines reuse both. Copy what you keep.
 type File struct {
 	Path string
 	// Data is the file's whole content. It is valid only during the call:
@@ -45,8 +46,9 @@ type Func func(f *File) error
 type Job struct {
 	// Paths are files and directories; a directory is walked (files in
 	// lexical order, subdirectories recursively). Symlinks to files are
-	// followed; symlinks to directories are not walked (that would loop)
-	// and are delivered as errors.
+	// followed; symlinks to directories found by the walk are not walked
+	// (that could loop) and are delivered as errors; one given in Paths is
+	// walked.
 	Paths []string
 	// Workers is the number of goroutines (raw, pool, io_uring: one ring
 	// and locked thread each). 0 means the engine's default.

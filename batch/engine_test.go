@@ -552,3 +552,30 @@ func TestRawExact(t *testing.T) {
 		}
 	})
 }
+
+// A path holding a NUL byte is EINVAL in every engine: it must not open
+// the file named by the part before the NUL.
+func TestNULPath(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if err := os.WriteFile(a, []byte("the wrong file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nul := a + "\x00b"
+	for _, e := range testEngines(t) {
+		t.Run(e.Name(), func(t *testing.T) {
+			r := newResult()
+			_, err := Read(context.Background(), e, Job{Paths: []string{nul}}, r.fn)
+			skipUnsupported(t, e, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, ok := r.data[nul]; ok {
+				t.Fatalf("read %q through a path with a NUL", d)
+			}
+			if err := r.errs[nul]; !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("error %v, want EINVAL", err)
+			}
+		})
+	}
+}

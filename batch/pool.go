@@ -88,6 +88,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 		r := newReader()
 		var ws Stats
 		var lb latencyBatch
+		var f File // handed to fn, which may not keep it
 		defer func() {
 			ws.Syscalls = r.syscalls()
 			if lat != nil {
@@ -111,7 +112,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 					return
 				default:
 				}
-				f := &File{Path: it.path, Err: it.err}
+				f = File{Path: it.path, Err: it.err}
 				if it.err == nil {
 					var t0 int64
 					if lat != nil {
@@ -135,7 +136,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 				}
 				ws.Files++
 				ws.Bytes += int64(len(f.Data))
-				if err := fn(f); err != nil {
+				if err := fn(&f); err != nil {
 					fail(err)
 					return
 				}

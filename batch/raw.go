@@ -87,6 +87,7 @@ const rawKeepBig = 8 << 20
 type rawReader struct {
 	buf []byte // the first read's buffer, Job.BufferSize bytes
 	big []byte // the last follow-up buffer, reused when large enough
+	pz  []byte // the path being opened, NUL-terminated for openat
 	n   int64  // system calls made
 }
 
@@ -94,9 +95,13 @@ func (r *rawReader) syscalls() int64 { return r.n }
 
 func (r *rawReader) read(path string) ([]byte, error) {
 	r.n++
-	fd, err := sys.Open(path, sys.O_RDONLY|sys.O_NONBLOCK) // openat(AT_FDCWD, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC)
+	var err error
+	fd := -1
+	if r.pz, err = sys.AppendPathZ(r.pz[:0], path); err == nil {
+		fd, err = sys.OpenZ(sys.AT_FDCWD, r.pz, sys.O_RDONLY|sys.O_NONBLOCK) // openat(AT_FDCWD, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC)
+	}
 	if err != nil {
-		return nil, err // *fs.PathError{Op: "open", Path: path, Err: errno}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	data, err := r.readFD(fd)
 	r.n++

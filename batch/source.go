@@ -3,9 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -64,6 +61,7 @@ func newFeed(ctx context.Context, job *Job) *feed {
 				return false
 			}
 		}
+		var w walker
 		for _, p := range job.Paths {
 			if !job.walk {
 				if !emit(item{path: p}) {
@@ -71,41 +69,7 @@ func newFeed(ctx context.Context, job *Job) *feed {
 				}
 				continue
 			}
-			stopped := false
-			filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-				switch {
-				case err != nil:
-					// The root or a directory could not be read: the
-					// error is that path's, and the walk goes on.
-					if !emit(item{path: path, err: err}) {
-						stopped = true
-						return filepath.SkipAll
-					}
-					if d != nil && d.IsDir() {
-						return filepath.SkipDir
-					}
-					return nil
-				case d.IsDir():
-					return nil
-				}
-				if err := walkedNotRegular(path, d); err != nil {
-					// A FIFO would block os.ReadFile's open until a
-					// writer came; a device may never end. The walk
-					// knows the type for free (getdents), so such
-					// entries are delivered as errors, not read.
-					if !emit(item{path: path, err: err}) {
-						stopped = true
-						return filepath.SkipAll
-					}
-					return nil
-				}
-				if !emit(item{path: path}) {
-					stopped = true
-					return filepath.SkipAll
-				}
-				return nil
-			})
-			if stopped {
+			if !w.walk(p, emit) {
 				return
 			}
 		}
@@ -124,27 +88,6 @@ func newFeed(ctx context.Context, job *Job) *feed {
 // by one: such files are not read, because opening or reading them can
 // block forever.
 var ErrNotRegular = errors.New("not a regular file")
-
-// walkedNotRegular returns the error a walked entry is delivered with
-// instead of being read, or nil. A symlink costs one stat (symlinks are
-// followed; one to a FIFO would block as the FIFO would); a symlink to a
-// directory, a dangling one and a loop are left to the engine, which
-// reports them (EISDIR, ENOENT, ELOOP) like any other path.
-func walkedNotRegular(path string, d fs.DirEntry) error {
-	const special = fs.ModeNamedPipe | fs.ModeSocket | fs.ModeDevice | fs.ModeCharDevice | fs.ModeIrregular
-	t := d.Type()
-	if t&fs.ModeSymlink != 0 {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return nil
-		}
-		t = fi.Mode().Type()
-	}
-	if t&special != 0 {
-		return &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
-	}
-	return nil
-}
 
 // next returns the next chunk; ok is false when there are no more.
 func (f *feed) next() (chunk []item, ok bool) {

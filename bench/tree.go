@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -136,14 +137,28 @@ func treeFiles(dir string) ([]string, int64, error) {
 // files are delivered in: the sum of each file's xxh3 seeded with the
 // hash of its path relative to the tree.
 type treeSum struct {
-	root string
-	sum  atomic.Uint64
+	root   string
+	prefix string // the cleaned root and a separator
+	sum    atomic.Uint64
+}
+
+func newTreeSum(root string) *treeSum {
+	t := &treeSum{root: root}
+	if root != "" {
+		t.prefix = filepath.Clean(root) + string(filepath.Separator)
+	}
+	return t
 }
 
 func (t *treeSum) add(path string, data []byte) {
 	rel := path
 	if t.root != "" {
-		if r, err := filepath.Rel(t.root, path); err == nil {
+		// The walk joins clean names to the cleaned root, so the prefix
+		// is the common case; filepath.Rel (about 120 ns a file) is kept
+		// for the rest.
+		if strings.HasPrefix(path, t.prefix) {
+			rel = path[len(t.prefix):]
+		} else if r, err := filepath.Rel(t.root, path); err == nil {
 			rel = filepath.ToSlash(r)
 		}
 	}
@@ -240,7 +255,7 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 		return fail(err)
 	}
 	metrics.InitClock()
-	sum := &treeSum{root: req.Root}
+	sum := newTreeSum(req.Root)
 	var firstErr atomic.Value
 	fn := func(f *batch.File) error {
 		if f.Err != nil {
@@ -274,7 +289,7 @@ func treeReference(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := &treeSum{root: dir}
+	sum := newTreeSum(dir)
 	_, err = batch.Read(ctx, e, batch.Job{Paths: []string{dir}}, func(f *batch.File) error {
 		if f.Err == nil {
 			sum.add(f.Path, f.Data)

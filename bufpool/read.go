@@ -217,12 +217,18 @@ func (p *Pool) finish(b *Buf, n int) *Buf {
 // with blocking reads on the calling goroutine's thread, as *os.File does
 // for regular files; reading a pipe or device that never ends never returns.
 //
-// ReadFile makes one allocation, inside internal/sys, which copies path to
-// a NUL-terminated string for open.
+// In steady state ReadFile allocates nothing: the NUL-terminated copy of
+// path that open needs is made in a pooled buffer too.
 func (p *Pool) ReadFile(path string) (*Buf, error) {
-	fd, err := sys.Open(path, sys.O_RDONLY)
+	pz := p.get(len(path) + 1)
+	z, err := sys.AppendPathZ(pz.data[:0], path)
+	fd := -1
+	if err == nil {
+		fd, err = sys.OpenZ(sys.AT_FDCWD, z, sys.O_RDONLY)
+	}
+	pz.Release()
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	b, err := p.readFD(fd, path)
 	sys.Close(fd)

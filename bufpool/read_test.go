@@ -395,9 +395,8 @@ func TestReadFileSizeChanges(t *testing.T) {
 	checkNoLeak(t, &p)
 }
 
-// ReadFile allocates once: the NUL-terminated copy of the path inside
-// internal/sys's Open. (0 with an open that takes a caller's buffer.)
-const readFileAllocs = 1
+// ReadFile allocates nothing: even the NUL-terminated path is pooled.
+const readFileAllocs = 0
 
 func TestReadFileAllocs(t *testing.T) {
 	skipAllocs(t)
@@ -416,5 +415,18 @@ func TestReadFileAllocs(t *testing.T) {
 		if a := testing.AllocsPerRun(50, f); a > readFileAllocs {
 			t.Errorf("ReadFile of %d bytes: %v allocs, want %d", n, a, readFileAllocs)
 		}
+	}
+}
+
+func TestReadFileNUL(t *testing.T) {
+	path := writeFile(t, t.TempDir(), []byte("the wrong file"))
+	b, err := ReadFile(path + "\x00x")
+	if err == nil {
+		b.Release()
+		t.Fatal("read a file through a path with a NUL")
+	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "open" || !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("error %v, want open: EINVAL", err)
 	}
 }

@@ -39,9 +39,14 @@ const (
 	RUSAGE_SELF   = unix.RUSAGE_SELF
 	RUSAGE_THREAD = unix.RUSAGE_THREAD
 
-	S_IFMT  = unix.S_IFMT
-	S_IFREG = unix.S_IFREG
-	S_IFDIR = unix.S_IFDIR
+	S_IFMT   = unix.S_IFMT
+	S_IFREG  = unix.S_IFREG
+	S_IFDIR  = unix.S_IFDIR
+	S_IFLNK  = unix.S_IFLNK
+	S_IFIFO  = unix.S_IFIFO
+	S_IFSOCK = unix.S_IFSOCK
+	S_IFCHR  = unix.S_IFCHR
+	S_IFBLK  = unix.S_IFBLK
 )
 
 // Errnos used by callers to tell failures apart.
