@@ -41,6 +41,8 @@ type pathReader interface {
 	// syscalls is how many system calls this reader has made so far at
 	// its own call sites (0 for readers that do not count).
 	syscalls() int64
+	// release gives back the reader's buffers when its worker ends.
+	release()
 }
 
 // runReaders is the loop the readfile, pool and raw engines share: it
@@ -91,6 +93,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 		var f File // handed to fn, which may not keep it
 		defer func() {
 			ws.Syscalls = r.syscalls()
+			r.release()
 			if lat != nil {
 				lat.flush(&lb)
 			}

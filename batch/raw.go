@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -75,7 +76,8 @@ func (rawEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 	}
 	size := job.BufferSize
 	return runReaders(ctx, "raw", &job, workers, func() pathReader {
-		return &rawReader{buf: make([]byte, size)}
+		b := bufpool.Get(size)
+		return &rawReader{bufB: b, buf: b.Bytes()[:size]}
 	}, fn)
 }
 
@@ -85,15 +87,31 @@ const rawKeepBig = 8 << 20
 
 // rawReader is one worker's reader.
 type rawReader struct {
-	buf []byte // the first read's buffer, Job.BufferSize bytes
-	big []byte // the last follow-up buffer, reused when large enough
-	pz  []byte // the path being opened, NUL-terminated for openat
-	n   int64  // system calls made
+	buf  []byte       // the first read's buffer, Job.BufferSize bytes
+	bufB *bufpool.Buf // buf's owner
+	big  []byte       // the last follow-up buffer, reused when large enough
+	bigB *bufpool.Buf // big's owner
+	pz   []byte       // the path being opened, NUL-terminated for openat
+	// dropBig: big is larger than rawKeepBig and goes back to the pool
+	// once fn is done with the file in it.
+	dropBig bool
+	n       int64 // system calls made
 }
 
 func (r *rawReader) syscalls() int64 { return r.n }
 
+func (r *rawReader) release() {
+	r.bufB.Release()
+	r.bigB.Release()
+	r.bufB, r.bigB, r.buf, r.big = nil, nil, nil, nil
+}
+
 func (r *rawReader) read(path string) ([]byte, error) {
+	if r.dropBig {
+		// The last file's follow-up buffer was too large to keep.
+		r.bigB.Release()
+		r.bigB, r.big, r.dropBig = nil, nil, false
+	}
 	r.n++
 	var err error
 	fd := -1
@@ -136,17 +154,15 @@ func (r *rawReader) readFD(fd int) ([]byte, error) {
 		return nil, syscall.EFBIG // not a file to hold in memory
 	}
 	need := max(int(st.Size)+1, 2*len(buf))
-	big := r.big
-	if cap(big) < need {
-		big = make([]byte, need)
+	if cap(r.big) < need {
+		r.setBig(bufpool.Get(need), 0)
 	}
-	big = big[:cap(big)]
+	big := r.big
 	total := copy(big, buf[:n])
 	for {
 		if total == len(big) {
-			grown := make([]byte, 2*len(big))
-			copy(grown, big)
-			big = grown
+			r.setBig(bufpool.Get(2*len(big)), total)
+			big = r.big
 		}
 		m, err := r.readRetry(fd, big[total:])
 		if err != nil {
@@ -157,12 +173,21 @@ func (r *rawReader) readFD(fd int) ([]byte, error) {
 			break
 		}
 	}
-	if cap(big) <= rawKeepBig {
-		r.big = big
-	} else {
-		r.big = nil
+	data := big[:total]
+	if cap(big) > rawKeepBig {
+		// Handed to fn, then given back at the next file's read.
+		r.dropBig = true
 	}
-	return big[:total], nil
+	return data, nil
+}
+
+// setBig makes b the follow-up buffer, keeping its first keep bytes from
+// the previous one, which goes back to the pool.
+func (r *rawReader) setBig(b *bufpool.Buf, keep int) {
+	nb := b.Bytes()[:b.Cap()]
+	copy(nb, r.big[:keep])
+	r.bigB.Release()
+	r.bigB, r.big = b, nb
 }
 
 // readRetry is one read, made again blocking if a regular file answered

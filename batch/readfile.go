@@ -39,3 +39,4 @@ type osReader struct{}
 
 func (osReader) read(path string) ([]byte, error) { return os.ReadFile(path) }
 func (osReader) syscalls() int64                  { return 0 }
+func (osReader) release()                         {}
