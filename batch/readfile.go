@@ -2,7 +2,10 @@ package batch
 
 import (
 	"context"
+	"io"
+	"io/fs"
 	"os"
+	"syscall"
 )
 
 // The readfile engine: os.ReadFile on each path in turn, in the caller's
@@ -14,11 +17,20 @@ import (
 // and epoll_ctl, which fails with EPERM for a regular file, so the poller
 // gives up on it; fcntl F_GETFL and F_SETFL to clear O_NONBLOCK again;
 // fstat for the size; read of size+1 bytes; read returning 0 (EOF); close.
-// Those calls are the os package's, not this engine's call sites, so
-// Stats.Syscalls stays 0 for readfile and pool (a note says so).
+// This engine opens with O_NONBLOCK itself (below), which saves the four
+// fcntl calls: 6 system calls, so the baseline is a little faster than
+// os.ReadFile, never slower. Those calls are the os package's, not this
+// engine's call sites, so Stats.Syscalls stays 0 for readfile and pool (a
+// note says so).
 //
-// A FIFO given as a path blocks os.ReadFile until a writer opens it, as it
-// would any Go program; the walk never hands one over (ErrNotRegular).
+// One change from os.ReadFile, so that nothing blocks: the file is opened
+// with O_NONBLOCK and the fstat os.ReadFile makes anyway decides — a FIFO,
+// socket or device named directly in Job.Paths is an ErrNotRegular error
+// (opening a FIFO without O_NONBLOCK waits for a writer; /dev/zero never
+// ends), a directory an EISDIR read error, as os.ReadFile's. For a regular
+// file the steps are os.ReadFile's: open, fstat for the size, reads into a
+// buffer of size+1 (at least 512) bytes until EOF, close. The walk never
+// hands over non-regular files at all.
 func init() { Register(readfileEngine{}) }
 
 type readfileEngine struct{}
@@ -31,12 +43,48 @@ func (readfileEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error)
 	return st, err
 }
 
-const osReadFileNote = "syscalls not counted: os.ReadFile makes its own (10 for a small file on Go 1.26: openat, 4 fcntl, epoll_ctl, fstat, 2 read, close)"
+const osReadFileNote = "syscalls not counted: they are the os package's (6 for a small file on Go 1.26: openat, epoll_ctl, fstat, 2 read, close; os.ReadFile itself adds 4 fcntl)"
 
-// osReader reads with os.ReadFile: a fresh slice per file, errors already
-// *fs.PathError naming the path.
+// osReader reads as os.ReadFile does (see above): a fresh slice per file,
+// errors *fs.PathError naming the path.
 type osReader struct{}
 
-func (osReader) read(path string) ([]byte, error) { return os.ReadFile(path) }
+func (osReader) read(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case fi.IsDir():
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
+	}
+	// os.ReadFile's loop.
+	size := 512
+	if s := fi.Size() + 1; s > int64(size) && s < 1<<40 {
+		size = int(s)
+	}
+	data := make([]byte, 0, size)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return data, err
+		}
+		if len(data) >= cap(data) {
+			d := append(data[:cap(data)], 0)
+			data = d[:len(data)]
+		}
+	}
+}
 func (osReader) syscalls() int64                  { return 0 }
 func (osReader) release()                         {}

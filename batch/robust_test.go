@@ -420,8 +420,28 @@ func TestFIFO(t *testing.T) {
 		})
 	}
 
-	// Given as a path, a FIFO is opened: os.ReadFile blocks as it would in
-	// any program, the raw engine does not (O_NONBLOCK).
+	// Given as a path, a FIFO or device is opened without blocking
+	// (O_NONBLOCK) by every engine: readfile and pool check the type with
+	// their fstat and report ErrNotRegular.
+	for _, name := range []string{"readfile", "pool"} {
+		e, _ := Lookup(name)
+		t.Run(name+"/explicit", func(t *testing.T) {
+			noLeaks(t)
+			for _, p := range []string{fifo, "/dev/zero"} {
+				r := newResult()
+				within(t, 10*time.Second, unblockFIFO(fifo), func() {
+					if _, err := Read(context.Background(), e, Job{Paths: []string{p}}, r.fn); err != nil {
+						t.Error(err)
+					}
+				})
+				if err := r.errs[p]; !errors.Is(err, ErrNotRegular) || !isPathErr(err, p) {
+					t.Errorf("%s: got %v, want ErrNotRegular", p, err)
+				}
+			}
+		})
+	}
+
+	// The raw engine opens it (O_NONBLOCK) and reads what is there.
 	e, _ := Lookup("raw")
 	read := func(t *testing.T, p string) *File {
 		var got *File
