@@ -86,5 +86,5 @@ func (osReader) read(path string) ([]byte, error) {
 		}
 	}
 }
-func (osReader) syscalls() int64                  { return 0 }
-func (osReader) release()                         {}
+func (osReader) syscalls() int64 { return 0 }
+func (osReader) release()        {}
