@@ -1,0 +1,205 @@
+package auto
+
+import "fmt"
+
+// Every rule Auto applies is in the table below, tried in order; the
+// first whose condition holds and whose engine can run here decides. Each
+// cites the measurement behind it: docs/auto.md has the commands and the
+// full figures (2-vCPU VM, Linux 6.18, ext4 on virtio, 2026-11-22; ratios
+// are medians of interleaved runs). A rule that needs io_uring is always
+// followed by one with the same condition that does not, so a process
+// without io_uring falls through to it, and its Reason names why.
+
+// Thresholds and worker counts the rules use.
+const (
+	// smallFile: below it one pread beats parallel workers and mmap (the
+	// mapping's setup and faults cost more than the copy they save):
+	// BenchmarkSizes, warm, pread ×1 against mmap ×1 was 12.5 against 3.5
+	// GiB/s at 64 KiB, 21.1 against 17.3 at 512 KiB, and 12.2 against
+	// 16.3 at 1 MiB; from 2 MiB mmap wins by 1.4–1.6×.
+	smallFile = 1 << 20
+	// cachedAt: data counts as cached from this resident fraction up. It
+	// is where the warm choice's loss on the uncached part equals its gain
+	// on the cached part: 0.95 for big files (mmap ×2: 19.7 GiB/s warm,
+	// 0.92 cold; pread ×2: 13.9 warm, 1.41 cold) and 0.91–0.97 for many
+	// small files (raw ×2: 474k files/s warm, 21k cold; io_uring ×2:
+	// 171k–312k warm, 85k–106k cold).
+	cachedAt = 0.95
+	// maxCPUWorkers caps workers that copy from the page cache (one per
+	// core helps until memory bandwidth is full; 2 cores here: not
+	// measured above 2, where 2 workers gave 1.8× one).
+	maxCPUWorkers = 8
+	// ioWorkers are goroutines that mostly wait for the device: their
+	// number is set by the device's queue, not by the cores. raw ×8 read
+	// cold files at 25k files/s, ×32 at 26k, ×2 at 19k; pread ×2 with
+	// O_DIRECT 0.98 GiB/s against ×8 0.84–0.89.
+	ioWorkers = 8
+	// maxRings caps io_uring rings for cold many files (each is a thread
+	// and 64 registered 64 KiB buffers): ×2 read 85k–106k files/s, ×4 90k,
+	// ×1 66k–72k.
+	maxRings = 4
+	// uringQD is io_uring's reads in flight per ring for one file.
+	uringQD = 32
+	// manyDepth is batch io_uring's files in flight per ring
+	// (batch.DefaultDepth).
+	manyDepth = 64
+	// poolWorkers is the pool engine's goroutines (batch.DefaultPoolWorkers),
+	// used when IOPATH_ENGINE=pool.
+	poolWorkers = 128
+	// directBlock is the block size of pread with O_DIRECT: larger reads
+	// keep the device busier between calls (pread ×2 1 MiB: 0.98 GiB/s;
+	// 128 KiB ×8: 0.84).
+	directBlock = 1 << 20
+)
+
+// rule is one row of the table.
+type rule struct {
+	id      string
+	kinds   []Kind
+	when    func(w Workload) bool
+	engine  string
+	workers func(env Env) int
+	qd, bs  int
+	// why is the Reason: what the rule does and the measurement behind it.
+	why string
+}
+
+var (
+	oneFile  = []Kind{WholeFile, Blocks}
+	manyKind = []Kind{ManyFiles}
+	posKind  = []Kind{Positioned}
+)
+
+func always(Workload) bool { return true }
+
+// cold: measured, and below cachedAt. Unknown residency (-1) counts as
+// cached: Decide could not look (the file is missing or unreadable, and
+// the engine will say so), or the caller did not measure.
+func cold(w Workload) bool { return w.Resident >= 0 && w.Resident < cachedAt }
+
+func direct(w Workload) bool { return w.Direct }
+
+func small(w Workload) bool { return w.Size < smallFile }
+
+func one(Env) int { return 1 }
+
+func fixedWorkers(n int) func(Env) int { return func(Env) int { return n } }
+
+func cpuWorkers(env Env) int { return min(env.GOMAXPROCS, maxCPUWorkers) }
+
+func upTo(n int) func(Env) int { return func(env Env) int { return min(env.GOMAXPROCS, n) } }
+
+// rules is every rule, in the order they are tried.
+var rules = []rule{
+	// Many files, each whole (ReadFiles).
+	{id: "many-uncached", kinds: manyKind, when: cold, engine: "io_uring", workers: upTo(maxRings), qd: manyDepth,
+		why: "files not in the page cache: io_uring chains keep 64 files in flight per ring " +
+			"(100k × 4 KiB cold: io_uring ×2 106k files/s, 5.0× pool ×128, 5.0× raw ×2; 256 × 4 MiB: 1.17× raw ×2)"},
+	{id: "many-uncached-no-uring", kinds: manyKind, when: cold, engine: "raw", workers: fixedWorkers(ioWorkers),
+		why: "files not in the page cache without io_uring: 8 raw workers wait on the device in parallel " +
+			"(10k × 4 KiB cold: raw ×8 25k files/s, 1.3× pool ×128 and raw ×2)"},
+	{id: "many-cached", kinds: manyKind, when: always, engine: "raw", workers: cpuWorkers,
+		why: "cached files: raw openat/read/close, 3 syscalls a file, one worker per core " +
+			"(100k × 4 KiB warm: raw ×2 481k files/s, 1.5× io_uring ×2, 3.5× readfile; 256 × 4 MiB: 2.0× io_uring ×2)"},
+
+	// One file, all of it (ReadFile) or every block once (Scan).
+	{id: "direct", kinds: oneFile, when: direct, engine: "io_uring", workers: one, qd: uringQD,
+		why: "O_DIRECT: io_uring keeps 32 device reads in flight " +
+			"(1 GiB seq: 1.09 GiB/s, 1.7× pread, 1.1× the best pread ×2 of 1 MiB, at 0.6× its CPU)"},
+	{id: "direct-no-uring", kinds: oneFile, when: direct, engine: "pread", workers: fixedWorkers(2), bs: directBlock,
+		why: "O_DIRECT without io_uring: 2 pread workers of 1 MiB blocks keep the device busy " +
+			"(0.98 GiB/s, 1.5× one worker of 128 KiB)"},
+	{id: "small-file", kinds: oneFile, when: small, engine: "pread", workers: one,
+		why: "a file under 1 MiB: one worker of pread; more workers or a mapping cost more than they save " +
+			"(warm 64 KiB: 1.7× pread ×2, 3.6× mmap)"},
+	{id: "big-uncached", kinds: oneFile, when: cold, engine: "pread", workers: upTo(2),
+		why: "a big file not in the page cache: pread with the kernel's readahead, 2 workers " +
+			"(1 GiB cold, 8 interleaved sets: 1.24–1.66 GiB/s, the best or 0.84–0.93× the best in all but one noisy set; " +
+			"buffered io_uring, the best in 3 sets, fell to 0.36–0.94 in others)"},
+	{id: "big-cached", kinds: oneFile, when: always, engine: "mmap", workers: cpuWorkers,
+		why: "a big cached file: mmap, one worker per core, reads the page cache without copying it " +
+			"(1 GiB warm, every byte read: mmap ×2 19.7 GiB/s, 1.4× pread ×2, 2.0× io_uring ×2; " +
+			"copied into one buffer: 1.15–1.6× pread straight into it)"},
+
+	// Positioned reads (File.ReadAt, ReadBatch), typically random 4 KiB.
+	{id: "positioned-direct", kinds: posKind, when: direct, engine: "io_uring", workers: cpuWorkers, qd: uringQD,
+		why: "O_DIRECT positioned reads: io_uring keeps 32 in flight per ring " +
+			"(256 MiB random 4 KiB O_DIRECT: io_uring ×2 0.36 GiB/s, 3× pread ×8, 9× pread ×1)"},
+	{id: "positioned-direct-no-uring", kinds: posKind, when: direct, engine: "pread", workers: fixedWorkers(ioWorkers),
+		why: "O_DIRECT positioned reads without io_uring: 8 pread workers wait on the device in parallel " +
+			"(256 MiB random 4 KiB O_DIRECT: pread ×8 0.12 GiB/s, 1.5× ×2, 3× ×1)"},
+	{id: "positioned", kinds: posKind, when: always, engine: "io_uring", workers: cpuWorkers, qd: uringQD,
+		why: "positioned reads: io_uring keeps 32 in flight per ring, one system call per round " +
+			"(256 MiB random 4 KiB cold: 0.44 GiB/s, 1.9× pread ×8, 6× mmap; warm: 5.86 GiB/s, 1.1× mmap ×2, 1.2× pread ×2 " +
+			"in one session, while in others mmap led by 1.4–2.3× once the page cache held large folios: " +
+			"mmap is not chosen, as iopath.File does not map and mmap is 5–10× slower on uncached pages)"},
+	{id: "positioned-uncached-no-uring", kinds: posKind, when: cold, engine: "pread", workers: fixedWorkers(ioWorkers),
+		why: "uncached positioned reads without io_uring: 8 pread workers wait on the device in parallel " +
+			"(256 MiB random 4 KiB cold: pread ×8 0.23 GiB/s, 1.5× ×2, 2.6× mmap)"},
+	{id: "positioned-cached-no-uring", kinds: posKind, when: always, engine: "pread", workers: cpuWorkers,
+		why: "cached positioned reads without io_uring: pread, one worker per core " +
+			"(256 MiB random 4 KiB warm: pread ×2 4.96 GiB/s, 0.97× mmap ×2, which mapped the file once per worker)"},
+}
+
+// RuleIDs lists the ids of the rules in the order they are tried.
+func RuleIDs() []string {
+	ids := make([]string, len(rules))
+	for i, r := range rules {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+func (r *rule) applies(w Workload) bool {
+	for _, k := range r.kinds {
+		if k == w.Kind {
+			return r.when(w)
+		}
+	}
+	return false
+}
+
+// applyRules returns the choice of the first rule that applies to w and
+// whose engine can run in env, with the rules skipped on the way in its
+// Reason.
+func applyRules(w Workload, env Env) Choice {
+	var skipped string
+	for i := range rules {
+		r := &rules[i]
+		if !r.applies(w) {
+			continue
+		}
+		if why := unavailable(w, env, r.engine); why != "" {
+			skipped += fmt.Sprintf("rule %s would use %s but %s; ", r.id, r.engine, why)
+			continue
+		}
+		return Choice{
+			Engine: r.engine, Workers: max(1, r.workers(env)), QueueDepth: r.qd, BlockSize: r.bs,
+			Rule: r.id, Reason: skipped + r.why,
+		}
+	}
+	// Each Kind's last rule applies always and needs nothing: reached only
+	// for a Kind out of range.
+	return Choice{Engine: "pread", Workers: 1, Rule: "unknown-kind", Reason: fmt.Sprintf("%v is not a known access kind: one pread worker", w.Kind)}
+}
+
+// defaultsFor returns workers, queue depth and block size for an engine
+// the user forced that differs from the rules' choice c: what the rules
+// give that engine elsewhere.
+func defaultsFor(w Workload, env Env, name string, c Choice) (workers, qd, bs int) {
+	if w.Kind == ManyFiles {
+		switch name {
+		case "readfile":
+			return 1, 0, 0
+		case "pool":
+			return poolWorkers, 0, 0
+		case "io_uring":
+			return min(env.GOMAXPROCS, maxRings), manyDepth, 0
+		}
+		return cpuWorkers(env), 0, 0
+	}
+	if name == "io_uring" {
+		qd = uringQD
+	}
+	return max(1, c.Workers), qd, c.BlockSize
+}
