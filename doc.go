@@ -1,7 +1,102 @@
-// Package iopath reads files through Linux's I/O paths, and measures them.
+// Package iopath reads files through the fastest of Linux's I/O paths —
+// read, pread, preadv, mmap, io_uring — chosen for each read from the
+// file's size, whether it is in the page cache, the access pattern and
+// what the kernel supports, behind four small entry points.
 //
-// This root package is the library's front door: ReadFiles reads many
-// small files, each whole, by the fastest path measured here. The engines
-// behind it, and the benchmark tool, live in subpackages (batch, engine)
-// and cmd/iopath.
+// The engines behind them live in subpackages (engine for one file, batch
+// for many) and are measured side by side by the iopath command
+// (cmd/iopath). docs/api.md in the repository is the longer guide.
+//
+// # Entry points
+//
+// ReadFile reads one whole file into a new slice (ReadFileBuf into a
+// pooled buffer):
+//
+//	data, err := iopath.ReadFile("index.bin")
+//
+// Scan hands every block of a file to a callback, read by several workers
+// at once:
+//
+//	err := iopath.Scan(ctx, "big.log", nil, func(off int64, b []byte) error {
+//		count.Add(int64(bytes.Count(b, []byte{'\n'}))) // concurrent calls
+//		return nil
+//	})
+//
+// Open returns a *File for positioned reads: io.ReaderAt, and ReadBatch
+// for many requests in one call (io_uring, or coalesced parallel preads):
+//
+//	f, err := iopath.Open("table.db")
+//	defer f.Close()
+//	reqs := []iopath.Request{{Off: 0, Buf: hdr}, {Off: 1 << 20, Buf: page}}
+//	err = f.ReadBatch(reqs)
+//
+// ReadFiles reads many small files (walking directories), each whole:
+//
+//	err := iopath.ReadFiles(ctx, []string{"src/"}, func(path string, data []byte, err error) error {
+//		return err // or use data, valid during this call only
+//	})
+//
+// # Concurrency
+//
+// Scan's fn is called from several goroutines at once, one per worker,
+// with blocks out of order; WithOrdered makes it one call at a time, in
+// offset order. A panic in Scan's fn reaches Scan's caller, on the
+// caller's goroutine, once Scan has stopped and released everything.
+// ReadFiles' fn is called from several goroutines at once.
+// A *File is safe for concurrent use by any number of goroutines, and
+// its Close waits for the reads in progress. ReadFile, ReadFileBuf, Open
+// and the Options are safe to use from any goroutine.
+//
+// # Buffer lifetimes
+//
+// The b passed to Scan's fn and the data passed to ReadFiles' fn are
+// valid only during the call: the memory is reused (or unmapped) when it
+// returns, so copy what you keep. ReadFile's slice belongs to the caller.
+// ReadFileBuf's *bufpool.Buf must be Released exactly once, after which
+// its bytes must not be used. ReadBatch and ReadAt write only into the
+// caller's buffers and keep no reference to them after they return, with
+// one exception: after an error saying an io_uring ring failed, the
+// kernel may still write the buffers of the requests it had in flight,
+// which are then kept pinned for good and must not be reused.
+//
+// # Errors
+//
+// Every error about a file is an *fs.PathError naming it, so that
+// errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.EISDIR work;
+// ReadFile, Scan and Open refuse a FIFO, socket or device with
+// ErrNotRegular (nothing here ever blocks on a FIFO; see ErrNotRegular for
+// ReadFiles), and a file that shrinks under Scan gives ErrChanged. A path
+// that cannot run here (io_uring disabled, O_DIRECT with mmap or on a
+// filesystem that refuses it) gives an error wrapping ErrNotSupported
+// with the reason, when it was asked for with WithEngine; Auto never asks
+// for one.
+// Misuse has its own errors: ErrNilFunc (nil callback), ErrNegativeOffset,
+// ErrOverlap (ReadBatch buffers sharing memory), ErrUnaligned (O_DIRECT),
+// fs.ErrClosed (a closed File, as os reports it), ctx.Err() for a context
+// cancelled before the call (the callback is then never called), and an
+// error naming the option for a value out of range or an engine name
+// unknown to that call. Nothing here panics on bad input.
+//
+// # Auto, and how to override it
+//
+// By default each call asks Auto (internal/auto) which path to take: a
+// table of rules, each backed by a measurement, over the kind of access,
+// the file's size, its residency in the page cache (mincore on a bounded
+// sample), O_DIRECT, GOMAXPROCS and the kernel's io_uring support. A
+// ReadFile of a file under 1 MiB skips the question (the answer is one
+// read). WithEngine overrides the choice for one call. The environment
+// variable IOPATH_ENGINE=name overrides Auto's engine for every call
+// where the name is valid and can run (it is ignored otherwise, and Auto's
+// reason says so); IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable,
+// as on a kernel or container without it, so that Auto falls back and an
+// explicit WithEngine("io_uring") fails with ErrNotSupported.
+//
+// # Kernel
+//
+// Linux only. The io_uring paths need IORING_OP_READ (Linux 5.6) for one
+// file and 5.18 or later for ReadFiles' batched open/statx/read/close
+// chains (direct descriptors, sparse file tables); on older kernels, or
+// where io_uring is disabled (the kernel.io_uring_disabled sysctl, a
+// container's seccomp profile), Auto falls back to the synchronous paths,
+// which run on any Linux that Go supports.
 package iopath

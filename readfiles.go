@@ -2,45 +2,14 @@ package iopath
 
 import (
 	"context"
-	"runtime"
+	"errors"
+	"io/fs"
+	"sync/atomic"
 
 	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/auto"
 )
-
-// Option changes how ReadFiles reads.
-type Option func(*readOptions)
-
-type readOptions struct {
-	engine     string
-	workers    int
-	workersSet bool
-}
-
-// WithEngine makes ReadFiles use the named batch engine (see batch.Names:
-// "readfile", "pool", "raw", "io_uring", ...) instead of its own choice,
-// with that engine's default workers unless WithWorkers says otherwise.
-func WithEngine(name string) Option {
-	return func(o *readOptions) { o.engine = name }
-}
-
-// WithWorkers sets how many files are read at once (goroutines, or rings
-// for io_uring); 0 means the engine's default. At most batch.MaxWorkers.
-func WithWorkers(n int) Option {
-	return func(o *readOptions) { o.workers, o.workersSet = n, true }
-}
-
-// defaultPlan is ReadFiles' choice of engine and workers when no option
-// says otherwise. For now: the raw engine (openat, one read into a reused
-// buffer, close — 3 system calls for a file smaller than 64 KiB, against
-// os.ReadFile's 10), with 2 workers when the program may run 2 threads at
-// once, else 1. To be revisited with measurements (io_uring, more workers
-// for cold files).
-func defaultPlan() (engine string, workers int) {
-	if runtime.GOMAXPROCS(0) >= 2 {
-		return "raw", 2
-	}
-	return "raw", 1
-}
 
 // ReadFiles reads every file in paths, each whole, and calls fn once for
 // each with its bytes or its own error. A path that is a directory is
@@ -48,38 +17,85 @@ func defaultPlan() (engine string, workers int) {
 // files are followed, and so is a symlink to a directory given in paths;
 // symlinks to directories found by the walk are reported as errors, not
 // walked; FIFOs, sockets and devices found by the walk are reported with
-// batch.ErrNotRegular, not opened.
+// ErrNotRegular, not opened. One named directly in paths is opened
+// without blocking and reported with ErrNotRegular, except by the raw
+// engine, which reads it (see ErrNotRegular).
+//
+// The engine is Auto's choice (kind ManyFiles: the files' median size and
+// how much of them is in the page cache, from a bounded sample) unless
+// WithEngine names a batch engine: readfile, pool, raw or io_uring.
+// WithWorkers is the number of files read at once, WithQueueDepth
+// io_uring's files in flight per ring, WithBlockSize the first read's
+// buffer per file. Under Auto, an engine that cannot start (io_uring
+// refused at setup) is replaced by raw before any file is read.
 //
 // data is valid only during the call: the buffer is reused afterwards, so
 // copy what you keep. fn may be called from several goroutines at once.
 //
 // err, when not nil, is that file's own error, an *fs.PathError naming
 // path (errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.ELOOP,
-// ... work); data is nil then. One unreadable file does not stop the
-// others: ReadFiles goes on unless fn returns an error — return err to
-// stop at the first unreadable file. ReadFiles returns fn's first error,
-// ctx's error if ctx is cancelled (it then stops promptly), or an error
-// that stopped the whole batch (an unknown engine, an engine that cannot
-// run here, a bad option).
+// ErrNotRegular ... work); data is nil then. One unreadable file does not
+// stop the others: ReadFiles goes on unless fn returns an error — return
+// err to stop at the first unreadable file. ReadFiles returns fn's first
+// error, ctx's error if ctx is cancelled (it then stops promptly; a ctx
+// cancelled before the call reads nothing and calls fn never),
+// ErrNilFunc for a nil fn, or an error that stopped the whole batch (a
+// bad option, an engine that cannot run here, wrapping ErrNotSupported).
 func ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte, err error) error, opts ...Option) error {
-	var o readOptions
-	for _, opt := range opts {
-		opt(&o)
+	if fn == nil {
+		return ErrNilFunc
 	}
-	if o.engine == "" {
-		var workers int
-		o.engine, workers = defaultPlan()
-		if !o.workersSet {
-			o.workers = workers
-		}
+	if ctx == nil {
+		return errNilContext
 	}
-	e, err := batch.Lookup(o.engine)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o, err := parseOptions(callReadFiles, opts)
 	if err != nil {
 		return err
 	}
-	job := batch.Job{Paths: paths, Workers: o.workers}
-	_, err = batch.Read(ctx, e, job, func(f *batch.File) error {
-		return fn(f.Path, f.Data, f.Err)
-	})
+	c, err := plan(callReadFiles, &o, auto.Workload{Kind: auto.ManyFiles, Paths: paths, Resident: -1})
+	if err != nil {
+		return err
+	}
+	var called atomic.Bool
+	each := func(f *batch.File) error {
+		called.Store(true)
+		err := f.Err
+		if err != nil && errors.Is(err, batch.ErrNotRegular) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = &fs.PathError{Op: pe.Op, Path: pe.Path, Err: notRegular{}}
+			}
+		}
+		return fn(f.Path, f.Data, err)
+	}
+	err = readBatch(ctx, c, paths, each)
+	if err != nil && c.Rule != ruleWithEngine && c.Engine != "raw" && !called.Load() && errors.Is(err, ErrNotSupported) {
+		c.Engine, c.QueueDepth = "raw", 0
+		err = readBatch(ctx, c, paths, each)
+	}
 	return err
+}
+
+func readBatch(ctx context.Context, c auto.Choice, paths []string, fn batch.Func) error {
+	e, err := batch.Lookup(c.Engine)
+	if err != nil {
+		return err
+	}
+	job := batch.Job{Paths: paths, Workers: c.Workers, Depth: c.QueueDepth, BufferSize: c.BlockSize}
+	_, err = batch.Read(ctx, e, job, fn)
+	return err
+}
+
+// notRegular is batch's "not a regular file" made to match both
+// ErrNotRegular and batch.ErrNotRegular, so that errors.Is answers the
+// same for every entry point of this package.
+type notRegular struct{}
+
+func (notRegular) Error() string { return batch.ErrNotRegular.Error() }
+
+func (notRegular) Is(target error) bool {
+	return target == engine.ErrNotRegular || target == batch.ErrNotRegular
 }

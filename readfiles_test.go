@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -17,10 +16,39 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/auto"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the run if goroutines or descriptors outlive the tests.
+func TestMain(m *testing.M) {
+	// The runtime poller's descriptors (epoll, eventfd) stay open once
+	// made: make them before counting.
+	if f, err := os.Open(os.DevNull); err == nil {
+		f.Close()
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return -1
+		}
+		return len(ents)
+	}
+	before := fds()
+	code := m.Run()
+	if code == 0 {
+		if after := fds(); after != before {
+			fmt.Fprintf(os.Stderr, "descriptors leaked: %d open before the tests, %d after\n", before, after)
+			code = 1
+		}
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines leaked: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // tree writes files (relative path → content) under a new directory.
 func tree(t *testing.T, files map[string]string) string {
@@ -138,17 +166,54 @@ func TestReadFilesBadOptions(t *testing.T) {
 	}
 }
 
-func TestDefaultPlan(t *testing.T) {
-	e, w := defaultPlan()
-	if _, err := batch.Lookup(e); err != nil {
-		t.Fatal(err)
+// ReadFiles asks Auto (kind ManyFiles, the paths as given) unless
+// WithEngine decides, and under Auto replaces an engine that cannot start
+// with raw.
+func TestReadFilesAuto(t *testing.T) {
+	root := tree(t, map[string]string{"a": "alpha", "d/b": "beta"})
+	var got []auto.Workload
+	var choice auto.Choice
+	steer(t, func(w auto.Workload) auto.Choice {
+		got = append(got, w)
+		return choice
+	})
+	count := func(opts ...Option) (int, error) {
+		var n atomic.Int64
+		err := ReadFiles(context.Background(), []string{root}, func(_ string, _ []byte, err error) error {
+			n.Add(1)
+			return err
+		}, opts...)
+		return int(n.Load()), err
 	}
-	want := 1
-	if runtime.GOMAXPROCS(0) >= 2 {
-		want = 2
+
+	choice = auto.Choice{Engine: "readfile", Workers: 1}
+	if n, err := count(); err != nil || n != 2 {
+		t.Fatalf("auto: %d files, %v", n, err)
 	}
-	if e != "raw" || w != want {
-		t.Errorf("default plan %s × %d, want raw × %d", e, w, want)
+	if len(got) != 1 || got[0].Kind != auto.ManyFiles || len(got[0].Paths) != 1 || got[0].Paths[0] != root || got[0].Resident >= 0 {
+		t.Fatalf("decide saw %+v", got)
+	}
+
+	// An explicit engine does not ask Auto.
+	got = nil
+	if n, err := count(WithEngine("pool")); err != nil || n != 2 || len(got) != 0 {
+		t.Fatalf("WithEngine: %d files, %v, decide called %d times", n, err, len(got))
+	}
+	// WithAuto cancels WithEngine.
+	if n, err := count(WithEngine("pool"), WithAuto()); err != nil || n != 2 || len(got) != 1 {
+		t.Fatalf("WithAuto: %d files, %v, decide called %d times", n, err, len(got))
+	}
+
+	// Auto's io_uring cannot start: raw reads instead, silently.
+	t.Setenv(features.DisableEnv, "1")
+	choice = auto.Choice{Engine: "io_uring", Workers: 1, QueueDepth: 8}
+	if n, err := count(); err != nil || n != 2 {
+		t.Fatalf("auto io_uring without io_uring: %d files, %v", n, err)
+	}
+	// The same engine asked for by name is an error saying why.
+	_, err := count(WithEngine("io_uring"))
+	if !errors.Is(err, ErrNotSupported) || !errors.Is(err, batch.ErrNotSupported) || !strings.Contains(err.Error(), features.DisableEnv) {
+		t.Fatalf("WithEngine(io_uring) without io_uring: %v", err)
 	}
 }
 

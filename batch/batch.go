@@ -12,12 +12,12 @@ package batch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -103,8 +103,9 @@ type Engine interface {
 }
 
 // ErrNotSupported is wrapped by engines that cannot run here (io_uring
-// unavailable, no archive given, ...).
-var ErrNotSupported = errors.New("not supported")
+// unavailable, no archive given, ...). It is engine.ErrNotSupported, so
+// that one errors.Is check matches both packages' errors.
+var ErrNotSupported = engine.ErrNotSupported
 
 var (
 	regMu    sync.RWMutex

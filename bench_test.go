@@ -1,0 +1,288 @@
+package iopath
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync/atomic"
+	"testing"
+
+	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// Benchmarks of the entry points against what a Go program would write
+// without iopath, on warm files (each is read once before timing). Run
+// them side by side:
+//
+//	go test -run '^$' -bench . -count 3 .
+
+// benchFile returns a warm file of size bytes, removed when b ends.
+func benchFile(b *testing.B, size int) string {
+	b.Helper()
+	f, err := os.CreateTemp("", "iopath-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.Remove(f.Name()) })
+	if _, err := f.Write(content(size, uint64(size))); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.ReadFile(f.Name()); err != nil { // warm
+		b.Fatal(err)
+	}
+	return f.Name()
+}
+
+var benchSizes = []struct {
+	name string
+	size int
+}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}, {"64MiB", 64 << 20}}
+
+func BenchmarkReadFile(b *testing.B) {
+	for _, s := range benchSizes {
+		path := benchFile(b, s.size)
+		b.Run(s.name+"/iopath", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ReadFile(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/iopath-buf", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf, err := ReadFileBuf(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				buf.Release()
+			}
+		})
+		if s.size > smallFile {
+			// Each large-file path, whatever Auto would choose.
+			for _, e := range []string{"pread", "mmap", "io_uring"} {
+				b.Run(s.name+"/iopath-"+e+"×2", func(b *testing.B) {
+					b.SetBytes(int64(s.size))
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := ReadFile(path, WithEngine(e), WithWorkers(2)); err != nil {
+							b.Skip(err)
+						}
+					}
+				})
+			}
+		}
+		b.Run(s.name+"/os", func(b *testing.B) {
+			b.SetBytes(int64(s.size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := os.ReadFile(path); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// touch reads one byte per cache line of p, so that a path that hands out
+// memory without copying it (mmap) still pays for bringing it in, as a
+// real consumer would.
+func touch(p []byte) uint64 {
+	var s uint64
+	for i := 0; i < len(p); i += 64 {
+		s += uint64(p[i])
+	}
+	return s
+}
+
+// BenchmarkScan compares Scan with the loop a program writes without
+// iopath: os.File.Read into a 128 KiB buffer. Both touch every cache line
+// of every block.
+func BenchmarkScan(b *testing.B) {
+	const size = 64 << 20
+	path := benchFile(b, size)
+	var sink atomic.Uint64
+	scan := func(opts ...Option) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				err := Scan(context.Background(), path, opts, func(off int64, p []byte) error {
+					sink.Add(touch(p))
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("iopath", scan())
+	b.Run("iopath-ordered", scan(WithOrdered()))
+	// WithOrdered through pread: the window read ahead by 2 workers
+	// against one worker reading in order.
+	b.Run("iopath-ordered-pread×2", scan(WithOrdered(), WithEngine("pread"), WithWorkers(2)))
+	b.Run("iopath-ordered-pread×1", scan(WithOrdered(), WithEngine("pread"), WithWorkers(1)))
+	b.Run("os-read-loop", func(b *testing.B) {
+		b.SetBytes(size)
+		b.ReportAllocs()
+		buf := make([]byte, 128<<10)
+		for b.Loop() {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				n, err := f.Read(buf)
+				sink.Add(touch(buf[:n]))
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
+		}
+	})
+}
+
+// BenchmarkReadBatch reads 64 random 4 KiB blocks of a 64 MiB file: one
+// ReadBatch against 64 ReadAt calls, warm (the file read once before) and
+// cold (the file dropped from the page cache before each iteration, out
+// of the timing). The -noinline variants turn the inline RWF_NOWAIT pass
+// off, to measure what it costs when every request misses. Run the
+// variants side by side, interleaved by -count:
+//
+//	go test -run '^$' -bench ReadBatch -count 5 .
+func BenchmarkReadBatch(b *testing.B) {
+	const size = 64 << 20
+	path := benchFile(b, size)
+	rng := rand.New(rand.NewPCG(1, 2))
+	bufs := make([][]byte, 64)
+	offs := make([]int64, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, 4096)
+		offs[i] = rng.Int64N(size/4096) * 4096
+	}
+	// drop empties the page cache of the file, or skips when it cannot.
+	dropFD, err := sys.Open(path, sys.O_RDONLY)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sys.Close(dropFD)
+	if err := sys.Fsync(dropFD); err != nil { // dirty pages cannot be dropped
+		b.Fatal(err)
+	}
+	drop := func(b *testing.B) {
+		b.StopTimer()
+		if err := sys.Fadvise(dropFD, 0, 0, sys.FADV_DONTNEED); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	if err := sys.Fadvise(dropFD, 0, 0, sys.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
+	}
+	if r, err := auto.Residency(path, size); err != nil || r > 0.01 {
+		b.Skipf("the file stays in the page cache after DONTNEED (%.2f resident, %v): cannot read it cold here", r, err)
+	}
+	for _, temp := range []string{"warm", "cold"} {
+		cold := temp == "cold"
+		warm := func(b *testing.B) {
+			if _, err := os.ReadFile(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+		batch := func(noInline bool, opts ...Option) func(b *testing.B) {
+			return func(b *testing.B) {
+				f, err := Open(path, opts...)
+				if err != nil {
+					b.Skip(err)
+				}
+				defer f.Close()
+				if noInline {
+					f.nowaitOff.Store(true)
+				}
+				if !cold {
+					warm(b)
+				}
+				reqs := make([]Request, 64)
+				b.SetBytes(64 * 4096)
+				b.ReportAllocs()
+				for b.Loop() {
+					if cold {
+						drop(b)
+					}
+					for i := range reqs {
+						reqs[i] = Request{Off: offs[i], Buf: bufs[i]}
+					}
+					if err := f.ReadBatch(reqs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		b.Run("iopath-batch/"+temp, batch(false))
+		b.Run("iopath-batch-pread/"+temp, batch(false, WithEngine("pread")))
+		b.Run("iopath-batch-io_uring/"+temp, batch(false, WithEngine("io_uring")))
+		if cold {
+			b.Run("iopath-batch-io_uring-noinline/"+temp, batch(true, WithEngine("io_uring")))
+			b.Run("iopath-batch-pread-noinline/"+temp, batch(true, WithEngine("pread")))
+			b.Run("iopath-batch-pread×8-noinline/"+temp, batch(true, WithEngine("pread"), WithWorkers(8)))
+			b.Run("iopath-batch-pread×8/"+temp, batch(false, WithEngine("pread"), WithWorkers(8)))
+		}
+		b.Run("iopath-readat/"+temp, func(b *testing.B) {
+			f, err := Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			if !cold {
+				warm(b)
+			}
+			b.SetBytes(64 * 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				if cold {
+					drop(b)
+				}
+				for i := range bufs {
+					if _, err := f.ReadAt(bufs[i], offs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		b.Run("os-readat/"+temp, func(b *testing.B) {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			if !cold {
+				warm(b)
+			}
+			b.SetBytes(64 * 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				if cold {
+					drop(b)
+				}
+				for i := range bufs {
+					if _, err := f.ReadAt(bufs[i], offs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package iopath
+
+import (
+	"errors"
+
+	"github.com/iopath/iopath/engine"
+)
+
+// ErrNotSupported is wrapped by errors for a path this kernel, process or
+// configuration cannot take: io_uring asked for by WithEngine when it is
+// unavailable (the error carries the probe's reason), O_DIRECT with mmap,
+// O_DIRECT on a filesystem that refuses it. It is the same value as
+// engine.ErrNotSupported and batch.ErrNotSupported, so errors.Is matches
+// errors from all three packages.
+//
+// Auto never returns it for io_uring: it falls back to another path and
+// says why in its Choice's Reason.
+var ErrNotSupported = engine.ErrNotSupported
+
+// ErrNotRegular is wrapped (inside an *fs.PathError) by errors for a FIFO,
+// socket or device: ReadFile, Scan and Open read regular files only, so
+// that a FIFO can never block them and /dev/zero can never fill memory.
+// It is the same value as engine.ErrNotRegular.
+//
+// ReadFiles reports FIFOs, sockets and devices found by its walk with it
+// (errors.Is matches batch.ErrNotRegular too), without opening them. One
+// named directly in its paths is opened with O_NONBLOCK, so that the open
+// never blocks, and what follows depends on the engine: readfile, pool and
+// io_uring report it with ErrNotRegular; raw reads it, so that a FIFO with
+// no writer reads as empty (no error) and a device that never ends, such
+// as /dev/zero, gives ErrNotRegular once it has filled its buffer.
+var ErrNotRegular = engine.ErrNotRegular
+
+// ErrChanged is wrapped (inside an *fs.PathError) by Scan's error when the
+// file shrank or changed size while it was read (a short read before the
+// size seen at the start, or a SIGBUS on a mapping). It is the same value
+// as engine.ErrChanged.
+var ErrChanged = engine.ErrChanged
+
+// ErrNilFunc is returned by Scan and ReadFiles when the callback is nil.
+// Nothing is opened or read.
+var ErrNilFunc = errors.New("iopath: nil callback")
+
+// ErrNegativeOffset is wrapped (inside an *fs.PathError with Op "readat")
+// by File.ReadAt's error, and by a Request's Err in File.ReadBatch, when
+// the offset is negative.
+var ErrNegativeOffset = errors.New("negative offset")
+
+// ErrOverlap is wrapped (inside an *fs.PathError with Op "readbatch") by
+// File.ReadBatch's error when two requests' buffers share memory: both
+// would be written at once, and the result would depend on timing.
+// Nothing is read then.
+var ErrOverlap = errors.New("overlapping request buffers")
+
+// ErrUnaligned is wrapped (inside an *fs.PathError) by the error of a read
+// from a File opened WithDirect whose offset, length or buffer address is
+// not a multiple of DirectAlign: O_DIRECT transfers whole aligned blocks
+// between the device and memory. bufpool.GetAligned returns buffers that
+// qualify.
+var ErrUnaligned = errors.New("offset, length or buffer address not aligned to 4096 bytes for O_DIRECT")
+
+// DirectAlign is the alignment WithDirect requires of file offsets,
+// lengths and buffer addresses. Devices ask for their logical block size
+// (often 512 bytes); 4096 satisfies every common device and is the page
+// size, so page-aligned buffers always qualify.
+const DirectAlign = 4096

@@ -1,0 +1,573 @@
+package iopath
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/iopath/iopath/bufpool"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// smallFile is the size below which ReadFile reads a file with read(2)
+// on the calling goroutine without asking Auto: auto's rule "small-file"
+// gives the same answer (one read, one worker) for files under 1 MiB, and
+// asking would cost more system calls (a mincore sample) than the read.
+// IOPATH_ENGINE, WithEngine and WithDirect send small files to the large
+// path too.
+const smallFile = 1 << 20
+
+// bufferSkew is where ReadFile's large buffers start past a page
+// boundary: the kernel's copy from the page cache into a destination at
+// the same offset within a page aliases in the store buffer and runs
+// 10-15% slower (docs/engines.md, "Where the buffer starts").
+const bufferSkew = 16
+
+// maxWholeFile is the largest file ReadFile tries to hold in memory; a
+// larger one is an EFBIG error rather than an allocation the runtime
+// cannot survive (the same bound as batch's engines).
+const maxWholeFile = 1 << 40
+
+// testHookAfterStat, if set, runs in ReadFile and ReadFileBuf between the
+// fstat that sizes the buffer and the reads, so that tests can change the
+// file's size there.
+var testHookAfterStat func(path string)
+
+// ReadFile reads the whole file at path, by the best path for it, and
+// returns its bytes in a slice that belongs to the caller.
+//
+// A file under 1 MiB is read like bufpool.ReadFile: open, fstat, one read
+// into a buffer one byte larger than the file, close (4 system calls). A
+// larger one is read by the engine Auto chooses (or WithEngine names):
+// parallel preads straight into the result by Choice.Workers goroutines
+// in chunks of the block size, io_uring with the queue depth in flight,
+// mmap and a parallel copy, or read(2) in sequence. With WithDirect the
+// result is read with O_DIRECT into page-aligned memory.
+//
+// ReadFile reads to the end of the file as it finds it: a file that grows
+// while it is read is read on to its new end, one that shrinks is cut
+// where its end was found, and never holds bytes from beyond it (an mmap
+// pass that sees the size change reads again with pread). A regular file
+// that reports size 0, and any file of a pseudo-filesystem (procfs,
+// sysfs, debugfs, tracefs, configfs, securityfs, cgroup), whose size
+// means nothing (4096 for a sysfs attribute), is read with read(2) until
+// it returns 0, whatever the engine. An empty file gives an empty,
+// non-nil slice.
+//
+// Errors are *fs.PathError naming path: from open or fstat, a read error,
+// EISDIR for a directory (as os.ReadFile reports it), ErrNotRegular for
+// a FIFO, socket or device (ReadFile never blocks on a FIFO and never
+// reads /dev/zero forever; use os.ReadFile for those), and errors wrapping
+// ErrNotSupported for an explicit engine that cannot run here. A bad
+// option gives an error before the file is opened.
+func ReadFile(path string, opts ...Option) ([]byte, error) {
+	var o options
+	if len(opts) > 0 {
+		var err error
+		if o, err = parseOptions(callReadFile, opts); err != nil {
+			return nil, err
+		}
+	}
+	fd, st, err := openRegular(path, o.direct, "read")
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close(fd) // read-only: close cannot lose data
+	if st.Size > maxWholeFile {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
+	}
+	if testHookAfterStat != nil {
+		testHookAfterStat(path)
+	}
+	if err := o.checkEngine(callReadFile); err != nil {
+		return nil, err
+	}
+	if o.small(st.Size) {
+		return readSmall(fd, path, int(st.Size))
+	}
+	if !o.direct && pseudoFile(fd) {
+		// The size means nothing here: read to the end.
+		return readSmall(fd, path, 0)
+	}
+	w := wholeBuf{direct: o.direct}
+	w.alloc(int(st.Size))
+	n, err := readWhole(fd, path, &w, &o)
+	if err != nil {
+		return nil, err
+	}
+	return w.b[:n], nil
+}
+
+// ReadFileBuf is ReadFile into a pooled buffer: it returns a *bufpool.Buf
+// holding exactly the file's bytes (Bytes, Len), which the caller must
+// Release once, when done with them; the memory is reused afterwards. In
+// steady state a file under 1 MiB is read with no allocation at all.
+// Everything else is as for ReadFile; on error the Buf is nil.
+func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
+	var o options
+	if len(opts) > 0 {
+		var err error
+		if o, err = parseOptions(callReadFile, opts); err != nil {
+			return nil, err
+		}
+	}
+	fd, st, err := openRegular(path, o.direct, "read")
+	if err != nil {
+		return nil, err
+	}
+	defer sys.Close(fd)
+	if st.Size > maxWholeFile {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
+	}
+	if testHookAfterStat != nil {
+		testHookAfterStat(path)
+	}
+	if err := o.checkEngine(callReadFile); err != nil {
+		return nil, err
+	}
+	if o.small(st.Size) {
+		return readSmallBuf(fd, path, int(st.Size))
+	}
+	if !o.direct && pseudoFile(fd) {
+		// The size means nothing here: read to the end.
+		return readSmallBuf(fd, path, 0)
+	}
+	w := wholeBuf{pooled: true, direct: o.direct}
+	w.alloc(int(st.Size))
+	n, err := readWhole(fd, path, &w, &o)
+	if err != nil {
+		if ringFailed(err) {
+			// The failed ring may still write the buffer: it never goes
+			// back to the pool (its pages stay pinned by the ring).
+			keepForever(w.buf)
+		} else {
+			w.buf.Release()
+		}
+		return nil, err
+	}
+	if n == w.buf.Len() {
+		return w.buf, nil
+	}
+	// The file changed size: a Buf of the right length.
+	b := bufpool.Get(n)
+	copy(b.Bytes(), w.b[:n])
+	w.buf.Release()
+	return b, nil
+}
+
+// pseudoFile reports whether fd is a file of a pseudo-filesystem (procfs,
+// sysfs, debugfs...: see sys.PseudoFS), whose st_size is no guide to its
+// content (4096 for a sysfs attribute) and which cannot be mapped. An
+// fstatfs error answers false: the reads then report what is wrong.
+func pseudoFile(fd int) bool {
+	typ, err := sys.FstatfsType(fd)
+	return err == nil && sys.PseudoFS(typ)
+}
+
+// small reports whether a file of size bytes takes the small-file path:
+// read(2) on the calling goroutine. A file that states no size (0) always
+// does, unless O_DIRECT needs aligned memory.
+func (o *options) small(size int64) bool {
+	if o.direct {
+		return false
+	}
+	if size == 0 {
+		return true
+	}
+	return o.engine == "" && size < smallFile && os.Getenv(auto.EnvEngine) == ""
+}
+
+// readNB is read(2) on a descriptor opened with O_NONBLOCK. Regular files
+// ignore the flag on Linux's page-cache read path; should a filesystem
+// honour it and answer EAGAIN, the flag is cleared and the read made
+// again, as batch's raw engine does.
+func readNB(fd int, b []byte) (int, error) {
+	n, err := sys.Read(fd, b)
+	if err == sys.EAGAIN {
+		if cerr := sys.ClearNonblock(fd); cerr != nil {
+			return 0, err
+		}
+		n, err = sys.Read(fd, b)
+	}
+	return n, err
+}
+
+// readSmall reads fd to its end into a new slice. A regular file is read
+// into a buffer of size+1 bytes, so that one short read shows the end (on
+// Linux a read of a regular file comes up short only at its end); a file
+// that states no size grows its buffer from 512 bytes as os.ReadFile does.
+func readSmall(fd int, path string, size int) ([]byte, error) {
+	c := size + 1
+	if size == 0 {
+		c = 512
+	}
+	buf := make([]byte, 0, c)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		want := cap(buf) - len(buf)
+		k, err := readNB(fd, buf[len(buf):cap(buf)])
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if k == 0 {
+			return buf, nil
+		}
+		buf = buf[:len(buf)+k]
+		if size > 0 && k < want && len(buf) >= size {
+			return buf, nil
+		}
+	}
+}
+
+// fdReader reads a descriptor for bufpool.ReadAll, which then sizes the
+// buffer from the pool's last unknown-size read; sizedReader adds the
+// size fstat gave (Len), so that ReadAll reads into size+1 bytes at once.
+// Both are pooled, so that reading allocates nothing.
+type fdReader struct {
+	fd   int
+	size int // 0: unknown
+	n    int
+}
+
+type sizedReader struct{ fdReader }
+
+// Len is the file's size at fstat, for bufpool.ReadAll.
+func (r *sizedReader) Len() int { return r.size }
+
+// Read reads once. It reports io.EOF with the short read past the stated
+// size that ends a regular file, sparing the read of 0 bytes.
+func (r *fdReader) Read(p []byte) (int, error) {
+	k, err := readNB(r.fd, p)
+	if err != nil {
+		return 0, err
+	}
+	if k == 0 {
+		return 0, io.EOF
+	}
+	r.n += k
+	if r.size > 0 && k < len(p) && r.n >= r.size {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+var (
+	sizedReaders = sync.Pool{New: func() any { return new(sizedReader) }}
+	fdReaders    = sync.Pool{New: func() any { return new(fdReader) }}
+)
+
+// readSmallBuf is readSmall into a pooled buffer, through bufpool.ReadAll.
+func readSmallBuf(fd int, path string, size int) (*bufpool.Buf, error) {
+	var b *bufpool.Buf
+	var err error
+	if size > 0 {
+		r := sizedReaders.Get().(*sizedReader)
+		r.fdReader = fdReader{fd: fd, size: size}
+		b, err = bufpool.ReadAll(r)
+		sizedReaders.Put(r)
+	} else {
+		r := fdReaders.Get().(*fdReader)
+		*r = fdReader{fd: fd}
+		b, err = bufpool.ReadAll(r)
+		fdReaders.Put(r)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return b, nil
+}
+
+// wholeBuf is the destination of a large ReadFile: a slice of its own, or
+// a pooled Buf (ReadFileBuf). b has the length of the file's size at
+// fstat; its capacity may hold more.
+type wholeBuf struct {
+	b      []byte
+	buf    *bufpool.Buf // b's owner when pooled
+	pooled bool
+	direct bool
+}
+
+// alloc sets b to a buffer of length size with room for one more byte
+// when that comes cheap (a slice of its own always has it, so that a
+// short last read shows the end), page-aligned for O_DIRECT.
+func (w *wholeBuf) alloc(size int) {
+	if w.pooled {
+		if w.direct {
+			w.buf = bufpool.GetAligned(size)
+		} else {
+			w.buf = bufpool.Get(size)
+		}
+		w.b = w.buf.Bytes()[:size:w.buf.Cap()]
+		return
+	}
+	c := size + 1
+	if w.direct {
+		c = alignUp(c)
+	}
+	w.b = allocBytes(size, c, w.direct)
+}
+
+// grow makes room for at least need bytes, keeping b's first n.
+func (w *wholeBuf) grow(n, need int) {
+	c := max(need, 2*cap(w.b))
+	if w.direct {
+		c = alignUp(c)
+	}
+	if w.pooled {
+		var nb *bufpool.Buf
+		if w.direct {
+			nb = bufpool.GetAligned(c)
+		} else {
+			nb = bufpool.Get(c)
+		}
+		copy(nb.Bytes(), w.b[:n])
+		w.buf.Release()
+		w.buf = nb
+		w.b = nb.Bytes()[:n:nb.Cap()]
+		return
+	}
+	nb := allocBytes(n, c, w.direct)
+	copy(nb, w.b[:n])
+	w.b = nb
+}
+
+func alignUp(n int) int { return (n + DirectAlign - 1) &^ (DirectAlign - 1) }
+
+// allocBytes returns a new slice of length n and capacity c that starts
+// bufferSkew bytes past a page boundary, or on one for O_DIRECT.
+func allocBytes(n, c int, direct bool) []byte {
+	skew := bufferSkew
+	if direct {
+		skew = 0
+	}
+	ps := sys.PageSize()
+	raw := make([]byte, c+ps+skew)
+	base := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) % uintptr(ps))
+	off := (ps-base)%ps + skew
+	return raw[off : off+n : off+c]
+}
+
+// readWhole reads the open regular file fd from its start to its end into
+// w and returns the number of bytes read (w.b may have been replaced by a
+// larger buffer). Errors are *fs.PathError naming path.
+func readWhole(fd int, path string, w *wholeBuf, o *options) (int, error) {
+	size := len(w.b)
+	c, err := plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: int64(size), Direct: o.direct, Resident: -1})
+	if err != nil {
+		return 0, err
+	}
+	if c.Engine == "io_uring" {
+		// io_uring honours O_NONBLOCK: EAGAIN instead of waiting for the disk.
+		if err := sys.ClearNonblock(fd); err != nil {
+			return 0, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+		}
+	}
+	// dst is one byte longer than the file when there is room, so that a
+	// short last read shows the end without one more read.
+	want := size + 1
+	if w.direct {
+		want = alignUp(want)
+	}
+	dst := w.b[:size]
+	if want <= cap(w.b) && c.Engine != "mmap" {
+		dst = w.b[:want]
+	}
+	var n int
+	switch c.Engine {
+	case "read":
+		n, err = readChunks(fd, dst, 0, c.BlockSize, 1, w.direct, true)
+	case "mmap":
+		var again bool
+		n, again, err = mmapCopy(fd, dst, c.Workers, c.BlockSize)
+		if again {
+			// The file changed under the mapping: one more pass, with pread.
+			n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+		}
+	case "io_uring":
+		n, err = uringWhole(fd, dst, c.BlockSize, c.QueueDepth, c.Workers, w.direct)
+		if err != nil && errors.Is(err, ErrNotSupported) && c.Rule != ruleWithEngine {
+			n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+		}
+	default:
+		n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+	}
+	if err != nil {
+		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if n < len(dst) {
+		return n, nil
+	}
+	// All of dst was read: the file may go on.
+	n, err = readTail(fd, w, n)
+	if err != nil {
+		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return n, nil
+}
+
+// readTail reads fd on from offset n (all of w.b[:n] read) to its end,
+// growing w as needed. When w is full it first reads into a probe buffer,
+// so that a file that ends there is not copied into a larger buffer.
+func readTail(fd int, w *wholeBuf, n int) (int, error) {
+	nw := nowait{off: w.direct}
+	for {
+		room := cap(w.b) - n
+		if w.direct {
+			room &^= DirectAlign - 1
+		}
+		if room == 0 {
+			pb := bufpool.GetAligned(DirectAlign)
+			p := pb.Bytes()[:DirectAlign]
+			m, err := preadFull(fd, p, int64(n), &nw, w.direct)
+			if err != nil || m == 0 {
+				pb.Release()
+				return n, err
+			}
+			w.grow(n, n+m)
+			copy(w.b[n:n+m], p[:m])
+			pb.Release()
+			n += m
+			if m < DirectAlign {
+				return n, nil
+			}
+			continue
+		}
+		m, err := preadFull(fd, w.b[n:n+room], int64(n), &nw, w.direct)
+		n += m
+		if err != nil || m < room {
+			return n, err
+		}
+	}
+}
+
+// mmapCopy copies the file into dst (its size at fstat) from a shared
+// read-only mapping, in chunks of bs taken in turn by up to workers
+// goroutines. again is true when the file changed size under the
+// mapping: a page past a new end faults (SIGBUS, caught), and a file cut
+// inside its last page reads as zeros without a fault, which the fstat
+// after the copy catches. dst then holds garbage and must be read again.
+func mmapCopy(fd int, dst []byte, workers, bs int) (n int, again bool, err error) {
+	size := len(dst)
+	if size == 0 {
+		return 0, false, nil
+	}
+	m, err := sys.Mmap(fd, 0, size, sys.PROT_READ, sys.MAP_SHARED)
+	if err != nil {
+		return 0, false, err
+	}
+	sys.Madvise(m, sys.MADV_SEQUENTIAL)
+	sys.Madvise(m, sys.MADV_WILLNEED)
+	if bs <= 0 {
+		bs = engine.DefaultBlockSize
+	}
+	nchunks := (size + bs - 1) / bs
+	workers = max(1, min(workers, nchunks))
+	var next atomic.Int64
+	var faulted atomic.Bool
+	copyChunks := func() {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(interface{ Addr() uintptr }); !ok {
+					panic(r)
+				}
+				faulted.Store(true)
+			}
+		}()
+		for !faulted.Load() {
+			i := int(next.Add(1) - 1)
+			if i >= nchunks {
+				return
+			}
+			lo := i * bs
+			hi := min(lo+bs, size)
+			copy(dst[lo:hi], m[lo:hi])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(copyChunks)
+	}
+	copyChunks()
+	wg.Wait()
+	if err := sys.Munmap(m); err != nil {
+		return 0, false, err
+	}
+	var st sys.Stat_t
+	if err := sys.Fstat(fd, &st); err != nil {
+		return 0, false, err
+	}
+	if faulted.Load() || st.Size != int64(size) {
+		return 0, true, nil
+	}
+	return size, false, nil
+}
+
+// uringWhole reads dst from the file's start through io_uring: chunks of
+// bs bytes, a contiguous share of them per ring, up to workers rings each
+// on its own goroutine and thread with qd reads in flight. It returns the
+// length of the prefix read, as readChunks does.
+func uringWhole(fd int, dst []byte, bs, qd, workers int, direct bool) (int, error) {
+	if bs <= 0 {
+		bs = engine.DefaultBlockSize
+	}
+	nchunks := (len(dst) + bs - 1) / bs
+	if nchunks == 0 {
+		return 0, nil
+	}
+	reqs := make([]Request, nchunks)
+	idx := make([]int32, nchunks)
+	for i := range reqs {
+		lo := i * bs
+		reqs[i] = Request{Off: int64(lo), Buf: dst[lo:min(lo+bs, len(dst))]}
+		idx[i] = int32(i)
+	}
+	workers = max(1, min(workers, nchunks))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := nchunks*w/workers, nchunks*(w+1)/workers
+		wg.Go(func() {
+			g, err := newRing(qd)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			errs[w] = g.read(int32(fd), reqs, idx[lo:hi], direct)
+			g.close()
+		})
+	}
+	wg.Wait()
+	// A ring's failure first: the caller must then neither reuse dst nor
+	// fall back to reading into it, since the kernel may still write it.
+	for _, err := range errs {
+		if ringFailed(err) {
+			return 0, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Err != nil && r.Err != io.EOF {
+			return 0, r.Err
+		}
+		if r.N < len(r.Buf) {
+			return int(r.Off) + r.N, nil
+		}
+	}
+	return len(dst), nil
+}

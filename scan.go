@@ -1,0 +1,554 @@
+package iopath
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/iopath/iopath/bufpool"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// errNilContext is returned for a nil ctx, rather than a panic.
+var errNilContext = errors.New("iopath: nil context")
+
+// Scan reads every block of the file at path exactly once and calls fn
+// with each: off is the block's offset, b its bytes. Blocks are
+// BlockSize bytes (WithBlockSize; Auto's choice or 128 KiB by default),
+// the last one short; an empty file calls fn never and returns nil.
+//
+// Concurrency: by default the blocks arrive out of order and fn is called
+// from several goroutines at once (one per worker, each reading its own
+// contiguous share of the file), so fn must be safe for concurrent use.
+// WithOrdered delivers the blocks in offset order, one call at a time
+// (fn is never called concurrently then, though not always from the same
+// goroutine), while the file is still read ahead in parallel:
+// Choice.Workers goroutines pread the next blocks into a window of pooled
+// buffers (WithQueueDepth blocks in all, 4 per worker by default) and fn
+// gets each as soon as every block before it has been delivered; with
+// io_uring one ring keeps the window in flight; with mmap one goroutine
+// walks the mapping in order, zero-copy (read-ahead is the kernel's,
+// asked for with MADV_WILLNEED).
+//
+// b is valid only during the call: the buffer is reused (or the mapping
+// unmapped) afterwards. Copy what you keep.
+//
+// Stopping: an error returned by fn stops every worker and is returned
+// as it is (errors.Is(err, yourErr) holds; so does err == yourErr). A
+// panic in fn stops every worker too, and goes on in the caller's
+// goroutine once Scan has stopped its workers, reaped its reads and
+// closed the file, so that the caller can recover it on every path (when
+// fn ran on a worker's goroutine, it is raised again there with the
+// value fn panicked with; the stack shows Scan, not fn).
+// Cancelling ctx stops the workers within about one block each and Scan
+// returns ctx.Err(); a ctx already cancelled when Scan is called returns
+// ctx.Err() before the file is opened, and fn is never called.
+//
+// The engine is Auto's choice (kind Blocks) unless WithEngine names one:
+// read, pread, readv, mmap or io_uring, run through package engine. A
+// regular file that reports size 0, and any file of a pseudo-filesystem
+// (procfs, sysfs, debugfs, tracefs, configfs, securityfs, cgroup), whose
+// size means nothing (4096 for a sysfs attribute), is read with read(2)
+// to its end, in order, on the calling goroutine, whatever the engine
+// (an explicit io_uring that cannot run here is still an error). Errors are *fs.PathError naming path (EISDIR for
+// a directory, ErrNotRegular for a FIFO, socket or device, ErrChanged
+// when the file shrank or changed size while it was read — a shrinking
+// mapped file is an error, never a crash), ErrNilFunc for a nil fn, and
+// errors wrapping ErrNotSupported for an explicit engine that cannot run
+// here.
+func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b []byte) error) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o, err := parseOptions(callScan, opts)
+	if err != nil {
+		return err
+	}
+	var st sys.Stat_t
+	if err := sys.Stat(path, &st); err != nil {
+		return err
+	}
+	switch st.Mode & sys.S_IFMT {
+	case sys.S_IFREG:
+	case sys.S_IFDIR:
+		return &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	default:
+		return &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
+	}
+	if !o.direct && (st.Size == 0 || pseudoPath(path)) {
+		// Without O_DIRECT (which these files refuse anyway) a file that
+		// states no size, or whose size means nothing, is read to its end.
+		if err := o.checkEngine(callScan); err != nil {
+			return err
+		}
+		return scanUnsized(ctx, path, &o, fn)
+	}
+	c, err := plan(callScan, &o, auto.Workload{Kind: auto.Blocks, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
+	if err != nil {
+		return err
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = engine.DefaultBlockSize
+	}
+	var ran bool
+	if o.ordered {
+		ran, err = scanOrdered(ctx, path, &c, &o, fn)
+	} else {
+		ran, err = scanEngine(ctx, path, &c, &o, fn)
+	}
+	if !ran && c.Rule != ruleWithEngine && c.Engine != "pread" && errors.Is(err, ErrNotSupported) {
+		// Auto's engine could not start here after all (a ring refused
+		// at setup): pread can.
+		c.Engine = "pread"
+		if o.ordered {
+			_, err = scanOrdered(ctx, path, &c, &o, fn)
+		} else {
+			_, err = scanEngine(ctx, path, &c, &o, fn)
+		}
+	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ctx.Err()
+	}
+	return err
+}
+
+// scanEngine runs c's engine over the file; ran says whether it got past
+// Prepare (a fallback is only taken before that).
+func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn func(int64, []byte) error) (ran bool, err error) {
+	e, err := engine.Lookup(c.Engine)
+	if err != nil {
+		return false, err
+	}
+	p, err := e.Prepare(engine.Job{Path: path, BlockSize: c.BlockSize, Workers: c.Workers, QueueDepth: c.QueueDepth, Direct: o.direct})
+	if err != nil {
+		return false, fmt.Errorf("iopath: Scan %s: %w", path, err)
+	}
+	// A panic in fn is caught where fn ran (an engine's goroutine, where
+	// nothing could recover it), stops the engine like an error, and is
+	// raised again on the caller's goroutine once the engine has ended
+	// and closed everything: deferred after p.Close, it runs after it.
+	var fp fnPanicked
+	defer fp.raise()
+	defer p.Close()
+	done := ctx.Done()
+	_, err = p.Run(ctx, engine.SinkFunc(func(_ int, off int64, b []byte) (err error) {
+		// The engines look at ctx every 64 blocks; a slow fn must not
+		// make a cancel wait for 64 of its calls.
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+		defer fp.catch(&err)
+		return fn(off, b)
+	}))
+	return true, err
+}
+
+// fnPanicked holds the first panic of a Scan's fn called by an engine.
+type fnPanicked struct {
+	mu  sync.Mutex
+	set bool
+	v   any
+}
+
+// errFnPanicked stops an engine whose sink caught a panic in fn.
+var errFnPanicked = errors.New("iopath: fn panicked")
+
+// catch, deferred in the sink, recovers a panic in fn, keeps the first,
+// and makes the sink return errFnPanicked.
+func (p *fnPanicked) catch(err *error) {
+	r := recover()
+	if r == nil {
+		return // since Go 1.21 panic(nil) recovers a *runtime.PanicNilError
+	}
+	if _, ok := r.(interface{ Addr() uintptr }); ok {
+		// A fault reading a mapping of a file that shrank (mmap sets
+		// SetPanicOnFault): the engine turns it into ErrChanged.
+		panic(r)
+	}
+	p.mu.Lock()
+	if !p.set {
+		p.set, p.v = true, r
+	}
+	p.mu.Unlock()
+	*err = errFnPanicked
+}
+
+// raise panics again with the value fn panicked with, if it did.
+func (p *fnPanicked) raise() {
+	p.mu.Lock()
+	set, v := p.set, p.v
+	p.mu.Unlock()
+	if set {
+		panic(v)
+	}
+}
+
+// scanOrdered delivers the blocks in offset order (see Scan).
+func scanOrdered(ctx context.Context, path string, c *auto.Choice, o *options, fn func(int64, []byte) error) (bool, error) {
+	switch {
+	case c.Engine == "io_uring":
+		return scanOrderedUring(ctx, path, c, o, fn)
+	case c.Workers == 1 || c.Engine == "mmap" || c.Engine == "read":
+		// One worker of a synchronous engine delivers its blocks in order,
+		// on the calling goroutine; mmap needs no read-ahead buffers, and
+		// read(2) reads from one file position.
+		one := *c
+		one.Workers = 1
+		return scanEngine(ctx, path, &one, o, fn)
+	}
+	return true, scanOrderedPread(ctx, path, c, o, fn)
+}
+
+// orderedDepth is WithOrdered's read-ahead window per worker.
+func orderedDepth(c *auto.Choice, workers int) int {
+	if c.QueueDepth > 0 {
+		return max(1, c.QueueDepth/workers)
+	}
+	return 4
+}
+
+// blockBufs returns n pooled buffers of bs bytes, page-aligned for
+// O_DIRECT, else bufferSkew bytes past a page boundary.
+func blockBufs(n, bs int, direct bool) ([]*bufpool.Buf, [][]byte) {
+	owners := make([]*bufpool.Buf, n)
+	bufs := make([][]byte, n)
+	for i := range owners {
+		if direct {
+			owners[i] = bufpool.GetAligned(bs)
+			bufs[i] = owners[i].Bytes()[:bs]
+		} else {
+			owners[i] = bufpool.Get(bs + bufferSkew)
+			bufs[i] = owners[i].Bytes()[bufferSkew : bufferSkew+bs : bufferSkew+bs]
+		}
+	}
+	return owners, bufs
+}
+
+func releaseAll(owners []*bufpool.Buf) {
+	for _, b := range owners {
+		b.Release()
+	}
+}
+
+// scanFile is the open file of an ordered scan.
+type scanFile struct {
+	fd   int
+	path string
+	size int64
+}
+
+func openScan(path string, direct bool) (*scanFile, error) {
+	fd, st, err := openRegular(path, direct, "read")
+	if err != nil {
+		return nil, err
+	}
+	// io_uring honours O_NONBLOCK (EAGAIN instead of waiting for the disk).
+	if err := sys.ClearNonblock(fd); err != nil {
+		sys.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return &scanFile{fd: fd, path: path, size: st.Size}, nil
+}
+
+// shrunk is the error for a block that ended before the size seen at open.
+func (f *scanFile) shrunk(off int64) error {
+	return &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("%w: end of file at offset %d, expected %d bytes", ErrChanged, off, f.size)}
+}
+
+// finish checks, as the engines do, that the file still has the size it
+// had at open (a read that raced a truncation may have returned blocks
+// that are no longer the file's), and closes it.
+func (f *scanFile) finish(err error) error {
+	if err == nil {
+		var st sys.Stat_t
+		if serr := sys.Fstat(f.fd, &st); serr != nil {
+			err = &fs.PathError{Op: "stat", Path: f.path, Err: serr}
+		} else if st.Size != f.size {
+			err = &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("%w: %d bytes at open, %d now", ErrChanged, f.size, st.Size)}
+		}
+	}
+	sys.Close(f.fd)
+	return err
+}
+
+// block is one block read ahead for an ordered scan.
+type block struct {
+	buf []byte
+	n   int
+	err error
+}
+
+// scanOrderedPread is WithOrdered with several workers: worker w preads
+// blocks w, w+W, w+2W, ... into its own depth buffers and queues them;
+// the calling goroutine takes block k from worker k%W's queue, calls fn,
+// and hands the buffer back. A worker is never more than depth blocks
+// ahead of delivery, so memory is W×depth blocks whatever the file's
+// size, and the workers keep reading while fn runs.
+func scanOrderedPread(ctx context.Context, path string, c *auto.Choice, o *options, fn func(int64, []byte) error) (err error) {
+	f, err := openScan(path, o.direct)
+	if err != nil {
+		return err
+	}
+	// Deferred, so that a panic in fn (on this goroutine) still stops the
+	// workers, then gives back the buffers and closes the file, in that
+	// order (defers run last first).
+	defer func() { err = f.finish(err) }()
+	bs := int64(c.BlockSize)
+	nblocks := (f.size + bs - 1) / bs
+	workers := int(min(int64(c.Workers), max(nblocks, 1)))
+	depth := orderedDepth(c, workers)
+	owners, bufs := blockBufs(workers*depth, int(bs), o.direct)
+	defer releaseAll(owners)
+	ready := make([]chan block, workers)
+	free := make([]chan []byte, workers)
+	for w := range workers {
+		ready[w] = make(chan block, depth)
+		free[w] = make(chan []byte, depth)
+		for _, b := range bufs[w*depth : (w+1)*depth] {
+			free[w] <- b
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := wctx.Done()
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for w := range workers {
+		wg.Go(func() {
+			nw := nowait{off: o.direct}
+			for k := int64(w); k < nblocks; k += int64(workers) {
+				var b []byte
+				select {
+				case b = <-free[w]:
+				case <-stop:
+					return
+				}
+				off := k * bs
+				need := int(min(bs, f.size-off))
+				n := need
+				if o.direct {
+					n = alignUp(need)
+				}
+				m, err := preadFull(f.fd, b[:n], off, &nw, o.direct)
+				if err != nil {
+					err = &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("at offset %d: %w", off+int64(m), err)}
+				} else if m < need {
+					err = f.shrunk(off + int64(m))
+				}
+				// Never blocks: the worker owns depth buffers and its
+				// queue has room for depth blocks.
+				ready[w] <- block{buf: b, n: min(m, need), err: err}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	done := ctx.Done()
+	for k := int64(0); k < nblocks && err == nil; k++ {
+		w := k % int64(workers)
+		var blk block
+		select {
+		case blk = <-ready[w]:
+		case <-done:
+			err = ctx.Err()
+			continue
+		}
+		select {
+		case <-done:
+			err = ctx.Err()
+			continue
+		default:
+		}
+		if blk.err != nil {
+			err = blk.err
+			continue
+		}
+		err = fn(k*bs, blk.buf[:blk.n])
+		free[w] <- blk.buf
+	}
+	return err
+}
+
+// scanOrderedUring is WithOrdered through one io_uring ring on the
+// calling goroutine, locked to its thread: block k is read into slot
+// k%depth, the window's reads are in flight together, and each slot is
+// asked for the block depth ahead as soon as fn is done with its block.
+// ran is false when the ring could not be made (nothing was read).
+func scanOrderedUring(ctx context.Context, path string, c *auto.Choice, o *options, fn func(int64, []byte) error) (ran bool, err error) {
+	g, err := newRing(c.QueueDepth)
+	if err != nil {
+		return false, fmt.Errorf("iopath: Scan %s: %w", path, err)
+	}
+	depth := g.depth
+	f, err := openScan(path, o.direct)
+	if err != nil {
+		g.close()
+		return true, err
+	}
+	bs := int64(c.BlockSize)
+	nblocks := (f.size + bs - 1) / bs
+	owners, bufs := blockBufs(depth, int(bs), o.direct)
+	reqs := make([]Request, depth) // slot s: the block k with k%depth == s
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, b := range bufs {
+		g.pin.Pin(unsafe.SliceData(b))
+	}
+	fd := int32(f.fd)
+	pending := make([]bool, depth) // the slot's read is in flight
+	inflight := 0
+	reap := func() {
+		g.reap(fd, reqs, o.direct)
+		for _, s := range g.done {
+			pending[s] = false
+		}
+		inflight -= len(g.done)
+	}
+	// Deferred, so that a panic in fn (on this goroutine) still reaps
+	// every read in flight before the buffers go back and the file is
+	// closed; the panic goes on afterwards.
+	defer func() {
+		for inflight > 0 && !g.broken {
+			if _, serr := g.r.SubmitAndWait(1); serr != nil {
+				if e := g.fail(serr); err == nil {
+					err = &fs.PathError{Op: "read", Path: f.path, Err: e}
+				}
+				break
+			}
+			reap()
+		}
+		if !g.broken {
+			// A broken ring may still write the buffers: they stay pinned
+			// (g.fail keeps the Pinner reachable for good) and are never
+			// given back to the pool.
+			g.pin.Unpin()
+			releaseAll(owners)
+		}
+		g.close()
+		err = f.finish(err)
+	}()
+	need := func(k int64) int { return int(min(bs, f.size-k*bs)) }
+	issue := func(k int64) bool {
+		s := int32(k % int64(depth))
+		n := need(k)
+		if o.direct {
+			n = alignUp(n)
+		}
+		reqs[s] = Request{Off: k * bs, Buf: bufs[s][:n]}
+		if !g.prep(fd, reqs, s) {
+			return false
+		}
+		pending[s] = true
+		inflight++
+		return true
+	}
+	issued := int64(0)
+	for ; issued < min(nblocks, int64(depth)) && issue(issued); issued++ {
+	}
+	done := ctx.Done()
+	for k := int64(0); k < nblocks && err == nil; k++ {
+		s := int32(k % int64(depth))
+		for pending[s] {
+			if _, serr := g.r.SubmitAndWait(1); serr != nil {
+				err = &fs.PathError{Op: "read", Path: f.path, Err: g.fail(serr)}
+				break
+			}
+			reap()
+		}
+		if err != nil {
+			break
+		}
+		select {
+		case <-done:
+			err = ctx.Err()
+			continue
+		default:
+		}
+		r := &reqs[s]
+		n := need(k)
+		switch {
+		case r.Err != nil && r.Err != io.EOF:
+			err = &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("at offset %d: %w", r.Off+int64(r.N), r.Err)}
+		case r.N < n:
+			err = f.shrunk(r.Off + int64(r.N))
+		default:
+			err = fn(r.Off, r.Buf[:n])
+		}
+		if err == nil && issued < nblocks {
+			if !issue(issued) {
+				err = &fs.PathError{Op: "read", Path: f.path, Err: errors.New("io_uring: submission queue full")}
+			}
+			issued++
+		}
+	}
+	return true, err
+}
+
+// pseudoPath reports whether path is on a pseudo-filesystem (procfs,
+// sysfs, debugfs...: see sys.PseudoFS), whose st_size is no guide to its
+// content. An error answers false: the engines then report it.
+func pseudoPath(path string) bool {
+	typ, err := sys.StatfsType(path)
+	return err == nil && sys.PseudoFS(typ)
+}
+
+// scanUnsized scans a regular file that reports size 0 (empty, or a
+// pseudo-file whose content the kernel makes as it is read), or any file
+// of a pseudo-filesystem (a sysfs attribute reports 4096 bytes). It is
+// read with read(2) to its end, and delivered in blocks of the block size
+// in order, on the calling goroutine.
+func scanUnsized(ctx context.Context, path string, o *options, fn func(int64, []byte) error) error {
+	fd, _, err := openRegular(path, false, "read")
+	if err != nil {
+		return err
+	}
+	defer sys.Close(fd)
+	bs := o.blockSize
+	if bs == 0 {
+		bs = engine.DefaultBlockSize
+	}
+	b := bufpool.Get(bs)
+	defer b.Release()
+	buf := b.Bytes()
+	var off int64
+	n := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k, err := readNB(fd, buf[n:])
+		if err != nil {
+			return &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += k
+		if n == len(buf) || (k == 0 && n > 0) {
+			if err := fn(off, buf[:n]); err != nil {
+				return err
+			}
+			off += int64(n)
+			n = 0
+		}
+		if k == 0 {
+			return nil
+		}
+	}
+}
