@@ -1,0 +1,256 @@
+package advise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"time"
+
+	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/features"
+)
+
+// SchemaVersion is Result's JSON schema version; it changes when a field
+// changes meaning or goes away (docs/advise.md).
+const SchemaVersion = 1
+
+// DefaultBudget is the time Run takes when Options.Budget is 0.
+const DefaultBudget = 20 * time.Second
+
+// Options tune Run.
+type Options struct {
+	// Budget is the time Run may take, listing included; 0 means
+	// DefaultBudget. Run ends close to it (within a run or two, ~1 s) on
+	// large data, and earlier on small data.
+	Budget time.Duration
+	// MaxSample is the most files the many-files trial reads; 0 means
+	// DefaultMaxSample.
+	MaxSample int
+	// FileLimit is the most bytes of one file a pass reads; 0 means
+	// DefaultFileLimit, and it is also kept under a quarter of the
+	// memory available, so that the warm trial stays warm.
+	FileLimit int64
+	// Procs is the candidates' parallel worker count; 0 means
+	// runtime.GOMAXPROCS(0).
+	Procs int
+	// Progress, if set, is called as the work goes on with the time spent
+	// and the budget, in tenths of a second, and what is being done.
+	Progress func(done, total int, what string)
+}
+
+// Result is everything Run found. Its JSON form is documented in
+// docs/advise.md; field names are stable within a SchemaVersion.
+type Result struct {
+	SchemaVersion int       `json:"schema_version"`
+	Inventory     Inventory `json:"inventory"`
+	// Residency is the fraction of the data's pages in the page cache
+	// before the trial (-1: could not be looked at); CacheNow is the state
+	// that makes (warm from 50%).
+	Residency float64 `json:"residency"`
+	CacheNow  Cache   `json:"cache_now"`
+	// RateUnit is the unit of Measurement.Rate: "files/s" or "bytes/s".
+	RateUnit   string   `json:"rate_unit"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	IOURing    IOURing  `json:"io_uring"`
+	Budget     float64  `json:"budget_s"`
+	Elapsed    float64  `json:"elapsed_s"`
+	Sample     Sample   `json:"sample"`
+	Phases     []Phase  `json:"phases"`
+	Candidates []string `json:"candidates"`
+	// Measurements holds every candidate in every cache state; those not
+	// measured say why in Skipped.
+	Measurements   []Measurement  `json:"measurements"`
+	Recommendation Recommendation `json:"recommendation"`
+	// Auto is what iopath's Auto picks for this data, and whether the
+	// trial agrees.
+	Auto *AutoCheck `json:"auto"`
+	// Snippet is the Go code for the recommendation.
+	Snippet string   `json:"snippet"`
+	Notes   []string `json:"notes"`
+}
+
+// IOURing says whether io_uring could be measured, and why not.
+type IOURing struct {
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Sample is what a pass of the trial reads.
+type Sample struct {
+	// Files is how many files each pass reads (ManyFiles; 1 for OneFile).
+	Files int64 `json:"files"`
+	// Bytes is their total size (OneFile: the bytes a pass reads, at most
+	// FileLimit).
+	Bytes int64 `json:"bytes"`
+}
+
+// Run inspects paths, measures the candidate paths on a sample of them
+// within the budget, and recommends one. Errors about the paths are
+// *InputError (a missing path, a special file, nothing to read); ctx
+// cancels it.
+func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Budget < 0 {
+		return nil, fmt.Errorf("budget %v: must be positive", o.Budget)
+	}
+	if o.Budget == 0 {
+		o.Budget = DefaultBudget
+	}
+	if o.Procs <= 0 {
+		o.Procs = runtime.GOMAXPROCS(0)
+	}
+	o.Procs = min(o.Procs, batch.MaxWorkers)
+	deadline := start.Add(o.Budget)
+	progress := func(what string) {
+		if o.Progress != nil {
+			o.Progress(int(time.Since(start)/(100*time.Millisecond)), int(o.Budget/(100*time.Millisecond)), what)
+		}
+	}
+
+	progress("listing the files")
+	inv, err := Inspect(ctx, paths, start.Add(o.Budget/4), o.MaxSample)
+	if err != nil {
+		return nil, err
+	}
+	probe := features.Probe()
+	res := &Result{SchemaVersion: SchemaVersion, Inventory: *inv, GOMAXPROCS: o.Procs,
+		IOURing: IOURing{Available: probe.IOURing.Available, Reason: probe.IOURing.Reason},
+		Budget:  o.Budget.Seconds(), Notes: []string{}}
+	if inv.AtLeast {
+		res.Notes = append(res.Notes, fmt.Sprintf("the listing stopped after %s files, at a quarter of the budget: there are more, and the figures are for those listed", count(inv.Files)))
+	}
+
+	// Unknown residency (mincore hides it for files this user cannot
+	// write) is taken as cached; the sentence about the other state
+	// covers data that is not.
+	res.Residency = -1
+	res.CacheNow = Warm
+	if r, ok := residencyNow(inv); ok {
+		res.Residency = r
+		if r < 0.5 {
+			res.CacheNow = Cold
+		}
+	} else {
+		res.Notes = append(res.Notes, "whether the data is cached cannot be seen: Linux's mincore(2) reports every page of a file this user cannot write as cached (since 5.0), so the advice is for cached data, and the cold trial's drops (which work) are not checked")
+	}
+	// Auto's picks are measured too, so that the trial can judge them.
+	autoNow, autoByState := autoPicks(inv, res.Residency)
+	extra := []Candidate{autoNow.Candidate, autoByState[Warm].Candidate, autoByState[Cold].Candidate}
+
+	var t trial
+	if inv.Kind == OneFile {
+		res.RateUnit = "bytes/s"
+		limit := o.FileLimit
+		if limit <= 0 {
+			limit = DefaultFileLimit
+		}
+		if avail := memAvailable(); avail > 0 {
+			limit = min(limit, avail/4)
+		}
+		ft := newFileTrial(inv, o.Procs, limit, probe)
+		ft.extra = extra
+		t = ft
+	} else {
+		res.RateUnit = "files/s"
+		if len(inv.sample) == 0 {
+			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: joinPaths(paths),
+				Err: fmt.Errorf("all %s files are larger than 64 MiB: give one of them alone to measure the paths for one big file", count(inv.Files))}}
+		}
+		mt := newManyTrial(inv, o.Procs, probe)
+		mt.extra = extra
+		t = mt
+	}
+	for _, c := range t.candidates() {
+		res.Candidates = append(res.Candidates, c.Label())
+	}
+	if !probe.IOURing.Available {
+		res.Notes = append(res.Notes, "io_uring left out: "+probe.IOURing.Reason)
+	}
+
+	// Measure the other state first, so that the data is left in the
+	// state it was found in (warm stays warm; cold data is dropped again
+	// at the end).
+	order := []Cache{Warm, Cold}
+	if res.CacheNow == Warm {
+		order = []Cache{Cold, Warm}
+	}
+	r := &runner{t: t, progress: progress, firstErr: map[string]error{}}
+	const reserve = 50 * time.Millisecond // rendering, closing
+	trialStart := time.Now()
+	left := deadline.Add(-reserve).Sub(trialStart)
+	share := map[Cache]float64{Warm: 0.4, Cold: 0.6}
+	for i, c := range order {
+		until := deadline.Add(-reserve)
+		if i == 0 {
+			until = trialStart.Add(time.Duration(float64(left) * share[c]))
+		}
+		ph, err := r.phase(ctx, c, until)
+		if err != nil {
+			return nil, err
+		}
+		res.Phases = append(res.Phases, ph)
+	}
+	if res.CacheNow == Cold && res.Phases[len(res.Phases)-1].Cache == Cold {
+		// The cold trial ended with a pass that warmed part of the data.
+		_ = t.drop(false)
+	}
+	setRatios(r.ms)
+	res.Measurements = r.ms
+	res.Notes = append(res.Notes, r.notes...)
+	for _, m := range r.ms {
+		if e := r.firstErr[m.Label]; e != nil && m.Errors > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s files could not be read, for example: %v", m.Label, m.Cache, count(m.Errors), e))
+		}
+	}
+	for _, ph := range res.Phases {
+		for _, n := range ph.Notes {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %s", ph.Cache, n))
+		}
+		if ph.Cache == Cold && ph.Skipped == "" && ph.Residency > 0.1 {
+			n := fmt.Sprintf("cold: %.0f%% of the data stayed cached after it was dropped (dirty pages not yet written back, or another process has it mapped or locked)", ph.Residency*100)
+			if !ph.Valid {
+				n += ": the drop did not take, and the cold figures are not used"
+			}
+			res.Notes = append(res.Notes, n)
+		}
+	}
+	switch tt := t.(type) {
+	case *manyTrial:
+		res.Sample = Sample{Files: int64(len(tt.files)), Bytes: tt.sampleBytes()}
+	case *fileTrial:
+		res.Sample = Sample{Files: 1, Bytes: tt.limit}
+		if !tt.whole() {
+			res.Notes = append(res.Notes, fmt.Sprintf("a pass reads %s of the file's %s: each worker the start of its own region", humanSize(tt.limit), humanSize(tt.size)))
+		}
+	}
+
+	rec, err := Recommend(inv, r.ms, res.Phases, res.CacheNow, res.Residency)
+	if err != nil {
+		why := ""
+		for _, ph := range res.Phases {
+			if ph.Skipped != "" {
+				why = ph.Skipped
+			}
+		}
+		if why == "" {
+			why = "no candidate could run"
+		}
+		if why == "the budget left too little time" {
+			why += "; give it more"
+		}
+		return nil, fmt.Errorf("%w: %s", err, why)
+	}
+	res.Recommendation = rec
+	res.Auto = checkAuto(autoNow, autoByState, res.Residency, rec, r.ms, res.Phases)
+	res.Snippet = Snippet(inv.Kind, rec.Candidate)
+	res.Elapsed = time.Since(start).Seconds()
+	return res, nil
+}
+
+// isNotSupported reports whether err says an engine cannot run here.
+func isNotSupported(err error) bool {
+	return errors.Is(err, engine.ErrNotSupported) || errors.Is(err, batch.ErrNotSupported)
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// adviseTree writes a small tree of files of assorted sizes, a symlink to
+// one of them and one file of a few MiB, under a directory every user can
+// enter (so that a child process running as nobody can read it).
+func adviseTree(t *testing.T) (dir, tree, big string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "advise-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Make it writable again so that it can be removed by a user
+		// other than root.
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		os.RemoveAll(dir)
+	})
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tree = filepath.Join(dir, "tree")
+	for i := range 200 {
+		p := filepath.Join(tree, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%03d.dat", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{byte(i), byte(i >> 3), 7}, 1+(i*131)%6000)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("d1/f001.dat", filepath.Join(tree, "link")); err != nil {
+		t.Fatal(err)
+	}
+	big = filepath.Join(dir, "big.bin")
+	data := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16+77)
+	if err := os.WriteFile(big, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tree, big
+}
+
+// fileState is what must not change about an entry: its type and mode,
+// size, content, mtime and ctime (which any chmod, chown, rename, link or
+// write moves). atime may change: reading is allowed.
+type fileState struct {
+	mode         fs.FileMode
+	size         int64
+	mtime, ctime int64
+	sum          [32]byte
+	link         string
+}
+
+func snapshot(t *testing.T, root string) map[string]fileState {
+	t.Helper()
+	states := map[string]fileState{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		s := fileState{mode: st.Mode(), size: st.Size(), mtime: st.ModTime().UnixNano(),
+			ctime: sys.Ctim.Nano()}
+		switch {
+		case st.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			copy(s.sum[:], h.Sum(nil))
+		case st.Mode()&fs.ModeSymlink != 0:
+			s.link, _ = os.Readlink(p)
+		}
+		states[p] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return states
+}
+
+func sameStates(t *testing.T, what string, before, after map[string]fileState) {
+	t.Helper()
+	if len(before) != len(after) {
+		t.Errorf("%s: %d entries before, %d after", what, len(before), len(after))
+	}
+	for p, b := range before {
+		if a, ok := after[p]; !ok {
+			t.Errorf("%s: %s is gone", what, p)
+		} else if a != b {
+			t.Errorf("%s: %s changed: %+v -> %+v", what, p, b, a)
+		}
+	}
+}
+
+func TestAdviseUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no path", []string{"advise"}, "advise: no PATH given"},
+		{"zero budget", []string{"advise", "--budget", "0", dir}, "--budget 0s out of range [1s, 1h0m0s]"},
+		{"negative budget", []string{"advise", "--budget", "-5s", dir}, "--budget -5s out of range"},
+		{"huge budget", []string{"advise", "--budget", "2h", dir}, "--budget 2h0m0s out of range"},
+		{"budget not a duration", []string{"advise", "--budget", "soon", dir}, "soon"},
+		{"format", []string{"advise", "--format", "xml", dir}, `--format "xml": want text or json`},
+		{"stdin", []string{"advise", "-"}, "stdin"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := runCLI(tt.args...)
+			if code != 2 || out != "" {
+				t.Errorf("exit %d, stdout %q; want 2 and nothing", code, out)
+			}
+			if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "iopath: ") || !strings.Contains(errOut, tt.msg) {
+				t.Errorf("stderr %q: want one line with %q", errOut, tt.msg)
+			}
+		})
+	}
+}
+
+func TestAdviseBadPaths(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing", []string{missing}, "iopath: advise: " + missing + ": no such file or directory\n"},
+		{"fifo", []string{fifo}, "iopath: advise: " + fifo + ": not a regular file or directory (a named pipe)\n"},
+		{"empty dir", []string{empty}, "iopath: advise: " + empty + ": no regular files under it: nothing to read\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			out, errOut, code := runCLI(append([]string{"advise", "--budget", "1s"}, tt.args...)...)
+			if code != 1 || out != "" || errOut != tt.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, out, errOut, tt.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v to refuse", d)
+			}
+		})
+	}
+}
+
+func TestAdviseJSON(t *testing.T) {
+	_, tree, _ := adviseTree(t)
+	out, errOut, code := runCLI("advise", "--budget", "1s", "--format", "json", tree)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if errOut != "" {
+		t.Errorf("stderr %q: no progress without a terminal", errOut)
+	}
+	var res struct {
+		SchemaVersion int `json:"schema_version"`
+		Inventory     struct {
+			Kind  string `json:"kind"`
+			Files int    `json:"files"`
+		} `json:"inventory"`
+		Measurements []struct {
+			Engine string  `json:"engine"`
+			Rate   float64 `json:"rate"`
+		} `json:"measurements"`
+		Recommendation struct {
+			Engine string  `json:"engine"`
+			Ratio  float64 `json:"ratio"`
+			Text   string  `json:"text"`
+		} `json:"recommendation"`
+		Snippet string `json:"snippet"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if res.SchemaVersion != 1 || res.Inventory.Kind != "many_files" || res.Inventory.Files != 201 ||
+		len(res.Measurements) == 0 || res.Recommendation.Engine == "" || res.Recommendation.Ratio <= 0 ||
+		!strings.Contains(res.Snippet, "iopath.ReadFiles(") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestAdviseNeverModifies runs advise on a tree and on a file and checks
+// that nothing about any entry changed but its access time; then makes the
+// data read-only and runs it again as a user who cannot write there
+// (nobody, when the test runs as root, since root writes through any
+// mode), where a write would fail.
+func TestAdviseNeverModifies(t *testing.T) {
+	dir, tree, big := adviseTree(t)
+	before := snapshot(t, dir)
+
+	out, errOut, code := runCLI("advise", "--budget", "1s", tree)
+	if code != 0 {
+		t.Fatalf("tree: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{tree + ": 201 files", "readfile (baseline)", "\nuse `", "iopath.ReadFiles(ctx, paths,", "iopath's Auto would pick"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tree: output lacks %q:\n%s", want, out)
+		}
+	}
+	out, errOut, code = runCLI("advise", "--budget", "1s", big)
+	if code != 0 {
+		t.Fatalf("file: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{big + ": one file of 3.0 MiB", "read (baseline)", "× plain read", "iopath.Scan(ctx, path,", "iopath.ReadFile(path,"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("file: output lacks %q:\n%s", want, out)
+		}
+	}
+	sameStates(t, "after advise", before, snapshot(t, dir))
+
+	// Read-only: files 0444, directories 0555.
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		if d.IsDir() {
+			return nil // after the walk: it must still be listed
+		}
+		return os.Chmod(p, 0o444)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{tree, filepath.Join(tree, "d0"), filepath.Join(tree, "d1"), filepath.Join(tree, "d2"), filepath.Join(tree, "d3"), filepath.Join(tree, "d4")} {
+		if err := os.Chmod(d, 0o555); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before = snapshot(t, dir)
+	for _, p := range []string{tree, big} {
+		out, errOut, code := adviseAsReader(t, dir, p)
+		if code != 0 || !strings.Contains(out, "\nuse `") && !strings.Contains(out, "\nkeep ") {
+			t.Errorf("%s, read-only: exit %d\nstdout:\n%s\nstderr:\n%s", p, code, out, errOut)
+		}
+		// nobody may not write root's files, so mincore hides their
+		// cache state (Linux >= 5.0): advise must say so, not report
+		// them 100% cached.
+		if os.Geteuid() == 0 && !strings.Contains(out, "whether the data is cached cannot be seen") {
+			t.Errorf("%s as nobody: no note that the cache state cannot be seen:\n%s", p, out)
+		}
+	}
+	sameStates(t, "after advise on the read-only copy", before, snapshot(t, dir))
+}
+
+// adviseAsReader runs "iopath advise --budget 1s path" as a user who can
+// read but not write the data: in-process when the test is not root, else
+// as nobody (uid 65534) in a child process, from a copy of the test binary
+// that user can execute.
+func adviseAsReader(t *testing.T, dir, path string) (string, string, int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			f.Close()
+			t.Fatalf("%s is writable: the test cannot show that advise does not write", path)
+		}
+		return runCLI("advise", "--budget", "1s", path)
+	}
+	// The binary goes in a directory of its own: dir is being watched.
+	binDir := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".bin")
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(binDir) })
+	bin := filepath.Join(binDir, "iopath.test")
+	if _, err := os.Stat(bin); errors.Is(err, fs.ErrNotExist) {
+		self, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "advise", "--budget", "1s", path)
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cannot run a child as nobody: %v", err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestAdvisePermissionDenied(t *testing.T) {
+	dir, _, big := adviseTree(t)
+	if err := os.Chmod(big, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := adviseAsReader(t, dir, big)
+	want := "iopath: advise: " + big + ": permission denied\n"
+	if code != 1 || out != "" || errOut != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, out, errOut, want)
+	}
+}
