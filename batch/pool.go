@@ -28,7 +28,7 @@ func (poolEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 	if workers == 0 {
 		workers = DefaultPoolWorkers
 	}
-	st, err := runReaders(ctx, "pool", &job, workers, func() pathReader { return osReader{} }, fn)
+	st, err := runReaders(ctx, "pool", &job, workers, func() pathReader { return &osReader{} }, fn)
 	st.Notes = append(st.Notes, osReadFileNote)
 	return st, err
 }

@@ -16,9 +16,9 @@ const treeLegend = `files/s        median over the runs (min–max): files deliv
 GiB/s          bytes delivered per second, median
 P50 P99 P99.9  latency per file: first syscall for it to its bytes being available
 syscalls/file  counted at the engine's own call sites (the directory walk is not counted):
-               openat, read, close for raw;
-               io_uring_enter for io_uring; read on the archive for archive; "-" for
-               readfile and pool, whose syscalls happen inside os.ReadFile
+               openat, read, close for raw; for readfile and pool, those the os
+               package makes for the engine's calls (openat, epoll_ctl, fstat,
+               reads, close); io_uring_enter for io_uring; reads of the archive for archive
 CPU-s/1k       user+system CPU seconds per 1,000 files: lower is better
 cs/file        context switches (voluntary and involuntary) per file
 errors         files delivered with their own error, per pass
@@ -72,9 +72,6 @@ func TreeTable(w io.Writer, r *bench.Report) error {
 			spread = fmt.Sprintf("(%s–%s)", count(int64(res.FilesPerSMin)), count(int64(res.FilesPerSMax)))
 		}
 		sc := fixed(res.SyscallsPerFile, 2)
-		if res.Engine == "readfile" || res.Engine == "pool" {
-			sc = "-"
-		}
 		fps := count(int64(res.FilesPerS))
 		if res.NoisyRuns > 0 {
 			fps += noisyMark
