@@ -67,8 +67,9 @@ func (o *options) checkEngine(c call) error {
 
 // fitEngine maps an engine Auto chose to one call c implements: readv
 // reads a contiguous destination exactly as pread does (one buffer per
-// call is the whole chunk), and a File's positioned reads are pread or
-// io_uring. mmap is never used with O_DIRECT.
+// call is the whole chunk), and a File's positioned reads are pread,
+// io_uring or mmap (File's mmap backend). mmap is never used with
+// O_DIRECT.
 func fitEngine(c call, name string, direct bool) string {
 	if c == callReadFiles {
 		return name

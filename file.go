@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 )
 
 // File is an open regular file for positioned reads: ReadAt, one request
-// at a time, and ReadBatch, many at once through io_uring or coalesced and
-// parallel preads. Open it with Open.
+// at a time, and ReadBatch, many at once through io_uring, coalesced and
+// parallel preads, or copies from a mapping of the file. Open it with
+// Open.
 //
 // A File is safe for concurrent use by any number of goroutines. Close
 // waits for the reads in progress to end before it releases the
@@ -40,7 +42,10 @@ type File struct {
 	refs    atomic.Int64
 	drained chan struct{} // closed by the last read to end after Close
 
-	rings   *ringPool // nil: the pread backend
+	rings *ringPool // nil: the pread backend (or mmap)
+	// m is the mmap backend's mapping of the file's first size bytes:
+	// nil for the other backends, and for an empty file.
+	m       []byte
 	cleanup runtime.Cleanup
 
 	// The inline pass of ReadBatch (see readInline): nowaitOff once the
@@ -77,10 +82,14 @@ var testHookReading func()
 //
 // Open decides the backend once, with Auto (kind Positioned: whether the
 // file is in the page cache, O_DIRECT, what the kernel supports) unless
-// WithEngine says "pread" or "io_uring". With io_uring, Open creates the
-// first ring, so an explicit WithEngine("io_uring") that cannot run here
-// fails now with an error wrapping ErrNotSupported; under Auto the File
-// falls back to pread. WithWorkers bounds the goroutines (pread) or rings
+// WithEngine says "pread", "io_uring" or "mmap". With io_uring, Open
+// creates the first ring, so an explicit WithEngine("io_uring") that
+// cannot run here fails now with an error wrapping ErrNotSupported; under
+// Auto the File falls back to pread. With mmap, Open maps the file's size
+// at Open read-only and shared (an empty file is not mapped); a mapping
+// that fails is an *fs.PathError with Op "mmap" for WithEngine("mmap"),
+// and pread under Auto. mmap cannot be had WithDirect (an error wrapping
+// ErrNotSupported). WithWorkers bounds the goroutines (pread) or rings
 // (io_uring) that serve ReadBatch calls; WithQueueDepth is each ring's
 // requests in flight. WithDirect opens with O_DIRECT: see DirectAlign.
 func Open(path string, opts ...Option) (*File, error) {
@@ -117,14 +126,33 @@ func Open(path string, opts ...Option) (*File, error) {
 			f.rings = rp
 		}
 	}
-	// A File dropped without Close gives its descriptor and rings back
-	// when it is collected, as an os.File does.
+	if c.Engine == "mmap" && st.Size > 0 {
+		m, err := sys.Mmap(fd, 0, int(st.Size), sys.PROT_READ, sys.MAP_SHARED)
+		if err != nil {
+			if o.engine != "" {
+				sys.Close(fd)
+				return nil, &fs.PathError{Op: "mmap", Path: path, Err: err}
+			}
+			f.choice.Engine = "pread"
+			f.choice.Reason = fmt.Sprintf("mmap chosen by rule %s failed (%v): pread instead", c.Rule, err)
+		} else {
+			// Random requests: fault in the pages asked for, without the
+			// readahead around them that a sequential reader would use.
+			sys.Madvise(m, sys.MADV_RANDOM)
+			f.m = m
+		}
+	}
+	// A File dropped without Close gives its descriptor, rings and
+	// mapping back when it is collected, as an os.File does.
 	f.cleanup = runtime.AddCleanup(f, func(r fileRes) {
 		if r.rings != nil {
 			r.rings.close()
 		}
+		if r.m != nil {
+			sys.Munmap(r.m)
+		}
 		sys.Close(r.fd)
-	}, fileRes{fd: fd, rings: f.rings})
+	}, fileRes{fd: fd, rings: f.rings, m: f.m})
 	return f, nil
 }
 
@@ -132,6 +160,7 @@ func Open(path string, opts ...Option) (*File, error) {
 type fileRes struct {
 	fd    int
 	rings *ringPool
+	m     []byte
 }
 
 // Name returns the path as given to Open.
@@ -160,8 +189,8 @@ func (f *File) release() {
 	}
 }
 
-// Close waits for the reads in progress, then releases the rings and the
-// descriptor. Closing a File twice returns an *fs.PathError wrapping
+// Close waits for the reads in progress, then releases the rings, the
+// mapping and the descriptor. Closing a File twice returns an *fs.PathError wrapping
 // fs.ErrClosed, as os.File does; the first Close's work is not undone.
 func (f *File) Close() error {
 	old := f.refs.Or(closedBit)
@@ -174,6 +203,14 @@ func (f *File) Close() error {
 	f.cleanup.Stop()
 	if f.rings != nil {
 		f.rings.close()
+	}
+	if f.m != nil {
+		// No read is in progress and none can start: nothing touches the
+		// mapping any more.
+		if err := sys.Munmap(f.m); err != nil {
+			sys.Close(f.fd)
+			return &fs.PathError{Op: "munmap", Path: f.name, Err: err}
+		}
 	}
 	if err := sys.Close(f.fd); err != nil {
 		return &fs.PathError{Op: "close", Path: f.name, Err: err}
@@ -192,7 +229,13 @@ func (f *File) Close() error {
 // ReadAt is one pread (a request of at least 4 MiB is split into chunks
 // read by the File's workers in parallel): a single request gains nothing
 // from a ring, so even an io_uring File reads it with pread. Use ReadBatch
-// for many requests at once.
+// for many requests at once. An mmap File copies from its mapping on the
+// calling goroutine instead, and reads what lies past the size mapped at
+// Open (the file grew) with pread. A file truncated under the mapping
+// makes a read of a page past its new end fail with an *fs.PathError
+// wrapping ErrChanged (the fault is caught, never a crash); the part of
+// its new last page past the new end reads as zeros, as the kernel maps
+// it.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if err := f.acquire("read"); err != nil {
 		return 0, err
@@ -213,7 +256,20 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	}
 	var n int
 	var err error
-	if len(p) >= splitReadAt && f.choice.Workers > 1 {
+	if f.m != nil {
+		n, err = f.copyAt(p, off)
+		if err != nil {
+			return 0, err
+		}
+		if n == len(p) {
+			return n, nil
+		}
+		// Past the mapping: the file grew since Open, or ends here.
+		nw := nowait{off: f.nowaitOff.Load()}
+		var m int
+		m, err = preadFull(f.fd, p[n:], off+int64(n), &nw, false)
+		n += m
+	} else if len(p) >= splitReadAt && f.choice.Workers > 1 {
 		n, err = readChunks(f.fd, p, off, max(f.choice.BlockSize, splitChunk), f.choice.Workers, f.direct, false)
 	} else {
 		nw := nowait{off: f.direct || f.nowaitOff.Load()}
@@ -301,7 +357,11 @@ func (f *File) ReadBatch(reqs []Request) error {
 	// The rings' fault-injection and SQE hooks (tests only) want every
 	// request on a ring, cached or not.
 	ringHooks := testHookSubmit != nil || testHookPrep != nil
-	if len(idx) > 0 && !f.direct && !f.nowaitOff.Load() && !ringHooks {
+	if len(idx) > 0 && f.m != nil {
+		// The mmap backend copies on the calling goroutine; what lies past
+		// the mapping goes on to pread.
+		idx = f.readMapped(reqs, idx)
+	} else if len(idx) > 0 && !f.direct && !f.nowaitOff.Load() && !ringHooks {
 		if s := f.nowaitSkip.Load(); s > 0 {
 			// A recent batch mostly missed the cache: skip the pass. Under
 			// concurrent calls a lost race only skips one more.
@@ -342,6 +402,115 @@ func (f *File) ReadBatch(reqs []Request) error {
 		}
 	}
 	return nil
+}
+
+// copyAt copies p from the mapping at off, as far as the mapping goes (0
+// at or past its end). A fault (the file was truncated under the mapping)
+// is an *fs.PathError wrapping ErrChanged.
+func (f *File) copyAt(p []byte, off int64) (n int, err error) {
+	if off >= int64(len(f.m)) {
+		return 0, nil
+	}
+	// SIGBUS on a page past the file's end becomes a panic on this
+	// goroutine, recovered below (as the mmap engine does, see
+	// engine/mmap.go); the previous setting comes back on return.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			n, err = 0, &fs.PathError{Op: "read", Path: f.name, Err: ErrChanged}
+		}
+	}()
+	return copy(p, f.m[off:]), nil
+}
+
+// readMapped is ReadBatch's mmap backend: it copies the requests idx from
+// the mapping on the calling goroutine and returns the requests (idx
+// compacted in place, in order) not filled, whose rest lies past the
+// mapping, for pread. A request whose copy faults fails with ErrChanged.
+func (f *File) readMapped(reqs []Request, idx []int32) []int32 {
+	if w := f.mappedWorkers(reqs, idx); w > 1 {
+		// A batch this large is copied by w goroutines (the caller's
+		// included), each taking a contiguous share of the requests.
+		var wg sync.WaitGroup
+		share := (len(idx) + w - 1) / w
+		for lo := share; lo < len(idx); lo += share {
+			part := idx[lo:min(lo+share, len(idx))]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f.copyAll(reqs, part)
+			}()
+		}
+		f.copyAll(reqs, idx[:share])
+		wg.Wait()
+	} else {
+		f.copyAll(reqs, idx)
+	}
+	rest := idx[:0] // writes never pass the reads
+	for _, i := range idx {
+		if r := &reqs[i]; r.Err == nil && r.N < len(r.Buf) {
+			rest = append(rest, i)
+		}
+	}
+	return rest
+}
+
+// mappedParallelMin is the batch size from which an mmap File copies with
+// its workers: below it, starting goroutines (about 1 µs each here) costs
+// more than the copy they share (64 × 4 KiB copied in 7 µs on one).
+const mappedParallelMin = 1 << 20
+
+// mappedWorkers is how many goroutines copy the requests idx.
+func (f *File) mappedWorkers(reqs []Request, idx []int32) int {
+	w := min(f.choice.Workers, len(idx))
+	if w <= 1 {
+		return 1
+	}
+	total := 0
+	for _, i := range idx {
+		if total += len(reqs[i].Buf); total >= mappedParallelMin {
+			return w
+		}
+	}
+	return 1
+}
+
+// copyAll copies the requests idx from the mapping; a request whose copy
+// faults fails with ErrChanged and the others go on.
+func (f *File) copyAll(reqs []Request, idx []int32) {
+	for k := 0; k < len(idx); k++ {
+		// One fault-catching frame for the whole run of requests: a fault
+		// stops copyMapped at request k, which fails; the others go on.
+		if k = f.copyMapped(reqs, idx, k); k < len(idx) {
+			r := &reqs[idx[k]]
+			r.N, r.Err = 0, &fs.PathError{Op: "read", Path: f.name, Err: ErrChanged}
+		}
+	}
+}
+
+// copyMapped copies reqs[idx[k]], reqs[idx[k+1]], ... from the mapping,
+// each as far as the mapping goes. It returns len(idx), or the position
+// in idx of the request whose copy faulted, where it stopped.
+func (f *File) copyMapped(reqs []Request, idx []int32, k int) (at int) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+		}
+	}()
+	size := int64(len(f.m))
+	for at = k; at < len(idx); at++ {
+		r := &reqs[idx[at]]
+		if r.Off < size {
+			r.N = copy(r.Buf, f.m[r.Off:])
+		}
+	}
+	return at
 }
 
 // checkOverlap returns ErrOverlap (in an *fs.PathError) when two

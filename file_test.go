@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ var fileOpts = []named{
 	{"pread×3", []Option{WithEngine("pread"), WithWorkers(3)}},
 	{"io_uring", []Option{WithEngine("io_uring")}},
 	{"io_uring×2-qd4", []Option{WithEngine("io_uring"), WithWorkers(2), WithQueueDepth(4)}},
+	{"mmap", []Option{WithEngine("mmap")}},
 }
 
 // openT opens path with opts, skipping when the backend cannot run here.
@@ -313,6 +315,11 @@ func TestFileDirect(t *testing.T) {
 	path := writeFile(t, dir, data)
 	for _, o := range fileOpts {
 		t.Run(o.name, func(t *testing.T) {
+			if o.name == "mmap" {
+				// A mapping goes through the page cache: refused (see
+				// TestFileMmapDirect).
+				return
+			}
 			f := openT(t, path, append(o.opts, WithDirect())...)
 			defer f.Close()
 			b := bufpool.GetAligned(3 * DirectAlign)
@@ -392,8 +399,8 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(path, WithBlockSize(4096)); err == nil {
 		t.Error("WithBlockSize accepted by Open")
 	}
-	if _, err := Open(path, WithEngine("mmap")); err == nil || !strings.Contains(err.Error(), "pread, io_uring") {
-		t.Errorf("WithEngine(mmap): %v", err)
+	if _, err := Open(path, WithEngine("readv")); err == nil || !strings.Contains(err.Error(), "pread, io_uring, mmap") {
+		t.Errorf("WithEngine(readv): %v", err)
 	}
 }
 
@@ -701,8 +708,10 @@ func TestReadBatchPartlyCached(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Both paths ran: some requests were cached, some not.
-			if served.Load() == 0 || passed.Load() == 0 {
+			// Both paths ran: some requests were cached, some not. (The
+			// mmap backend, Auto's on this file when it was wholly cached
+			// at Open, copies instead of taking the inline pass.)
+			if f.m == nil && (served.Load() == 0 || passed.Load() == 0) {
 				t.Errorf("%d requests served inline, %d passed on: want some of each", served.Load(), passed.Load())
 			}
 		})
@@ -862,4 +871,238 @@ func TestReadBatchInline(t *testing.T) {
 			t.Errorf("WithDirect: %d inline passes, want none", len(calls))
 		}
 	})
+}
+
+// The mmap backend maps the file once, at Open: an empty file has no
+// mapping; the others have one of the size at Open.
+func TestFileMmapMapping(t *testing.T) {
+	checkFDs(t)
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 8192} {
+		path := writeFile(t, dir, content(size, 20))
+		f := openT(t, path, WithEngine("mmap"))
+		if f.choice.Engine != "mmap" || len(f.m) != size || (size == 0) != (f.m == nil) {
+			t.Errorf("size %d: engine %q, mapping of %d bytes", size, f.choice.Engine, len(f.m))
+		}
+		p := make([]byte, 10)
+		if n, err := f.ReadAt(p, 0); n != min(size, 10) || (size < 10) != (err == io.EOF) {
+			t.Errorf("size %d: ReadAt: %d, %v", size, n, err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}
+
+// Auto maps a file that is wholly in the page cache (rule
+// positioned-cached-mmap), and reads it right.
+func TestFileAutoMmap(t *testing.T) {
+	checkFDs(t)
+	data := content(2<<20, 21)
+	path := writeFile(t, t.TempDir(), data)
+	if _, err := os.ReadFile(path); err != nil { // cached, whatever wrote it
+		t.Fatal(err)
+	}
+	t.Setenv(auto.EnvEngine, "")
+	f := openT(t, path)
+	defer f.Close()
+	if r, err := auto.Residency(path, int64(len(data))); err != nil || r < 0.99 {
+		t.Skipf("the file is not cached here (%.2f, %v)", r, err)
+	}
+	if f.choice.Engine != "mmap" || f.choice.Rule != "positioned-cached-mmap" || f.m == nil {
+		t.Fatalf("Auto on a cached file: %+v, mapped %v", f.choice, f.m != nil)
+	}
+	reqs := []Request{{Off: 5, Buf: make([]byte, 4096)}, {Off: 1 << 20, Buf: make([]byte, 100)}}
+	if err := f.ReadBatch(reqs); err != nil || !bytes.Equal(reqs[0].Buf, data[5:4101]) || !bytes.Equal(reqs[1].Buf, data[1<<20:1<<20+100]) {
+		t.Errorf("ReadBatch: %v", err)
+	}
+}
+
+// WithDirect and mmap cannot go together: an error wrapping
+// ErrNotSupported, nothing opened. Under Auto, WithDirect never maps.
+func TestFileMmapDirect(t *testing.T) {
+	checkFDs(t)
+	path := writeFile(t, t.TempDir(), content(8192, 22))
+	f, err := Open(path, WithEngine("mmap"), WithDirect())
+	if f != nil || !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "O_DIRECT") {
+		t.Errorf("mmap WithDirect: %v, %v", f, err)
+	}
+	old := decide
+	defer func() { decide = old }()
+	decide = func(w auto.Workload) auto.Choice {
+		return auto.Choice{Engine: "mmap", Workers: 1, Rule: "test", Reason: "test"}
+	}
+	f, err = Open(path, WithDirect())
+	if err != nil {
+		skipUnsupported(t, err)
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.choice.Engine == "mmap" || f.m != nil {
+		t.Errorf("Auto's mmap WithDirect: %+v, mapped %v", f.choice, f.m != nil)
+	}
+}
+
+// Bytes past the size mapped at Open are read with pread: a file that
+// grew reads right, across the old end and past it, and io.EOF comes at
+// the new end.
+func TestFileMmapGrown(t *testing.T) {
+	checkFDs(t)
+	data := content(10000, 23)
+	path := writeFile(t, t.TempDir(), data)
+	f := openT(t, path, WithEngine("mmap"))
+	defer f.Close()
+	more := content(20000, 24)
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(more); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	all := append(slices.Clone(data), more...)
+	for _, c := range [][2]int64{{9000, 2000}, {10000, 4096}, {20000, 10000}, {25000, 10000}, {30000, 1}, {0, 30001}} {
+		p := make([]byte, c[1])
+		n, err := f.ReadAt(p, c[0])
+		want, werr := wantRead(all, c[0], int(c[1]))
+		if n != len(want) || err != werr || !bytes.Equal(p[:n], want) {
+			t.Errorf("ReadAt(%d bytes at %d): %d, %v; want %d, %v", c[1], c[0], n, err, len(want), werr)
+		}
+		reqs := []Request{{Off: c[0], Buf: p}, {Off: 0, Buf: make([]byte, 100)}}
+		f.ReadBatch(reqs)
+		if r := reqs[0]; r.N != len(want) || r.Err != werr || !bytes.Equal(r.Buf[:r.N], want) || reqs[1].Err != nil {
+			t.Errorf("ReadBatch(%d bytes at %d): %d, %v; want %d, %v", c[1], c[0], r.N, r.Err, len(want), werr)
+		}
+	}
+}
+
+// A file truncated under the mapping: a read of a page past the new end
+// faults, and the fault is an *fs.PathError wrapping ErrChanged, not a
+// crash; the other requests of the batch are read, and the goroutine's
+// SetPanicOnFault setting is as it was.
+func TestFileMmapTruncated(t *testing.T) {
+	checkFDs(t)
+	data := content(64<<10, 25)
+	path := writeFile(t, t.TempDir(), data)
+	f := openT(t, path, WithEngine("mmap"))
+	defer f.Close()
+	if err := os.Truncate(path, 8192); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 4096)
+	n, err := f.ReadAt(p, 32<<10)
+	var pe *fs.PathError
+	if n != 0 || !errors.Is(err, ErrChanged) || !errors.As(err, &pe) || pe.Path != path {
+		t.Errorf("ReadAt past the new end: %d, %v", n, err)
+	}
+	reqs := []Request{{Off: 0, Buf: make([]byte, 100)}, {Off: 40 << 10, Buf: make([]byte, 4096)}, {Off: 4096, Buf: make([]byte, 4096)}}
+	err = f.ReadBatch(reqs)
+	if !errors.Is(err, ErrChanged) || !errors.Is(reqs[1].Err, ErrChanged) || reqs[1].N != 0 ||
+		reqs[0].Err != nil || !bytes.Equal(reqs[0].Buf, data[:100]) || reqs[2].Err != nil || !bytes.Equal(reqs[2].Buf, data[4096:8192]) {
+		t.Errorf("ReadBatch across the new end: %v; %+v", err, reqs)
+	}
+	if debug.SetPanicOnFault(false) {
+		t.Error("SetPanicOnFault left on")
+	}
+}
+
+// Close while mmap reads run waits for them before it unmaps (with
+// -race, and the readers would fault on an unmapped page otherwise).
+func TestFileMmapCloseWhileReading(t *testing.T) {
+	checkFDs(t)
+	data := content(1<<20, 26)
+	path := writeFile(t, t.TempDir(), data)
+	for range 20 {
+		f := openT(t, path, WithEngine("mmap"))
+		var wg sync.WaitGroup
+		bad := make(chan error, 4)
+		for g := range 4 {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 27))
+				p := make([]byte, 4096)
+				for {
+					reqs := []Request{{Off: rng.Int64N(1 << 20), Buf: p[:2048]}, {Off: rng.Int64N(1 << 20), Buf: p[2048:]}}
+					err := f.ReadBatch(reqs)
+					if errors.Is(err, fs.ErrClosed) {
+						return
+					}
+					for _, r := range reqs {
+						want, werr := wantRead(data, r.Off, len(r.Buf))
+						if r.Err != werr || !bytes.Equal(r.Buf[:r.N], want) {
+							bad <- fmt.Errorf("ReadBatch at %d: %d, %v", r.Off, r.N, r.Err)
+							return
+						}
+					}
+				}
+			})
+		}
+		runtime.Gosched()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(bad)
+		for err := range bad {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A batch of 1 MiB or more on an mmap File is copied by its workers; the
+// bytes are right, and a request past the end of a truncated file fails
+// with ErrChanged in whichever worker copies it, the others read.
+func TestFileMmapParallelBatch(t *testing.T) {
+	checkFDs(t)
+	data := content(4<<20, 26)
+	path := writeFile(t, t.TempDir(), data)
+	f := openT(t, path, WithEngine("mmap"), WithWorkers(3))
+	defer f.Close()
+	var reqs []Request
+	for i := range 64 {
+		off := int64((i * 7919 % 120) << 15) // scattered 32 KiB requests, 2 MiB in all
+		reqs = append(reqs, Request{Off: off, Buf: make([]byte, 32<<10)})
+	}
+	if got := f.mappedWorkers(reqs, []int32{0, 1, 2, 3}); got != 1 {
+		t.Errorf("4 requests of 32 KiB: %d workers, want 1", got)
+	}
+	idx := make([]int32, len(reqs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	if got := f.mappedWorkers(reqs, idx); got != 3 {
+		t.Errorf("64 requests of 32 KiB: %d workers, want 3", got)
+	}
+	if err := f.ReadBatch(reqs); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if r.N != len(r.Buf) || !bytes.Equal(r.Buf, data[r.Off:r.Off+int64(len(r.Buf))]) {
+			t.Fatalf("request %d at %d: %d bytes, wrong data", i, r.Off, r.N)
+		}
+	}
+	if err := os.Truncate(path, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	for i := range reqs {
+		reqs[i].N, reqs[i].Err = 0, nil
+	}
+	err := f.ReadBatch(reqs)
+	if !errors.Is(err, ErrChanged) {
+		t.Errorf("batch across the new end: %v", err)
+	}
+	for i, r := range reqs {
+		switch {
+		case r.Off >= 2<<20 && !errors.Is(r.Err, ErrChanged):
+			t.Errorf("request %d past the new end: %d, %v", i, r.N, r.Err)
+		case r.Off+int64(len(r.Buf)) <= 2<<20 && (r.Err != nil || !bytes.Equal(r.Buf, data[r.Off:r.Off+int64(len(r.Buf))])):
+			t.Errorf("request %d before the new end: %d, %v", i, r.N, r.Err)
+		}
+	}
+	if debug.SetPanicOnFault(false) {
+		t.Error("SetPanicOnFault left on")
+	}
 }

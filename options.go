@@ -45,7 +45,7 @@ type options struct {
 //
 //	ReadFile, ReadFileBuf  read, pread, mmap, io_uring
 //	Scan                   read, pread, readv, mmap, io_uring
-//	Open                   pread, io_uring
+//	Open                   pread, io_uring, mmap
 //	ReadFiles              readfile, pool, raw, io_uring (see package batch)
 //
 // An unknown name gives an error that lists the valid ones. An engine that
@@ -140,7 +140,7 @@ func (c call) engines() []string {
 	case callScan:
 		return []string{"read", "pread", "readv", "mmap", "io_uring"}
 	case callOpen:
-		return []string{"pread", "io_uring"}
+		return []string{"pread", "io_uring", "mmap"}
 	}
 	var names []string
 	for _, n := range batch.Names() {

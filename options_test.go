@@ -71,7 +71,7 @@ func TestOptionErrors(t *testing.T) {
 		{callScan, []Option{WithEngine("null")}, `unknown engine "null"`},
 		{callScan, []Option{WithEngine("raw")}, `unknown engine "raw"`},
 		{callReadFile, []Option{WithEngine("readv")}, `iopath: ReadFile: unknown engine "readv" (have read, pread, mmap, io_uring)`},
-		{callOpen, []Option{WithEngine("mmap")}, `iopath: Open: unknown engine "mmap" (have pread, io_uring)`},
+		{callOpen, []Option{WithEngine("readv")}, `iopath: Open: unknown engine "readv" (have pread, io_uring, mmap)`},
 		{callReadFiles, []Option{WithEngine("pread")}, `iopath: ReadFiles: unknown engine "pread" (have `},
 		{callReadFiles, []Option{WithEngine("archive")}, `unknown engine "archive"`},
 		{callReadFile, []Option{WithOrdered()}, "iopath: ReadFile: WithOrdered applies only to Scan"},
