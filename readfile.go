@@ -69,27 +69,11 @@ var testHookAfterStat func(path string)
 // ErrNotSupported for an explicit engine that cannot run here. A bad
 // option gives an error before the file is opened.
 func ReadFile(path string, opts ...Option) ([]byte, error) {
-	var o options
-	if len(opts) > 0 {
-		var err error
-		if o, err = parseOptions(callReadFile, opts); err != nil {
-			return nil, err
-		}
-	}
-	fd, st, err := openRegular(path, o.direct, "read")
+	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	if st.Size > maxWholeFile {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
-	}
-	if testHookAfterStat != nil {
-		testHookAfterStat(path)
-	}
-	if err := o.checkEngine(callReadFile); err != nil {
-		return nil, err
-	}
 	if o.small(st.Size) {
 		return readSmall(fd, path, int(st.Size))
 	}
@@ -106,33 +90,45 @@ func ReadFile(path string, opts ...Option) ([]byte, error) {
 	return w.b[:n], nil
 }
 
+// openWhole is where ReadFile and ReadFileBuf start: the options, the
+// open (a regular file, or a pseudo-file), the size check and the engine
+// check. On error nothing is left open.
+func openWhole(path string, opts []Option) (o options, fd int, st sys.Stat_t, err error) {
+	if len(opts) > 0 {
+		if o, err = parseOptions(callReadFile, opts); err != nil {
+			return o, -1, st, err
+		}
+	}
+	if fd, st, err = openRegular(path, o.direct, "read"); err != nil {
+		return o, -1, st, err
+	}
+	switch {
+	case st.Size > maxWholeFile:
+		err = &fs.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
+	default:
+		if testHookAfterStat != nil {
+			testHookAfterStat(path)
+		}
+		err = o.checkEngine(callReadFile)
+	}
+	if err != nil {
+		sys.Close(fd)
+		return o, -1, st, err
+	}
+	return o, fd, st, nil
+}
+
 // ReadFileBuf is ReadFile into a pooled buffer: it returns a *bufpool.Buf
 // holding exactly the file's bytes (Bytes, Len), which the caller must
 // Release once, when done with them; the memory is reused afterwards. In
 // steady state a file under 1 MiB is read with no allocation at all.
 // Everything else is as for ReadFile; on error the Buf is nil.
 func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
-	var o options
-	if len(opts) > 0 {
-		var err error
-		if o, err = parseOptions(callReadFile, opts); err != nil {
-			return nil, err
-		}
-	}
-	fd, st, err := openRegular(path, o.direct, "read")
+	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer sys.Close(fd)
-	if st.Size > maxWholeFile {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
-	}
-	if testHookAfterStat != nil {
-		testHookAfterStat(path)
-	}
-	if err := o.checkEngine(callReadFile); err != nil {
-		return nil, err
-	}
+	defer sys.Close(fd) // read-only: close cannot lose data
 	if o.small(st.Size) {
 		return readSmallBuf(fd, path, int(st.Size))
 	}
