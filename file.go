@@ -354,14 +354,11 @@ func (f *File) ReadBatch(reqs []Request) error {
 			idx = append(idx, int32(i))
 		}
 	}
-	// The rings' fault-injection and SQE hooks (tests only) want every
-	// request on a ring, cached or not.
-	ringHooks := testHookSubmit != nil || testHookPrep != nil
 	if len(idx) > 0 && f.m != nil {
 		// The mmap backend copies on the calling goroutine; what lies past
 		// the mapping goes on to pread.
 		idx = f.readMapped(reqs, idx)
-	} else if len(idx) > 0 && !f.direct && !f.nowaitOff.Load() && !ringHooks {
+	} else if len(idx) > 0 && !f.direct && !f.nowaitOff.Load() && !testNoInline {
 		if s := f.nowaitSkip.Load(); s > 0 {
 			// A recent batch mostly missed the cache: skip the pass. Under
 			// concurrent calls a lost race only skips one more.
@@ -1117,6 +1114,10 @@ func (g *ring) fail(err error) error {
 // aligned, leave the rest to reap's short-read continuation. Tests lower
 // it to reach that path with small files.
 var maxSQELen = 1 << 30
+
+// testNoInline, set by tests of the rings (fault injection, split reads),
+// sends every request to the backend, cached or not.
+var testNoInline bool
 
 // testHookPrep, if set, sees the length of every io_uring read prepared.
 var testHookPrep func(n int)

@@ -42,16 +42,7 @@ import (
 // ErrNilFunc for a nil fn, or an error that stopped the whole batch (a
 // bad option, an engine that cannot run here, wrapping ErrNotSupported).
 func ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte, err error) error, opts ...Option) error {
-	if fn == nil {
-		return ErrNilFunc
-	}
-	if ctx == nil {
-		return errNilContext
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	o, err := parseOptions(callReadFiles, opts)
+	o, err := begin(ctx, callReadFiles, fn == nil, opts)
 	if err != nil {
 		return err
 	}

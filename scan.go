@@ -20,6 +20,22 @@ import (
 // errNilContext is returned for a nil ctx, rather than a panic.
 var errNilContext = errors.New("iopath: nil context")
 
+// begin is where the calls that take a ctx and a callback (Scan,
+// ReadFiles) start: a nil fn or ctx is an error, a ctx already done ends
+// the call before anything is read, then the options are parsed.
+func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, error) {
+	switch {
+	case nilFn:
+		return options{}, ErrNilFunc
+	case ctx == nil:
+		return options{}, errNilContext
+	}
+	if err := ctx.Err(); err != nil {
+		return options{}, err
+	}
+	return parseOptions(c, opts)
+}
+
 // Scan reads every block of the file at path exactly once and calls fn
 // with each: off is the block's offset, b its bytes. Blocks are
 // BlockSize bytes (WithBlockSize; Auto's choice or 128 KiB by default),
@@ -65,16 +81,7 @@ var errNilContext = errors.New("iopath: nil context")
 // errors wrapping ErrNotSupported for an explicit engine that cannot run
 // here.
 func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b []byte) error) error {
-	if fn == nil {
-		return ErrNilFunc
-	}
-	if ctx == nil {
-		return errNilContext
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	o, err := parseOptions(callScan, opts)
+	o, err := begin(ctx, callScan, fn == nil, opts)
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,12 @@ func capSQE(t *testing.T, n int) *atomic.Int64 {
 	t.Helper()
 	largest := new(atomic.Int64)
 	oldMax, oldHook := maxSQELen, testHookPrep
-	maxSQELen = n
+	maxSQELen, testNoInline = n, true
 	testHookPrep = func(k int) { // called by several rings at once
 		for v := largest.Load(); int64(k) > v && !largest.CompareAndSwap(v, int64(k)); v = largest.Load() {
 		}
 	}
-	t.Cleanup(func() { maxSQELen, testHookPrep = oldMax, oldHook })
+	t.Cleanup(func() { maxSQELen, testHookPrep, testNoInline = oldMax, oldHook, false })
 	return largest
 }
 
@@ -78,6 +78,7 @@ func failRings(t *testing.T) (submitFails, newFails *bool, injected error) {
 	leakedMu.Lock()
 	before := len(leakedRings)
 	leakedMu.Unlock()
+	testNoInline = true
 	testHookSubmit = func() error {
 		if *submitFails {
 			return injected
@@ -91,7 +92,7 @@ func failRings(t *testing.T) (submitFails, newFails *bool, injected error) {
 		return nil
 	}
 	t.Cleanup(func() {
-		testHookSubmit, testHookNewRing = nil, nil
+		testHookSubmit, testHookNewRing, testNoInline = nil, nil, false
 		leakedMu.Lock()
 		defer leakedMu.Unlock()
 		for _, g := range leakedRings[before:] {

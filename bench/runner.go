@@ -521,13 +521,7 @@ func summarize(r *Result, hist *metrics.Histogram) {
 	if len(ok) == 0 {
 		return
 	}
-	f := func(get func(Run) float64) float64 {
-		v := make([]float64, len(ok))
-		for i, run := range ok {
-			v[i] = get(run)
-		}
-		return median(v)
-	}
+	f := func(get func(Run) float64) float64 { return medianOver(ok, get) }
 	// Counters are per pass over the file.
 	i := func(get func(Run) int64) int64 {
 		return int64(f(func(r Run) float64 { return float64(get(r)) / float64(max(r.Passes, 1)) }) + 0.5)
@@ -575,6 +569,15 @@ func summarize(r *Result, hist *metrics.Histogram) {
 }
 
 func secs(ns int64) float64 { return float64(max(ns, 1)) / 1e9 }
+
+// medianOver is the median of get over runs.
+func medianOver(runs []Run, get func(Run) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, run := range runs {
+		v[i] = get(run)
+	}
+	return median(v)
+}
 
 func median(v []float64) float64 {
 	if len(v) == 0 {

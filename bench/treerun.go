@@ -242,13 +242,7 @@ func summarizeTree(r *Result) {
 	if len(ok) == 0 {
 		return
 	}
-	per := func(get func(Run) float64) float64 {
-		v := make([]float64, len(ok))
-		for i, run := range ok {
-			v[i] = get(run)
-		}
-		return median(v)
-	}
+	per := func(get func(Run) float64) float64 { return medianOver(ok, get) }
 	fps := func(x Run) float64 { return float64(x.Blocks) / secs(x.WallNs) }
 	r.Files = int64(per(func(x Run) float64 { return float64(x.Blocks) / float64(max(x.Passes, 1)) }) + 0.5)
 	r.FileErrors = int64(per(func(x Run) float64 { return float64(x.Errors) / float64(max(x.Passes, 1)) }) + 0.5)
