@@ -298,3 +298,6 @@ func ListenTCPGroup(ap netip.AddrPort, n, backlog int) ([]int, netip.AddrPort, e
 	}
 	return fds, bound, nil
 }
+
+// Msghdr is struct msghdr, for sendmsg(2) and io_uring SENDMSG.
+type Msghdr = unix.Msghdr

@@ -70,6 +70,8 @@ func TestABISizes(t *testing.T) {
 		{"io_uring_files_update", unsafe.Sizeof(filesUpdate{}), 16},
 		{"io_uring_probe", unsafe.Sizeof(probeHeader{}), 16},
 		{"io_uring_probe_op", unsafe.Sizeof(probeOp{}), 8},
+		{"io_uring_buf_reg", unsafe.Sizeof(bufReg{}), 40},
+		{"io_uring_buf", unsafe.Sizeof(bufEntry{}), 16},
 	} {
 		if c.got != c.want {
 			t.Errorf("sizeof(%s) = %d, want %d", c.name, c.got, c.want)
