@@ -1,0 +1,194 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iopath/iopath/metrics"
+)
+
+// Bounds on Config, so that a typo cannot ask for a million gigabytes.
+const (
+	MaxConns    = 1_000_000
+	MaxSize     = 64 << 20
+	MaxDuration = 24 * time.Hour
+	// MaxDrain bounds Config.Drain, and is its default.
+	MaxDrain = 2 * time.Second
+	// MaxRate bounds Config.Rate (messages per second in all).
+	MaxRate = 1e9
+	// MaxDialRate bounds Config.DialRate (connections per second).
+	MaxDialRate = 1_000_000
+	// FdSlack is the number of file descriptors Run wants on top of one
+	// per connection (the runtime's poller, stdio, the ServerPID reads).
+	FdSlack = 200
+)
+
+// Config says what load to put on a server.
+type Config struct {
+	// Addr is the server's host:port; required. Callers default it to
+	// 127.0.0.1:PORT.
+	Addr string
+	// Conns is the number of connections, 1 to MaxConns. Run first makes
+	// sure RLIMIT_NOFILE allows Conns+FdSlack open files.
+	Conns int
+	// Size is the message size in bytes, 1 to MaxSize (64 MiB).
+	Size int
+	// Duration is the measured window, above 0 and at most MaxDuration.
+	Duration time.Duration
+	// Warmup runs the load before the window, unmeasured (0: none).
+	Warmup time.Duration
+	// Mode is pingpong, pipeline:K or stream (ParseMode).
+	Mode Mode
+	// Rate, when above 0, runs pingpong or pipeline open loop: Rate
+	// messages per second across all connections, Rate/Conns on each,
+	// each connection starting at a random phase of its interval.
+	// 0 is closed loop. Stream has no rate.
+	Rate float64
+	// DialRate is the number of connections dialled per second while
+	// ramping up (0: as fast as the server's listen backlog takes them,
+	// with at most 256 dials in flight).
+	DialRate int
+	// ServerPID, when above 0, is the server's process: its CPU time
+	// (every thread) is read from /proc/PID/stat at the start and the end
+	// of the window. It must be another process for the figure to mean
+	// anything: with a server inside this process, ClientCPU holds both.
+	ServerPID int
+	// Drain is how long Run waits after the window for echoes still in
+	// flight before it counts them as lost and closes the connections
+	// (0: MaxDrain, 2 s; at most MaxDrain).
+	Drain time.Duration
+	// Progress, when set, is called during the dial ramp with phase
+	// "dial" (done and total are connections), and during the run with
+	// "warmup" and "run" (milliseconds elapsed and in all) and "drain"
+	// (connections finished and in all); at most about 5 times a second
+	// per phase, from one goroutine at a time, and once more at the end of
+	// each phase with done == total. It must not block.
+	Progress func(phase string, done, total int)
+}
+
+func (c *Config) check() error {
+	if c.Addr == "" {
+		return errors.New("address not set: want host:port, such as 127.0.0.1:7000")
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fmt.Errorf("address %q: want host:port, such as 127.0.0.1:7000", c.Addr)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("address %q: port %q: want 1 to 65535", c.Addr, port)
+	}
+	if host == "" {
+		return fmt.Errorf("address %q: no host: want host:port, such as 127.0.0.1:7000", c.Addr)
+	}
+	switch {
+	case c.Conns < 1 || c.Conns > MaxConns:
+		return fmt.Errorf("conns %d: want 1 to %d", c.Conns, MaxConns)
+	case c.Size < 1 || c.Size > MaxSize:
+		return fmt.Errorf("size %d: want 1 byte to %d bytes (64 MiB)", c.Size, MaxSize)
+	case c.Duration <= 0 || c.Duration > MaxDuration:
+		return fmt.Errorf("duration %v: want above 0 and at most %v", c.Duration, MaxDuration)
+	case c.Warmup < 0 || c.Warmup > MaxDuration:
+		return fmt.Errorf("warmup %v: want 0 to %v", c.Warmup, MaxDuration)
+	case c.Drain < 0 || c.Drain > MaxDrain:
+		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, MaxDrain, MaxDrain)
+	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
+		return fmt.Errorf("rate %v: want 0 (closed loop) to %g messages per second", c.Rate, float64(MaxRate))
+	case c.DialRate < 0 || c.DialRate > MaxDialRate:
+		return fmt.Errorf("dial rate %d: want 0 (unpaced) to %d connections per second", c.DialRate, MaxDialRate)
+	case c.ServerPID < 0:
+		return fmt.Errorf("server pid %d: want a process id, or 0 for none", c.ServerPID)
+	}
+	if err := c.Mode.check(); err != nil {
+		return err
+	}
+	if c.Rate > 0 && c.Mode.Kind == Stream {
+		return errors.New("rate: stream mode has no rate (its writers never wait); use pingpong or pipeline:K for open loop")
+	}
+	return nil
+}
+
+// Latency is a latency summary in nanoseconds.
+type Latency = struct{ P50, P90, P99, P999, Max, Mean int64 }
+
+// Result is what a run measured. Requests, Bytes, QPS, MBps, the latencies
+// and the CPU times cover the measured window only; Corrupted, Lost and
+// ConnErrors cover the whole run.
+type Result struct {
+	Mode     string  // Mode.String()
+	Conns    int     // connections dialled
+	Size     int     // message size in bytes
+	OpenLoop bool    // Rate > 0
+	Rate     float64 // the Rate asked for (messages per second), 0 for closed loop
+
+	// Elapsed is the measured window as it actually ran (shorter than
+	// Duration when ctx ended it, or every connection failed).
+	Elapsed time.Duration
+	// Requests counts the messages that came back whole and verified
+	// within the window (stream: every Size bytes echoed).
+	Requests int64
+	// Bytes counts the echoed bytes verified within the window (one
+	// direction: bytes the server sent back).
+	Bytes int64
+	// Corrupted counts echoed bytes that differ from what was sent.
+	Corrupted int64
+	// Lost counts bytes sent but never echoed back before the end of the
+	// drain (bytes in flight when ctx ended the run are not counted).
+	Lost int64
+	// ConnErrors counts connections that failed: reset, closed by the
+	// server, or still owing bytes when the drain ran out.
+	ConnErrors int64
+	// FirstError is the error of the lowest-numbered connection that
+	// failed, for messages ("" when none did).
+	FirstError string
+
+	QPS  float64 // Requests per second of Elapsed
+	MBps float64 // Bytes per second of Elapsed, in 10^6 bytes
+
+	// LatencyNs summarises Hist: per message, from the time it was sent
+	// (closed loop) or meant to be sent (open loop) to the time its last
+	// byte came back. Stream mode measures no latency (all zero).
+	LatencyNs Latency
+	// Hist is the latency histogram of the window.
+	Hist *metrics.Snapshot
+
+	// ClientCPU is this process's user+system CPU over the window.
+	ClientCPU time.Duration
+	// ServerCPU is ServerPID's user+system CPU over the window (10 ms
+	// resolution), 0 without ServerPID.
+	ServerCPU time.Duration
+	// ClientCPUPerReqUs is ClientCPU per request in microseconds.
+	ClientCPUPerReqUs float64
+	// ServerCPUPerReqUs is ServerCPU per request in microseconds (0
+	// without ServerPID).
+	ServerCPUPerReqUs float64
+	// DialTime is how long the dial ramp took.
+	DialTime time.Duration
+}
+
+// Err says what went wrong in the run, or nil when every byte came back
+// as sent on every connection.
+func (r *Result) Err() error {
+	if r.Corrupted == 0 && r.Lost == 0 && r.ConnErrors == 0 {
+		return nil
+	}
+	var parts []string
+	if r.Corrupted > 0 {
+		parts = append(parts, fmt.Sprintf("%d echoed bytes corrupted", r.Corrupted))
+	}
+	if r.Lost > 0 {
+		parts = append(parts, fmt.Sprintf("%d bytes never echoed", r.Lost))
+	}
+	if r.ConnErrors > 0 {
+		s := fmt.Sprintf("%d of %d connections failed", r.ConnErrors, r.Conns)
+		if r.FirstError != "" {
+			s += " (first: " + r.FirstError + ")"
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Errorf("load %s: %s", r.Mode, strings.Join(parts, "; "))
+}

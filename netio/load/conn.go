@@ -1,0 +1,404 @@
+package load
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/iopath/iopath/metrics"
+)
+
+// Run phases, in order.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseStop
+)
+
+const (
+	// syncMax is the most bytes a connection may have in flight and
+	// still be driven by one goroutine that writes, then reads. The
+	// kernel's default receive buffer (tcp_rmem 128 KiB, half of it for
+	// payload) holds that much of the echo while the goroutine is still
+	// writing, so a write never waits on a read that cannot start. Past
+	// it a connection gets a writer and a reader goroutine.
+	syncMax = 32 << 10
+	// streamChunk is the size of a stream writer's writes.
+	streamChunk = 64 << 10
+	// A split connection's writer stays at most runner.window bytes
+	// ahead of its reader: flightBudget over all connections, each
+	// between minFlight and maxFlight. Unbounded, a thousand streams
+	// fill the kernel's socket buffers past tcp_mem's pressure mark and
+	// every socket slows to a crawl (39 MB/s instead of 2.3 GB/s for
+	// 1000 streams here): a state of the kernel, not of the server.
+	flightBudget = 256 << 20
+	minFlight    = 2 * streamChunk
+	maxFlight    = 4 << 20
+	// readBudget bounds the read buffers of split connections in all;
+	// each gets between minRead and maxRead bytes.
+	readBudget = 256 << 20
+	minRead    = 4 << 10
+	maxRead    = 64 << 10
+	// latBatch latencies are kept per connection before they go into a
+	// shared histogram under its lock: one lock per latBatch messages.
+	// (A histogram per connection would cost 229 KiB each.)
+	latBatch = 32
+)
+
+// runner is one run's shared state.
+type runner struct {
+	cfg      Config
+	size     int64 // message size
+	depth    int64 // messages in flight per connection, 0 for stream
+	split    bool  // a writer and a reader goroutine per connection
+	open     bool  // open loop
+	interval int64 // open loop: ns between one connection's messages
+	window   int64 // split: the most bytes a writer stays ahead
+	pat      []byte
+
+	phase    atomic.Int32
+	stop     chan struct{} // closed when phase becomes phaseStop
+	aborting atomic.Bool   // set before Run closes connections itself
+	timedOut bool          // the drain ran out (Run's goroutine only)
+
+	shards []shard
+	conns  []*conn
+	left   atomic.Int64  // connections still running
+	done   chan struct{} // closed when left reaches 0
+}
+
+// shard is a latency histogram a group of connections flush into.
+type shard struct {
+	mu sync.Mutex
+	h  *metrics.Histogram
+	_  [48]byte // one shard per 64-byte cache line: no false sharing
+}
+
+// conn is one connection's state. The fields under "reader" are touched
+// only by the goroutine that reads (the only one in sync mode), and by
+// Run once every goroutine is gone.
+type conn struct {
+	r    *runner
+	id   int
+	nc   *net.TCPConn
+	base int64 // where the stream starts in the pattern
+	buf  []byte
+
+	sent   atomic.Int64   // bytes written
+	wdone  atomic.Bool    // split: the writer has stopped
+	stamps []atomic.Int64 // send time of message i at i%depth
+	done   atomic.Int64   // split: messages completed (c.msgs, published)
+	acked  atomic.Int64   // split: bytes received (c.recv, published)
+	wake   chan struct{}  // split: the reader made progress
+	dead   chan struct{}  // closed by fail
+	failed atomic.Bool
+	err    error // the failure, unless Run caused it
+	live   atomic.Int32
+	next   int64 // open loop: when the next message is due (Nanotime)
+	timer  *time.Timer
+
+	// reader
+	recv       int64 // bytes read and checked
+	msgs       int64 // messages completed
+	curBad     bool  // the message being received has a wrong byte
+	reqs       int64 // window: clean messages
+	okBytes    int64 // window: bytes that matched
+	corruptAll int64 // whole run: bytes that did not match
+	lat        [latBatch]int64
+	nlat       int
+	shard      *shard
+}
+
+// window returns the stream bytes [off, off+n) of c.
+func (c *conn) window(off, n int64) []byte { return expected(c.r.pat, c.base, off, n) }
+
+// fail records the connection's first failure and closes it, which
+// wakes its other goroutine.
+func (c *conn) fail(err error) {
+	if !c.failed.CompareAndSwap(false, true) {
+		return
+	}
+	if !c.r.aborting.Load() {
+		c.err = err
+	}
+	close(c.dead)
+	c.nc.Close()
+}
+
+// exit is called by each of the connection's goroutines as it returns;
+// the last one closes the connection.
+func (c *conn) exit() {
+	if c.live.Add(-1) != 0 {
+		return
+	}
+	c.flushLat()
+	c.nc.Close()
+	if c.r.left.Add(-1) == 0 {
+		close(c.r.done)
+	}
+}
+
+// waitTurn waits until the connection's next message is due (open
+// loop); false when the run stopped or the connection died first.
+func (c *conn) waitTurn() bool {
+	d := c.next - metrics.Nanotime()
+	if d <= 0 {
+		return true
+	}
+	c.timer.Reset(time.Duration(d))
+	select {
+	case <-c.timer.C:
+		return true
+	case <-c.r.stop:
+	case <-c.dead:
+	}
+	c.timer.Stop()
+	return false
+}
+
+// stamp is the time message latency is counted from: when it is due
+// (open loop), or now.
+func (c *conn) stamp() int64 {
+	if c.r.open {
+		s := c.next
+		c.next += c.r.interval
+		return s
+	}
+	return metrics.Ticks()
+}
+
+// runSync drives a connection that fits syncMax in flight from one
+// goroutine: write what the window allows, read, check, repeat. When the
+// run stops it reads what is still owed and returns. limit > 0 stops
+// after that many messages (for the benchmark).
+func (c *conn) runSync(limit int64) {
+	defer c.exit()
+	r := c.r
+	size, depth := r.size, r.depth
+	var sent, issued int64
+	for {
+		if r.phase.Load() < phaseStop && (limit == 0 || issued < limit) {
+			if n := depth - (issued - c.msgs); n > 0 {
+				if limit > 0 {
+					n = min(n, limit-issued)
+				}
+				if r.open && !c.waitTurn() {
+					continue // stopped: drain
+				}
+				t := c.stamp()
+				for i := issued; i < issued+n; i++ {
+					c.stamps[i%depth].Store(t)
+				}
+				w, err := c.nc.Write(c.window(sent, n*size))
+				sent += int64(w)
+				c.sent.Store(sent)
+				if err != nil {
+					c.fail(err)
+					return
+				}
+				issued += n
+			}
+		}
+		owed := sent - c.recv
+		if owed == 0 {
+			if r.phase.Load() >= phaseStop || (limit > 0 && issued >= limit) {
+				return
+			}
+			continue
+		}
+		m, err := c.nc.Read(c.buf[:min(int64(len(c.buf)), owed)])
+		if m > 0 {
+			c.got(c.buf[:m])
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// runWriter is the writing half of a split connection: one message at a
+// time once a slot in flight is free and (open loop) it is due; stream
+// writes without waiting for messages. Whatever the mode it stays at most
+// about r.window bytes ahead of the reader. On return it wakes the
+// reader, which then reads what is still owed.
+func (c *conn) runWriter() {
+	defer c.exit()
+	defer func() {
+		c.wdone.Store(true)
+		c.nc.SetReadDeadline(time.Now()) // wake the reader to look at wdone
+	}()
+	r := c.r
+	unit := r.size
+	if r.depth == 0 {
+		unit = streamChunk
+	}
+	var sent int64
+	for i := int64(0); r.phase.Load() < phaseStop; i++ {
+		if r.depth > 0 {
+			for i-c.done.Load() >= r.depth {
+				if !c.waitReader() {
+					return
+				}
+			}
+			if r.open && !c.waitTurn() {
+				return
+			}
+			c.stamps[i%r.depth].Store(c.stamp())
+		}
+		for left := unit; left > 0; {
+			for sent-c.acked.Load() >= r.window {
+				if !c.waitReader() {
+					return
+				}
+			}
+			n := min(left, maxWindow, r.window)
+			w, err := c.nc.Write(c.window(sent, n))
+			sent += int64(w)
+			c.sent.Store(sent)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			left -= n
+		}
+	}
+}
+
+// waitReader waits for the reader to make progress; false when the run
+// stopped or the connection died first.
+func (c *conn) waitReader() bool {
+	select {
+	case <-c.wake:
+		return true
+	case <-c.r.stop:
+	case <-c.dead:
+	}
+	return false
+}
+
+// runReader is the reading half of a split connection. It returns once
+// the writer has stopped and every byte it wrote came back.
+func (c *conn) runReader() {
+	defer c.exit()
+	for {
+		if c.wdone.Load() && c.recv >= c.sent.Load() {
+			return
+		}
+		m, err := c.nc.Read(c.buf)
+		if m > 0 {
+			c.got(c.buf[:m])
+			c.done.Store(c.msgs)
+			c.acked.Store(c.recv)
+			select {
+			case c.wake <- struct{}{}:
+			default: // a wake-up is pending already
+			}
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && c.wdone.Load() {
+				// The writer's wake-up: wait on for what is owed,
+				// with no deadline (Run's drain bounds it).
+				c.nc.SetReadDeadline(time.Time{})
+				continue
+			}
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// got checks b, the next bytes echoed, and completes the messages it
+// ends. It returns how many messages it completed.
+func (c *conn) got(b []byte) int64 {
+	r := c.r
+	size := r.size
+	n := int64(len(b))
+	measuring := r.phase.Load() == phaseMeasure
+	if bytes.Equal(b, c.window(c.recv, n)) { // the fast path
+		c.recv += n
+		if measuring {
+			c.okBytes += n
+		}
+		k := c.recv/size - c.msgs
+		if k > 0 {
+			c.complete(k, measuring)
+		}
+		return k
+	}
+	// Some byte is wrong: go message by message to count the wrong
+	// bytes and to know which messages they spoil.
+	var k int64
+	for len(b) > 0 {
+		seg := min(int64(len(b)), size-c.recv%size)
+		d := countDiff(b[:seg], c.window(c.recv, seg))
+		if d > 0 {
+			c.corruptAll += d
+			c.curBad = true
+		}
+		if measuring {
+			c.okBytes += seg - d
+		}
+		c.recv += seg
+		b = b[seg:]
+		if c.recv%size == 0 {
+			c.complete(1, measuring)
+			k++
+		}
+	}
+	return k
+}
+
+// complete counts k messages done: the first one is the message that
+// c.curBad is about; latencies go into the batch.
+func (c *conn) complete(k int64, measuring bool) {
+	first := c.msgs
+	bad := c.curBad
+	c.msgs += k
+	c.curBad = false
+	if !measuring {
+		return
+	}
+	if bad {
+		first++
+		k--
+	}
+	c.reqs += k
+	if c.stamps == nil || k == 0 {
+		return
+	}
+	var now int64
+	if c.r.open {
+		now = metrics.Nanotime()
+	} else {
+		now = metrics.Ticks()
+	}
+	depth := c.r.depth
+	for m := first; m < first+k; m++ {
+		d := now - c.stamps[m%depth].Load()
+		if !c.r.open {
+			d = metrics.TicksToNs(d)
+		}
+		c.lat[c.nlat] = d
+		if c.nlat++; c.nlat == latBatch {
+			c.flushLat()
+		}
+	}
+}
+
+// flushLat moves the connection's latency batch into its shard.
+func (c *conn) flushLat() {
+	if c.nlat == 0 {
+		return
+	}
+	c.shard.mu.Lock()
+	for _, d := range c.lat[:c.nlat] {
+		c.shard.h.Record(d)
+	}
+	c.shard.mu.Unlock()
+	c.nlat = 0
+}

@@ -1,0 +1,176 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/internal/sys"
+)
+
+const (
+	// maxDialers is the most dials in flight during the ramp: enough to
+	// fill a listen backlog quickly, few enough not to overflow the SYN
+	// queue (tcp_max_syn_backlog is 2048 here, somaxconn 4096).
+	maxDialers = 256
+	// dialTries is how many times a connection is dialled when the
+	// server refuses or resets it (a full accept queue, a server still
+	// starting), with a backoff doubling from dialBackoff in between. A
+	// dial that times out is not tried again: the kernel has already
+	// retransmitted its SYN, and the server is not answering.
+	dialTries   = 4
+	dialBackoff = 10 * time.Millisecond
+	// dialTimeout bounds one attempt: long enough for two SYN
+	// retransmissions (1 s, then 2 s more) when the backlog drops SYNs.
+	dialTimeout = 5 * time.Second
+	// progressEvery is the interval between Progress calls.
+	progressEvery = 200 * time.Millisecond
+)
+
+// checkNofile makes sure this process may open conns connections (plus
+// FdSlack), raising the soft RLIMIT_NOFILE if it must, and says how to
+// raise the limit when it cannot.
+func checkNofile(conns int) error {
+	need := uint64(conns) + FdSlack
+	got, rerr := sys.RaiseNofile(need)
+	if rerr == nil && got >= need {
+		return nil
+	}
+	soft, hard, err := sys.Nofile()
+	if err != nil {
+		return fmt.Errorf("load: RLIMIT_NOFILE: %w", err)
+	}
+	if soft >= need {
+		return nil
+	}
+	msg := fmt.Sprintf("load: %d connections need %d open files, but RLIMIT_NOFILE is %d (hard limit %d): ", conns, need, soft, hard)
+	if hard >= need {
+		msg += fmt.Sprintf("raise it with `ulimit -n %d` in the shell that starts iopath", need)
+	} else {
+		msg += fmt.Sprintf("the hard limit must go up too, which needs root: `prlimit --pid $$ --nofile=%d:%d` for this shell, "+
+			"or a `* - nofile %d` line in /etc/security/limits.conf (then log in again), then `ulimit -n %d`; or use fewer connections", need, need, need, need)
+	}
+	if rerr != nil {
+		msg += fmt.Sprintf(" (setrlimit: %v)", rerr)
+	}
+	return errors.New(msg)
+}
+
+// dialAll opens cfg.Conns connections to cfg.Addr with at most maxDialers
+// in flight, paced at cfg.DialRate when set. On any failure it closes what
+// it opened and returns the error.
+func dialAll(ctx context.Context, cfg Config) ([]*net.TCPConn, error) {
+	n := cfg.Conns
+	conns := make([]*net.TCPConn, n)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next, dialled atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range min(n, maxDialers) {
+		wg.Go(func() {
+			// No keep-alive: it would only add a setsockopt per dial
+			// and timers to a connection that is never idle.
+			d := net.Dialer{Timeout: dialTimeout, KeepAlive: -1}
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if cfg.DialRate > 0 {
+					due := start.Add(time.Duration(float64(i) / float64(cfg.DialRate) * float64(time.Second)))
+					if !sleepCtx(ctx, time.Until(due)) {
+						return
+					}
+				}
+				c, err := dialRetry(ctx, &d, cfg.Addr)
+				if err != nil {
+					if ctx.Err() == nil {
+						cancel(fmt.Errorf("load: dial connection %d of %d: %w", i+1, n, err))
+					}
+					return
+				}
+				conns[i] = c
+				dialled.Add(1)
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-finished:
+			break wait
+		case <-tick.C:
+			if cfg.Progress != nil {
+				cfg.Progress("dial", int(dialled.Load()), n)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, context.Cause(ctx)
+	}
+	if cfg.Progress != nil {
+		cfg.Progress("dial", n, n)
+	}
+	return conns, nil
+}
+
+// dialRetry dials addr, again after a short backoff when the error may
+// come from a ramp that outruns the server's accept loop.
+func dialRetry(ctx context.Context, d *net.Dialer, addr string) (*net.TCPConn, error) {
+	backoff := dialBackoff
+	for try := 1; ; try++ {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.(*net.TCPConn), nil
+		}
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return nil, fmt.Errorf("%w: out of local ports: every connection to one address needs its own, "+
+				"see net.ipv4.ip_local_port_range (and connections still in TIME_WAIT)", err)
+		}
+		if try >= dialTries || ctx.Err() != nil || !retryable(err) {
+			if try > 1 {
+				return nil, fmt.Errorf("%w (after %d tries)", err, try)
+			}
+			return nil, err
+		}
+		if !sleepCtx(ctx, backoff) {
+			return nil, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EAGAIN)
+}
+
+// sleepCtx sleeps for d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

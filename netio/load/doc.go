@@ -1,0 +1,48 @@
+// Package load is iopath's load generator for echo servers: it opens many
+// TCP connections to a server (one of netio's engines, or any server that
+// echoes), drives them in one of three modes for a bounded time, checks
+// every byte that comes back, and reports throughput, latency and CPU.
+//
+// Modes (ParseMode):
+//
+//   - pingpong: each connection writes a message of Config.Size bytes,
+//     reads exactly that many back, and writes the next.
+//   - pipeline:K: each connection keeps K messages in flight; every
+//     message that comes back lets the next one go.
+//   - stream: each connection has a writer that never waits for a message
+//     and a reader; every Size bytes echoed count as one message.
+//
+// A connection whose bytes in flight may exceed what the kernel's socket
+// buffers hold has a writer and a reader goroutine; its writer stays at
+// most a few MiB ahead of its reader (256 MiB over all connections), so
+// that thousands of streams do not push the kernel's TCP memory into its
+// pressure state, where every socket crawls.
+//
+// With Config.Rate > 0 pingpong and pipeline run open loop: each
+// connection sends on a schedule (Rate/Conns messages per second, with a
+// random phase) whatever the server does, and latency is counted from the
+// time a message was meant to go, so a server that stalls shows up in the
+// tail instead of slowing the client down (coordinated omission).
+//
+// Verification: the bytes each connection sends are a window onto one
+// pseudo-random block of a prime length (about 1 MiB), starting at an
+// offset that is different for every connection (up to 1,000,000
+// connections) and advancing with the connection's byte count. The echo
+// is compared with bytes.Equal against the same window, so a byte that is
+// wrong, missing, duplicated, or belongs to another connection or another
+// place in the stream is caught at the cost of a memcmp; the only
+// undetectable error is a shift by an exact multiple of the block length.
+//
+// Run is bounded: it dials at most Config.Conns connections (checked
+// against RLIMIT_NOFILE first), runs Config.Warmup + Config.Duration, then
+// waits at most Config.Drain (≤ 2 s) for outstanding echoes, closes every
+// connection and returns. Connections that fail, bytes that never come
+// back and bytes that come back wrong are counted in the Result, and
+// Result.Err reports them.
+//
+// Each connection is driven by one goroutine on Go's net package that
+// writes, then reads (two, a writer and a reader, when it may have more
+// than 32 KiB in flight, for open-loop pipelines and for stream). The
+// steady state allocates nothing per message, and latencies go into
+// shared histograms in batches of 32, under a lock per batch.
+package load

@@ -1,0 +1,412 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/netio"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(nofileHelperEnv) != "" {
+		os.Exit(nofileHelper())
+	}
+	// Start the runtime's netpoller (its epoll fd and eventfd live as
+	// long as the process) before any test counts fds.
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		ln.Close()
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// echoServer starts netio's net engine on loopback for the test.
+func echoServer(t testing.TB) string {
+	t.Helper()
+	s, err := netio.Listen("net", netio.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.Addr().String()
+}
+
+func countFds(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// checkFds fails the test if the process holds more fds at cleanup than
+// now (closed sockets may take a moment to leave the poller). The garbage
+// collector is off meanwhile: its finalizers close the fds of unreachable
+// connections, which would hide a leak.
+func checkFds(t *testing.T) {
+	t.Helper()
+	before := countFds(t)
+	gc := debug.SetGCPercent(-1)
+	t.Cleanup(func() {
+		defer debug.SetGCPercent(gc)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			after := countFds(t)
+			if after <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("fd leak: %d fds before, %d after", before, after)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func mustMode(t testing.TB, s string) Mode {
+	t.Helper()
+	m, err := ParseMode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// clean fails unless the run saw no fault and measured something.
+func clean(t *testing.T, res *Result, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := res.Err(); e != nil {
+		t.Fatalf("%v\n%+v", e, res)
+	}
+	if res.Requests == 0 || res.Bytes == 0 || res.QPS <= 0 || res.MBps <= 0 || res.Elapsed <= 0 {
+		t.Fatalf("nothing measured: %+v", res)
+	}
+}
+
+func TestModes(t *testing.T) {
+	checkFds(t)
+	addr := echoServer(t)
+	for _, mode := range []string{"pingpong", "pipeline:4", "pipeline:64", "stream"} {
+		for _, size := range []int{1, 1000, 40 << 10, 1 << 20} {
+			t.Run(fmt.Sprintf("%s/%d", mode, size), func(t *testing.T) {
+				m := mustMode(t, mode)
+				res, err := Run(context.Background(), Config{
+					Addr: addr, Conns: 3, Size: size, Mode: m,
+					Duration: 100 * time.Millisecond, Warmup: 20 * time.Millisecond,
+				})
+				clean(t, res, err)
+				if res.Mode != mode || res.Conns != 3 || res.Size != size || res.OpenLoop {
+					t.Errorf("result says %s × %d × %d B open=%v", res.Mode, res.Conns, res.Size, res.OpenLoop)
+				}
+				h := metrics.Import(res.Hist)
+				if m.Kind == Stream {
+					if h.Count() != 0 || res.LatencyNs.P50 != 0 {
+						t.Errorf("stream measured latency: %+v", res.LatencyNs)
+					}
+					return
+				}
+				if h.Count() != res.Requests {
+					t.Errorf("histogram holds %d latencies for %d requests", h.Count(), res.Requests)
+				}
+				l := res.LatencyNs
+				if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max && l.Mean > 0) {
+					t.Errorf("latencies out of order: %+v", l)
+				}
+				// Whole messages: a window holds at most the messages it
+				// completed plus the part of those in flight at its start.
+				if max := res.Requests*int64(size) + int64(2*3*m.Depth*size); res.Bytes > max {
+					t.Errorf("bytes %d > %d requests × %d B + in flight", res.Bytes, res.Requests, size)
+				}
+			})
+		}
+	}
+}
+
+func TestManyConns(t *testing.T) {
+	checkFds(t)
+	addr := echoServer(t)
+	var mu sync.Mutex
+	seen := map[string][2]int{}
+	res, err := Run(context.Background(), Config{
+		Addr: addr, Conns: 500, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: 200 * time.Millisecond,
+		Progress: func(phase string, done, total int) {
+			mu.Lock()
+			seen[phase] = [2]int{done, total}
+			mu.Unlock()
+		},
+	})
+	clean(t, res, err)
+	if res.DialTime <= 0 {
+		t.Errorf("dial time %v", res.DialTime)
+	}
+	for phase, want := range map[string][2]int{"dial": {500, 500}, "run": {200, 200}, "drain": {500, 500}} {
+		if seen[phase] != want {
+			t.Errorf("last progress %q = %v, want %v", phase, seen[phase], want)
+		}
+	}
+	if _, ok := seen["warmup"]; ok {
+		t.Error("progress reported a warmup that was not asked for")
+	}
+}
+
+func TestDialRate(t *testing.T) {
+	addr := echoServer(t)
+	res, err := Run(context.Background(), Config{
+		Addr: addr, Conns: 20, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: 50 * time.Millisecond, DialRate: 100,
+	})
+	clean(t, res, err)
+	// 20 dials paced at 100/s: the 20th may not start before 190 ms.
+	if res.DialTime < 190*time.Millisecond {
+		t.Errorf("20 connections at 100/s dialled in %v", res.DialTime)
+	}
+}
+
+func TestOpenLoop(t *testing.T) {
+	addr := echoServer(t)
+	for _, mode := range []string{"pingpong", "pipeline:8"} {
+		t.Run(mode, func(t *testing.T) {
+			const rate, conns = 400.0, 4
+			res, err := Run(context.Background(), Config{
+				Addr: addr, Conns: conns, Size: 100, Mode: mustMode(t, mode),
+				Duration: 300 * time.Millisecond, Rate: rate,
+			})
+			clean(t, res, err)
+			if !res.OpenLoop || res.Rate != rate {
+				t.Errorf("result: open %v rate %v", res.OpenLoop, res.Rate)
+			}
+			// The schedule, not the server, sets the pace: no more
+			// messages than were due by the end of the window (plus one
+			// per connection for the rounding of phases). A closed loop
+			// would do thousands here.
+			if due := rate*res.Elapsed.Seconds() + conns; float64(res.Requests) > due*1.1 {
+				t.Errorf("%d requests in %v at %v/s: the schedule allows %.0f", res.Requests, res.Elapsed, rate, due)
+			}
+		})
+	}
+}
+
+// TestCoordinatedOmission stalls the server once for 300 ms: a closed
+// loop sees one slow message per connection, an open loop sees every
+// message that was due during the stall as late.
+func TestCoordinatedOmission(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		t.Run(fmt.Sprintf("open=%v", open), func(t *testing.T) {
+			srv := startBroken(t, fault{kind: "pause", at: 2000, pause: 300 * time.Millisecond})
+			cfg := Config{
+				Addr: srv.addr(), Conns: 1, Size: 100, Mode: mustMode(t, "pingpong"),
+				Duration: 800 * time.Millisecond,
+			}
+			if open {
+				cfg.Rate = 1000
+			}
+			res, err := Run(context.Background(), cfg)
+			clean(t, res, err)
+			var slow int64
+			for _, b := range metrics.Import(res.Hist).Buckets() {
+				if b[0] >= int64(100*time.Millisecond) {
+					slow += b[1]
+				}
+			}
+			if res.LatencyNs.Max < int64(300*time.Millisecond) {
+				t.Errorf("max latency %v across a 300 ms stall", time.Duration(res.LatencyNs.Max))
+			}
+			// Open loop at 1000/s: about 200 messages were due 100 ms or
+			// more before they could go.
+			if open && slow < 50 {
+				t.Errorf("open loop: %d messages over 100 ms after a 300 ms stall; want the ones due during it", slow)
+			}
+			if !open && slow > 5 {
+				t.Errorf("closed loop: %d messages over 100 ms after one 300 ms stall", slow)
+			}
+		})
+	}
+}
+
+func TestServerPID(t *testing.T) {
+	addr := echoServer(t)
+	res, err := Run(context.Background(), Config{
+		Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: 300 * time.Millisecond, ServerPID: os.Getpid(),
+	})
+	clean(t, res, err)
+	// The server is this process: its CPU is the client's too, at 10 ms
+	// resolution, and 300 ms of ping-pong on loopback burns well over it.
+	// /proc counts whole ticks for user and system at each end, so the
+	// two readings of one process differ by up to four ticks.
+	if res.ServerCPU <= 0 || res.ServerCPUPerReqUs <= 0 {
+		t.Errorf("server CPU %v (%v µs/request)", res.ServerCPU, res.ServerCPUPerReqUs)
+	}
+	if res.ClientCPU <= 0 || res.ClientCPUPerReqUs <= 0 {
+		t.Errorf("client CPU %v (%v µs/request)", res.ClientCPU, res.ClientCPUPerReqUs)
+	}
+	if d := res.ServerCPU - res.ClientCPU; d > 50*time.Millisecond || d < -50*time.Millisecond {
+		t.Errorf("one process, two readings: /proc says %v, getrusage %v", res.ServerCPU, res.ClientCPU)
+	}
+
+	_, err = Run(context.Background(), Config{
+		Addr: addr, Conns: 1, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: time.Second, ServerPID: 1 << 30,
+	})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "/proc/1073741824/stat") {
+		t.Errorf("missing server pid: %v", err)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	good := Config{Addr: "127.0.0.1:7", Conns: 1, Size: 1, Duration: time.Second, Mode: Mode{Kind: PingPong, Depth: 1}}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no addr", func(c *Config) { c.Addr = "" }, "address not set"},
+		{"addr no port", func(c *Config) { c.Addr = "127.0.0.1" }, "want host:port"},
+		{"addr port 0", func(c *Config) { c.Addr = "127.0.0.1:0" }, "port"},
+		{"addr port big", func(c *Config) { c.Addr = "127.0.0.1:65536" }, "port"},
+		{"addr no host", func(c *Config) { c.Addr = ":7000" }, "no host"},
+		{"conns 0", func(c *Config) { c.Conns = 0 }, "conns 0"},
+		{"conns negative", func(c *Config) { c.Conns = -5 }, "conns -5"},
+		{"conns 2M", func(c *Config) { c.Conns = 2_000_000 }, "conns 2000000: want 1 to 1000000"},
+		{"size 0", func(c *Config) { c.Size = 0 }, "size 0"},
+		{"size 64MiB+1", func(c *Config) { c.Size = 64<<20 + 1 }, "size 67108865"},
+		{"duration 0", func(c *Config) { c.Duration = 0 }, "duration 0s"},
+		{"duration 25h", func(c *Config) { c.Duration = 25 * time.Hour }, "duration 25h"},
+		{"warmup negative", func(c *Config) { c.Warmup = -time.Second }, "warmup -1s"},
+		{"warmup 25h", func(c *Config) { c.Warmup = 25 * time.Hour }, "warmup 25h"},
+		{"drain negative", func(c *Config) { c.Drain = -1 }, "drain"},
+		{"drain 3s", func(c *Config) { c.Drain = 3 * time.Second }, "drain 3s"},
+		{"mode unset", func(c *Config) { c.Mode = Mode{} }, "mode not set"},
+		{"mode bad kind", func(c *Config) { c.Mode = Mode{Kind: "burst", Depth: 1} }, `"burst"`},
+		{"mode pingpong depth 2", func(c *Config) { c.Mode = Mode{Kind: PingPong, Depth: 2} }, "mode"},
+		{"mode pipeline depth 0", func(c *Config) { c.Mode = Mode{Kind: Pipeline} }, "mode"},
+		{"mode stream depth 1", func(c *Config) { c.Mode = Mode{Kind: Stream, Depth: 1} }, "mode"},
+		{"rate negative", func(c *Config) { c.Rate = -1 }, "rate -1"},
+		{"rate NaN", func(c *Config) { c.Rate = math.NaN() }, "rate NaN"},
+		{"rate inf", func(c *Config) { c.Rate = math.Inf(1) }, "rate +Inf"},
+		{"rate stream", func(c *Config) { c.Rate = 10; c.Mode = Mode{Kind: Stream} }, "stream mode has no rate"},
+		{"dial rate negative", func(c *Config) { c.DialRate = -1 }, "dial rate -1"},
+		{"dial rate huge", func(c *Config) { c.DialRate = 2_000_000 }, "dial rate 2000000"},
+		{"server pid negative", func(c *Config) { c.ServerPID = -1 }, "server pid -1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := good
+			c.edit(&cfg)
+			res, err := Run(context.Background(), cfg)
+			if err == nil || res != nil {
+				t.Fatalf("accepted: %+v", cfg)
+			}
+			if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "load: ") {
+				t.Errorf("error %q, want it to say %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestDialRefused(t *testing.T) {
+	checkFds(t)
+	// A port nothing listens on: the one a server just gave back.
+	s, err := netio.Listen("net", netio.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addr().String()
+	s.Close()
+	_, err = Run(context.Background(), Config{
+		Addr: addr, Conns: 10, Size: 64, Mode: mustMode(t, "pingpong"), Duration: time.Second,
+	})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "after 4 tries") || !strings.Contains(err.Error(), "load: dial connection") {
+		t.Fatalf("dial to a closed port: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	checkFds(t)
+	addr := echoServer(t)
+	for _, c := range []struct {
+		mode   string
+		warmup time.Duration
+	}{{"pingpong", 0}, {"pipeline:16", 0}, {"stream", 0}, {"pingpong", time.Hour}} {
+		t.Run(fmt.Sprintf("%s/warmup=%v", c.mode, c.warmup), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var start time.Time
+			res, err := Run(ctx, Config{
+				Addr: addr, Conns: 8, Size: 4096, Mode: mustMode(t, c.mode),
+				Duration: time.Hour, Warmup: c.warmup,
+				// Cancel at the first report of the phase (200 ms in).
+				Progress: func(phase string, done, total int) {
+					if phase != "dial" && start.IsZero() {
+						start = time.Now()
+						cancel()
+					}
+				},
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			// Not a speed test: a run that ignored ctx would take an hour.
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("returned %v after cancel", d)
+			}
+			if res == nil {
+				t.Fatal("no partial result")
+			}
+			if e := res.Err(); e != nil {
+				t.Errorf("a cancelled run blames the server: %v", e)
+			}
+			if c.warmup == 0 && (res.Requests == 0 || res.Elapsed <= 0 || res.Elapsed > time.Minute) {
+				t.Errorf("partial window: %d requests in %v", res.Requests, res.Elapsed)
+			}
+			if c.warmup > 0 && (res.Requests != 0 || res.Elapsed != 0) {
+				t.Errorf("cancelled in warmup but measured %d requests in %v", res.Requests, res.Elapsed)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Config{Addr: addr, Conns: 1, Size: 1, Mode: mustMode(t, "stream"), Duration: time.Hour}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before the start: %v", err)
+	}
+}
+
+// TestSmallServerBuffer runs against a server that holds only 1 KiB per
+// connection, at the edge of a single goroutine's in-flight limit and past
+// it: a write that waited on a read would show up as lost bytes.
+func TestSmallServerBuffer(t *testing.T) {
+	s, err := netio.Listen("net", netio.Config{BufSize: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		mode string
+		size int
+	}{{"pingpong", syncMax}, {"pipeline:32", 1024}, {"pipeline:33", 1024}, {"pipeline:4", 64 << 10}, {"pingpong", 256 << 10}, {"pingpong", 1 << 20}, {"stream", 64}} {
+		t.Run(fmt.Sprintf("%s/%d", c.mode, c.size), func(t *testing.T) {
+			res, err := Run(context.Background(), Config{
+				Addr: s.Addr().String(), Conns: 4, Size: c.size, Mode: mustMode(t, c.mode),
+				Duration: 150 * time.Millisecond, Drain: time.Second,
+			})
+			clean(t, res, err)
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/iopath/iopath/metrics"
+)
+
+// Run dials cfg.Conns connections to the echo server at cfg.Addr, drives
+// them as cfg.Mode says for cfg.Warmup and then cfg.Duration, waits up to
+// cfg.Drain for the echoes still in flight, closes every connection and
+// returns what it measured.
+//
+// The error is for a run that could not happen (a bad Config, too few
+// file descriptors, a failed dial, an unreadable ServerPID) or that ctx
+// cut short; the server's faults (wrong bytes, lost bytes, failed
+// connections) are counted in the Result, and Result.Err reports them.
+// When ctx ends during the run, Run stops at once, closes the connections
+// and returns the Result of the window so far together with ctx's error.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if cfg.Drain == 0 {
+		cfg.Drain = MaxDrain
+	}
+	if cfg.ServerPID > 0 {
+		if _, _, err := metrics.ProcessCPU(cfg.ServerPID); err != nil {
+			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
+		}
+	}
+	if err := checkNofile(cfg.Conns); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	ncs, err := dialAll(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Mode:     cfg.Mode.String(),
+		Conns:    cfg.Conns,
+		Size:     cfg.Size,
+		OpenLoop: cfg.Rate > 0,
+		Rate:     cfg.Rate,
+		DialTime: time.Since(t0),
+	}
+	r := newRunner(cfg, len(ncs))
+	r.start(ncs)
+	err = r.drive(ctx, res)
+	r.collect(res)
+	return res, err
+}
+
+// newRunner prepares a run over n connections.
+func newRunner(cfg Config, n int) *runner {
+	r := &runner{
+		cfg:   cfg,
+		size:  int64(cfg.Size),
+		depth: int64(cfg.Mode.Depth),
+		open:  cfg.Rate > 0,
+		pat:   pattern(),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	r.split = r.depth == 0 || r.depth*r.size > syncMax || (r.open && r.depth > 1)
+	if r.open {
+		iv := float64(n) / cfg.Rate * 1e9
+		r.interval = int64(min(max(iv, 1), float64(MaxDuration)))
+	}
+	r.window = min(max(flightBudget/int64(n), minFlight), maxFlight)
+	r.shards = make([]shard, min(n, 4*runtime.GOMAXPROCS(0)))
+	for i := range r.shards {
+		r.shards[i].h = metrics.NewHistogram()
+	}
+	return r
+}
+
+// newConn sets up connection id over nc.
+func (r *runner) newConn(id int, nc *net.TCPConn, bufLen int) *conn {
+	c := &conn{
+		r:     r,
+		id:    id,
+		nc:    nc,
+		base:  connBase(id),
+		buf:   make([]byte, bufLen),
+		dead:  make(chan struct{}),
+		shard: &r.shards[id%len(r.shards)],
+	}
+	if r.depth > 0 {
+		c.stamps = make([]atomic.Int64, r.depth)
+	}
+	if r.split {
+		c.wake = make(chan struct{}, 1)
+	}
+	if r.open {
+		c.timer = time.NewTimer(time.Hour)
+		c.timer.Stop()
+	}
+	return c
+}
+
+// start starts every connection's goroutines; the warmup (or the window)
+// begins now.
+func (r *runner) start(ncs []*net.TCPConn) {
+	n := len(ncs)
+	bufLen := int(r.depth * r.size) // sync: all that can be owed
+	if r.split {
+		bufLen = min(max(readBudget/n, minRead), maxRead)
+	}
+	r.conns = make([]*conn, n)
+	for i, nc := range ncs {
+		r.conns[i] = r.newConn(i, nc, bufLen)
+	}
+	r.left.Store(int64(n))
+	now := metrics.Nanotime()
+	for _, c := range r.conns {
+		if r.open {
+			c.next = now + rand.Int64N(r.interval)
+		}
+		if r.split {
+			c.live.Store(2)
+			go c.runWriter()
+			go c.runReader()
+		} else {
+			c.live.Store(1)
+			go c.runSync(0)
+		}
+	}
+}
+
+// drive runs the warmup, the window and the drain, and fills res's
+// window figures. It returns ctx's error when ctx cut the run short.
+func (r *runner) drive(ctx context.Context, res *Result) error {
+	cfg := r.cfg
+	var err error
+	if cfg.Warmup > 0 {
+		err = r.wait(ctx, cfg.Warmup, "warmup")
+	}
+	if err == nil {
+		u0, _ := metrics.SelfUsage()
+		s0, serr := serverCPU(cfg.ServerPID)
+		w0 := time.Now()
+		r.phase.Store(phaseMeasure)
+		err = r.wait(ctx, cfg.Duration, "run")
+		r.phase.Store(phaseStop)
+		res.Elapsed = time.Since(w0)
+		u1, _ := metrics.SelfUsage()
+		d := u1.Sub(u0)
+		res.ClientCPU = d.User + d.System
+		s1, serr1 := serverCPU(cfg.ServerPID)
+		if serr == nil {
+			serr = serr1
+		}
+		if serr != nil {
+			err = errors.Join(err, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, serr))
+		} else {
+			res.ServerCPU = s1 - s0
+		}
+	}
+	r.phase.Store(phaseStop)
+	close(r.stop)
+	if err != nil && ctx.Err() != nil {
+		r.abort()
+		<-r.done
+		return err
+	}
+	// The drain: every connection reads what it is owed, then closes.
+	t := time.NewTimer(cfg.Drain)
+	defer t.Stop()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	n := len(r.conns)
+	for {
+		select {
+		case <-r.done:
+			if cfg.Progress != nil {
+				cfg.Progress("drain", n, n)
+			}
+			return err
+		case <-tick.C:
+			if cfg.Progress != nil {
+				cfg.Progress("drain", n-int(r.left.Load()), n)
+			}
+			continue
+		case <-t.C:
+			r.timedOut = true
+		case <-ctx.Done():
+			err = errors.Join(err, ctx.Err())
+		}
+		r.abort()
+		<-r.done
+		return err
+	}
+}
+
+// wait lets the run go on for d, calling Progress; it returns early, with
+// nil, when every connection is gone, and with ctx's error when ctx ends.
+func (r *runner) wait(ctx context.Context, d time.Duration, phase string) error {
+	progress := r.cfg.Progress
+	t := time.NewTimer(d)
+	defer t.Stop()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-t.C:
+			if progress != nil {
+				progress(phase, int(d.Milliseconds()), int(d.Milliseconds()))
+			}
+			return nil
+		case <-r.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if progress != nil {
+				progress(phase, int(time.Since(start).Milliseconds()), int(d.Milliseconds()))
+			}
+		}
+	}
+}
+
+// abort closes every connection under its goroutines, which then see an
+// error that is not the server's fault.
+func (r *runner) abort() {
+	r.aborting.Store(true)
+	for _, c := range r.conns {
+		c.nc.Close()
+	}
+}
+
+// collect adds up the connections' counts once they are all gone.
+func (r *runner) collect(res *Result) {
+	cancelled := r.aborting.Load() && !r.timedOut
+	for _, c := range r.conns {
+		res.Requests += c.reqs
+		res.Bytes += c.okBytes
+		res.Corrupted += c.corruptAll
+		owed := c.sent.Load() - c.recv
+		var cerr error
+		switch {
+		case c.err != nil:
+			cerr = c.err
+		case owed > 0 && r.timedOut:
+			cerr = fmt.Errorf("%d bytes not echoed within the %v drain", owed, r.cfg.Drain)
+		}
+		if owed > 0 && (cerr != nil || !cancelled) {
+			res.Lost += owed
+		}
+		if cerr != nil {
+			res.ConnErrors++
+			if res.FirstError == "" {
+				res.FirstError = fmt.Sprintf("connection %d: %v", c.id+1, describe(cerr))
+			}
+		}
+	}
+	if res.Elapsed > 0 {
+		s := res.Elapsed.Seconds()
+		res.QPS = float64(res.Requests) / s
+		res.MBps = float64(res.Bytes) / s / 1e6
+	}
+	if res.Requests > 0 {
+		res.ClientCPUPerReqUs = float64(res.ClientCPU.Nanoseconds()) / 1e3 / float64(res.Requests)
+		res.ServerCPUPerReqUs = float64(res.ServerCPU.Nanoseconds()) / 1e3 / float64(res.Requests)
+	}
+	h := metrics.NewHistogram()
+	for i := range r.shards {
+		h.Merge(r.shards[i].h)
+	}
+	res.Hist = h.Export()
+	res.LatencyNs = Latency{
+		P50:  h.Quantile(50),
+		P90:  h.Quantile(90),
+		P99:  h.Quantile(99),
+		P999: h.Quantile(99.9),
+		Max:  h.Max(),
+		Mean: int64(h.Mean() + 0.5),
+	}
+}
+
+// describe words a connection error for Result.FirstError.
+func describe(err error) string {
+	if errors.Is(err, io.EOF) {
+		return "the server closed the connection (EOF)"
+	}
+	return err.Error()
+}
+
+// serverCPU is pid's user+system CPU so far (0 for pid 0).
+func serverCPU(pid int) (time.Duration, error) {
+	if pid <= 0 {
+		return 0, nil
+	}
+	u, s, err := metrics.ProcessCPU(pid)
+	return u + s, err
+}
