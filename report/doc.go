@@ -18,6 +18,13 @@
 // row, whether throughput, CPU per GiB and P99 changed by more than the
 // runs' own spread; CompareTable, CompareJSON and CompareHTML render it.
 //
+// The socket benchmark's netbench.Report (`iopath net bench`) has its own
+// renderers, chosen by WriteNet (NetFormats lists them): NetTable, with
+// the server's CPU per request as the headline and its ratio to epoll and
+// net; NetJSON (LoadNetJSON reads it back); NetCSV; NetMarkdown; and
+// NetHTML, with grouped bars of server CPU per request and QPS, P99 on a
+// log scale, and the integrity verdict first.
+//
 // Renderers only read the report; they never change it, and they are safe
 // for concurrent use on the same report. Each writes its whole output with
 // one Write call, so a failed writer leaves no half-table behind it.

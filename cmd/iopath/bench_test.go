@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -22,7 +24,12 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(cliEnv) == "1" {
 		// runCLIProcess starts this test binary as the iopath command.
-		os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+		// As main does: SIGINT and SIGTERM end the context (net serve
+		// drains on them).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := exitCode(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	goleak.VerifyTestMain(m)
 }

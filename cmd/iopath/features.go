@@ -20,8 +20,9 @@ type featuresOptions struct {
 	format string
 }
 
-// usedOps are the io_uring opcodes iopath's engines use.
-var usedOps = []string{"READ", "READ_FIXED", "READV", "OPENAT", "STATX", "CLOSE", "NOP"}
+// usedOps are the io_uring opcodes iopath's engines use: files, then sockets.
+var usedOps = []string{"READ", "READ_FIXED", "READV", "OPENAT", "STATX", "CLOSE", "NOP",
+	"ACCEPT", "RECV", "SEND", "SENDMSG", "SPLICE", "SHUTDOWN", "ASYNC_CANCEL"}
 
 func newFeaturesCmd(stdout, stderr io.Writer) *cobra.Command {
 	var o featuresOptions

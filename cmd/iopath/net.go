@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/load"
+	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/report"
+)
+
+func init() { subcommands = append(subcommands, newNetCmd) }
+
+// defaultNetAddr is where `net serve` listens and `net load` dials unless
+// told otherwise: loopback only.
+const defaultNetAddr = "127.0.0.1:7007"
+
+func newNetCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "net",
+		Short: "Socket servers on net, epoll and io_uring, a load generator that checks every byte, and their benchmark",
+		Long: `net runs echo servers on three engines — net (a goroutine per connection
+on Go's netpoller), epoll (an event loop per core on raw epoll) and io_uring
+(a completion loop per core, multishot accept and recv with a provided
+buffer ring) — a load generator that verifies every echoed byte, and a
+benchmark that compares the engines side by side with the server's CPU per
+request as the headline figure.`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newNetServeCmd(stdout, stderr), newNetLoadCmd(stdout, stderr), newNetBenchCmd(stdout, stderr))
+	return cmd
+}
+
+type netServeOptions struct {
+	engine     string
+	addr       string
+	loops      int
+	maxConns   int
+	bufSize    int64
+	sqpoll     bool
+	fixedFiles bool
+	drain      time.Duration
+}
+
+func newNetServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o netServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run an echo server on one engine until SIGINT or SIGTERM",
+		Long: `serve runs an echo server: every byte a client sends comes back to it.
+On SIGINT or SIGTERM it stops accepting, echoes what it has received,
+half-closes every connection, waits up to --drain for the clients to close,
+then closes everything and prints what it served.`,
+		Example: `  iopath net serve -e io_uring --addr 127.0.0.1:7007
+  iopath net serve -e epoll --loops 2 --max-conns 20000`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNetServe(cmd.Context(), o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.engine, "engine", "e", "epoll", "server engine: "+strings.Join(netio.Engines(), ", "))
+	f.StringVar(&o.addr, "addr", defaultNetAddr, "host:port to listen on (port 0: any free port)")
+	f.IntVar(&o.loops, "loops", 0, "event loops for epoll and io_uring (0: one per CPU, GOMAXPROCS)")
+	f.IntVar(&o.maxConns, "max-conns", netio.DefaultMaxConns, "most connections served at once; more are closed at once")
+	o.bufSize = netio.DefaultBufSize
+	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them")
+	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: a kernel thread polls each ring's submissions (burns a core while busy)")
+	f.BoolVar(&o.fixedFiles, "fixed-files", false, "io_uring: registered (direct) descriptors for connections")
+	f.DurationVar(&o.drain, "drain", 5*time.Second, "on SIGINT/SIGTERM, how long to wait for clients to close before closing them")
+	return cmd
+}
+
+func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Writer) error {
+	if o.drain < 0 || o.drain > time.Hour {
+		return usagef("net serve: --drain %v: want 0 to 1h", o.drain)
+	}
+	if o.maxConns < 1 {
+		return usagef("net serve: --max-conns %d: want at least 1", o.maxConns)
+	}
+	if !slices.Contains(netio.Engines(), o.engine) {
+		return usagef("net serve: unknown engine %q (want one of %s)", o.engine, strings.Join(netio.Engines(), ", "))
+	}
+	if o.bufSize > netio.MaxBufSize {
+		return usagef("net serve: --buf-size %s: at most %s", units.FormatSize(o.bufSize), units.FormatSize(netio.MaxBufSize))
+	}
+	if _, err := netio.ParseAddr(o.addr); err != nil {
+		return usagef("net serve: --addr: %v", err)
+	}
+	if o.loops < 0 || o.loops > 1024 {
+		return usagef("net serve: --loops %d: want 0 (one per CPU) to 1024", o.loops)
+	}
+	if o.engine != "io_uring" && (o.sqpoll || o.fixedFiles) {
+		return usagef("net serve: --sqpoll and --fixed-files are for -e io_uring")
+	}
+	srv, err := netio.Listen(o.engine, netio.Config{
+		Addr: o.addr, Loops: o.loops, MaxConns: o.maxConns, BufSize: int(o.bufSize),
+		SQPoll: o.sqpoll, FixedFiles: o.fixedFiles,
+	})
+	if err != nil {
+		if errors.Is(err, netio.ErrNotSupported) {
+			return fmt.Errorf("net serve: %w (try -e epoll)", err)
+		}
+		return fmt.Errorf("net serve: %w", err)
+	}
+	fmt.Fprintf(stdout, "iopath net serve: %s listening on %s (max %d connections, %s per connection); SIGINT or SIGTERM to stop\n",
+		o.engine, srv.Addr(), o.maxConns, units.FormatSize(o.bufSize))
+	<-ctx.Done()
+	fmt.Fprintf(stderr, "iopath net serve: draining (up to %v)\n", o.drain)
+	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
+	defer cancel()
+	serr := srv.Shutdown(dctx)
+	st := srv.Stats()
+	fmt.Fprintf(stderr, "iopath net serve: served %d connections (%d refused, %d reset), %s in, %s out\n",
+		st.Accepted, st.Refused, st.Resets, units.FormatSize(st.BytesIn), units.FormatSize(st.BytesOut))
+	if errors.Is(serr, context.DeadlineExceeded) {
+		fmt.Fprintf(stderr, "iopath net serve: clients still open after %v were closed\n", o.drain)
+		return nil
+	}
+	return serr
+}
+
+type netLoadOptions struct {
+	addr      string
+	conns     int
+	size      int64
+	duration  time.Duration
+	warmup    time.Duration
+	mode      string
+	rate      float64
+	dialRate  int
+	serverPID int
+	format    string
+}
+
+func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o netLoadOptions
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Drive an echo server with N connections and check every byte that comes back",
+		Long: `load opens --conns connections to an echo server (ramping the dial up
+within the file-descriptor limit), drives them for --warmup and then
+--duration in one mode, and checks every echoed byte against what was sent.
+It reports requests per second, latency percentiles, its own CPU and, with
+--server-pid, the server's CPU per request. Corrupted or lost bytes, or
+failed connections, make it exit with status 1.
+
+Modes: pingpong (one message in flight per connection), pipeline:K (K in
+flight), stream (write and read continuously). --rate R runs pingpong or
+pipeline open loop at R messages per second in all, with latency counted
+from when each message was meant to go.`,
+		Example: `  iopath net load --conns 1000 --size 64 --duration 10s
+  iopath net load --mode pipeline:16 --size 1KiB
+  iopath net load --rate 50000 --conns 100 --server-pid $(pidof iopath)`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNetLoad(cmd.Context(), o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", defaultNetAddr, "the echo server's host:port")
+	f.IntVar(&o.conns, "conns", 100, "connections")
+	o.size = 64
+	f.Var(sizeValue{&o.size}, "size", "message size (64, 1KiB, 16KiB, ...)")
+	f.DurationVar(&o.duration, "duration", 5*time.Second, "measured window")
+	f.DurationVar(&o.warmup, "warmup", time.Second, "load before the window, not measured")
+	f.StringVar(&o.mode, "mode", "pingpong", "pingpong, pipeline:K or stream")
+	f.Float64Var(&o.rate, "rate", 0, "open loop: messages per second across all connections (0: closed loop)")
+	f.IntVar(&o.dialRate, "dial-rate", 0, "connections dialled per second while ramping up (0: as fast as the server takes them)")
+	f.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to report its CPU per request (from /proc)")
+	f.StringVar(&o.format, "format", "table", "output: table or json")
+	return cmd
+}
+
+func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer) error {
+	if o.format != "table" && o.format != "json" {
+		return usagef("net load: --format %q: want table or json", o.format)
+	}
+	mode, err := load.ParseMode(o.mode)
+	if err != nil {
+		return usagef("net load: --mode: %v", err)
+	}
+	if _, err := netio.ParseAddr(o.addr); err != nil {
+		return usagef("net load: --addr: %v", err)
+	}
+	switch {
+	case o.conns < 1 || o.conns > load.MaxConns:
+		return usagef("net load: --conns %d: want 1 to %d", o.conns, load.MaxConns)
+	case o.size < 1 || o.size > load.MaxSize:
+		return usagef("net load: --size %s: want 1 byte to %s", units.FormatSize(o.size), units.FormatSize(load.MaxSize))
+	case o.duration <= 0 || o.duration > load.MaxDuration:
+		return usagef("net load: --duration %v: want above 0 and at most %v", o.duration, load.MaxDuration)
+	case o.warmup < 0 || o.warmup > load.MaxDuration:
+		return usagef("net load: --warmup %v: want 0 to %v", o.warmup, load.MaxDuration)
+	case o.rate < 0 || o.rate > load.MaxRate:
+		return usagef("net load: --rate %v: want 0 (closed loop) to %g", o.rate, load.MaxRate)
+	case o.dialRate < 0 || o.dialRate > load.MaxDialRate:
+		return usagef("net load: --dial-rate %d: want 0 to %d", o.dialRate, load.MaxDialRate)
+	case o.serverPID < 0:
+		return usagef("net load: --server-pid %d: want a process id", o.serverPID)
+	}
+	cfg := load.Config{
+		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
+		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID,
+	}
+	if o.format == "table" {
+		p := newProgress(stderr)
+		if step := p.steps(); step != nil {
+			cfg.Progress = func(phase string, done, total int) { step(done, total, phase) }
+		}
+		defer p.done()
+	}
+	res, err := load.Run(ctx, cfg)
+	if err != nil && res == nil {
+		return fmt.Errorf("net load: %w", err)
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if werr := enc.Encode(res); werr != nil {
+			return werr
+		}
+	} else {
+		writeLoadResult(stdout, res, o.addr, o.serverPID)
+	}
+	if err != nil {
+		return fmt.Errorf("net load: %w", err)
+	}
+	if ierr := res.Err(); ierr != nil {
+		return fmt.Errorf("net load: %w", ierr)
+	}
+	return nil
+}
+
+func fmtNs(ns int64) string {
+	return time.Duration(ns).Round(time.Microsecond / 10).String()
+}
+
+func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	loop := "closed loop"
+	if r.OpenLoop {
+		loop = fmt.Sprintf("open loop at %.0f/s (latency from the intended send time)", r.Rate)
+	}
+	fmt.Fprintf(tw, "server\t%s\n", addr)
+	fmt.Fprintf(tw, "load\t%d connections × %s, %s, %s, %v measured (dial ramp %v)\n",
+		r.Conns, units.FormatSize(int64(r.Size)), r.Mode, loop, r.Elapsed.Round(time.Millisecond), r.DialTime.Round(time.Millisecond))
+	fmt.Fprintf(tw, "requests\t%d (%.0f/s), %.1f MB/s echoed\n", r.Requests, r.QPS, r.MBps)
+	if r.LatencyNs.Max > 0 {
+		fmt.Fprintf(tw, "latency\tP50 %s  P90 %s  P99 %s  P99.9 %s  max %s\n",
+			fmtNs(r.LatencyNs.P50), fmtNs(r.LatencyNs.P90), fmtNs(r.LatencyNs.P99), fmtNs(r.LatencyNs.P999), fmtNs(r.LatencyNs.Max))
+	}
+	fmt.Fprintf(tw, "client CPU\t%v (%.2f µs/request)\n", r.ClientCPU.Round(time.Millisecond), r.ClientCPUPerReqUs)
+	if serverPID > 0 {
+		fmt.Fprintf(tw, "server CPU\t%v (%.2f µs/request), pid %d, all threads, from /proc\n", r.ServerCPU.Round(time.Millisecond), r.ServerCPUPerReqUs, serverPID)
+	}
+	integrity := "every byte verified: 0 corrupted, 0 lost, 0 failed connections"
+	if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 {
+		integrity = fmt.Sprintf("FAILED: %d corrupted bytes, %d lost bytes, %d failed connections", r.Corrupted, r.Lost, r.ConnErrors)
+		if r.FirstError != "" {
+			integrity += " (first: " + r.FirstError + ")"
+		}
+	}
+	fmt.Fprintf(tw, "integrity\t%s\n", integrity)
+	tw.Flush()
+}
+
+type netBenchOptions struct {
+	engines  []string
+	conns    []int
+	sizes    []int64
+	modes    []string
+	duration time.Duration
+	warmup   time.Duration
+	runs     int
+	format   string
+	html     string
+}
+
+func newNetBenchCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o netBenchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Compare the server engines side by side: server CPU per request, QPS, P99",
+		Long: `bench starts each server engine in a child process of its own, pinned to
+one CPU when there are two or more, and runs the load generator in another
+child pinned to the other CPUs. It goes over a matrix of connections ×
+message sizes × modes, with the engines interleaved run by run, and checks
+every echoed byte. The headline figure is the server's CPU time per
+request, read from /proc with every thread included (io_uring's kernel
+workers too); QPS and latency sit beside it. An engine that cannot run here
+(io_uring disabled, say) is skipped with the reason.`,
+		Example: `  iopath net bench
+  iopath net bench --conns 1000 --sizes 64 --modes pingpong --runs 5
+  iopath net bench --format json > net.json --html net.html`,
+		Args: argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runNetBench(cmd.Context(), o, commandLine(cmd, args), stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.engines, "engines", nil, "server engines, comma-separated (default: "+strings.Join(netio.Engines(), ",")+")")
+	f.Var(intListValue{&o.conns}, "conns", "connection counts, comma-separated (default 1,100,1000,10000)")
+	f.Var(sizeListValue{&o.sizes}, "sizes", "message sizes, comma-separated (default 64,1KiB,16KiB)")
+	f.StringSliceVar(&o.modes, "modes", nil, "load modes, comma-separated (default pingpong,pipeline:16,stream)")
+	f.DurationVar(&o.duration, "duration", netbench.DefaultDuration, "measured window per run")
+	f.DurationVar(&o.warmup, "warmup", netbench.DefaultWarmup, "load before each window, not measured")
+	f.IntVar(&o.runs, "runs", 1, "runs per engine and point, interleaved")
+	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
+	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
+	return cmd
+}
+
+func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout, stderr io.Writer) error {
+	if !slices.Contains(report.NetFormats(), o.format) {
+		return usagef("net bench: --format %q: want one of %s", o.format, strings.Join(report.NetFormats(), ", "))
+	}
+	if o.html != "" {
+		if err := checkOutputFile(o.html); err != nil {
+			return usagef("net bench: --html: %v", err)
+		}
+	}
+	if o.runs < 1 {
+		return usagef("net bench: --runs %d: want 1 to 100", o.runs)
+	}
+	if o.duration <= 0 || o.warmup < 0 {
+		return usagef("net bench: --duration %v, --warmup %v: want a duration above 0 and a warmup of 0 or more", o.duration, o.warmup)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("net bench: cannot find this program to start its children: %w", err)
+	}
+	opts := netbench.Options{
+		Engines: o.engines, Conns: o.conns, Modes: o.modes,
+		Duration: o.duration, Warmup: o.warmup, Runs: o.runs,
+		Command: func(args ...string) *exec.Cmd { return exec.Command(exe, args...) },
+		Log:     func(format string, args ...any) { fmt.Fprintf(stderr, "iopath: "+format+"\n", args...) },
+	}
+	for _, s := range o.sizes {
+		opts.Sizes = append(opts.Sizes, int(s))
+	}
+	if err := opts.Validate(); err != nil {
+		return usagef("net bench: %v", err)
+	}
+	p := newProgress(stderr)
+	opts.Progress = p.steps()
+	rep, err := netbench.Bench(ctx, opts)
+	p.done()
+	if rep == nil {
+		return fmt.Errorf("net bench: %w", err)
+	}
+	rep.Command = cmdline
+	rep.Version = version
+	rep.Machine.IopathVersion = version
+	if werr := report.WriteNet(stdout, o.format, rep); werr != nil {
+		return werr
+	}
+	if o.html != "" {
+		if herr := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetHTML(w, rep) }); herr != nil {
+			return fmt.Errorf("net bench: --html: %w", herr)
+		}
+		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+	}
+	if err != nil {
+		return fmt.Errorf("net bench: %w", err)
+	}
+	if bad := integrityFailures(rep); bad != "" {
+		return fmt.Errorf("net bench: %s", bad)
+	}
+	return nil
+}
+
+// integrityFailures names the points where bytes were corrupted or lost.
+func integrityFailures(r *netbench.Report) string {
+	var bad []string
+	for _, p := range r.Points {
+		if p.Corrupted != 0 || p.Lost != 0 {
+			bad = append(bad, fmt.Sprintf("%s at %d conns × %d B %s: %d corrupted, %d lost bytes", p.Engine, p.Conns, p.Size, p.Mode, p.Corrupted, p.Lost))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "integrity check failed: " + strings.Join(bad, "; ")
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/load"
+	"github.com/iopath/iopath/netio/netbench"
+)
+
+func TestNetBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"net", "serve", "-e", "carrier-pigeon"},
+		{"net", "serve", "--addr", "nonsense"},
+		{"net", "serve", "--drain", "-1s"},
+		{"net", "serve", "--max-conns", "0"},
+		{"net", "serve", "--buf-size", "1TiB"},
+		{"net", "serve", "-e", "epoll", "--sqpoll"},
+		{"net", "serve", "extra"},
+		{"net", "load", "--mode", "pipeline:0"},
+		{"net", "load", "--mode", "sideways"},
+		{"net", "load", "--addr", "nohost"},
+		{"net", "load", "--conns", "0"},
+		{"net", "load", "--conns", "5000000"},
+		{"net", "load", "--size", "0"},
+		{"net", "load", "--duration", "0s"},
+		{"net", "load", "--format", "xml"},
+		{"net", "bench", "--format", "xml"},
+		{"net", "bench", "--engines", "carrier-pigeon"},
+		{"net", "bench", "--conns", "0"},
+		{"net", "bench", "--modes", "pipeline:x"},
+		{"net", "bench", "--runs", "0"},
+		{"net", "bench", "--duration", "1ns"},
+	} {
+		_, errOut, code := runCLI(args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+		if lines := strings.Count(strings.TrimSpace(errOut), "\n"); lines != 0 || !strings.HasPrefix(errOut, "iopath: ") {
+			t.Errorf("%v: want one line starting \"iopath: \", got %q", args, errOut)
+		}
+	}
+}
+
+// startServeProcess runs `iopath net serve` in a process of its own and
+// returns it with the address it listens on.
+func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"net", "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	re := regexp.MustCompile(`listening on (\S+)`)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return cmd, m[1], &stderr
+		}
+	}
+	cmd.Wait()
+	t.Fatalf("net serve %v did not start: %s", args, stderr.String())
+	return nil, "", nil
+}
+
+// TestNetServeLoad runs each engine as `iopath net serve`, drives it with
+// `iopath net load`, and stops it with SIGTERM: it must drain and exit 0.
+func TestNetServeLoad(t *testing.T) {
+	for _, e := range netio.Engines() {
+		t.Run(e, func(t *testing.T) {
+			if e == "io_uring" && !features.Probe().IOURing.Available {
+				t.Skipf("io_uring unavailable here: %s", features.Probe().IOURing.Reason)
+			}
+			srv, addr, srvErr := startServeProcess(t, nil, "-e", e)
+			out, errOut, code := runCLI("net", "load", "--addr", addr, "--conns", "20", "--size", "100",
+				"--duration", "300ms", "--warmup", "0s", "--mode", "pipeline:4",
+				"--server-pid", strconv.Itoa(srv.Process.Pid), "--format", "json")
+			if code != 0 {
+				t.Fatalf("net load: exit %d: %s", code, errOut)
+			}
+			var r load.Result
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatalf("net load json: %v\n%s", err, out)
+			}
+			if r.Requests == 0 || r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 || r.ServerCPU <= 0 {
+				t.Errorf("load result %+v", r)
+			}
+			// The table form states the integrity check.
+			out, errOut, code = runCLI("net", "load", "--addr", addr, "--conns", "3", "--duration", "100ms", "--warmup", "0s")
+			if code != 0 || !strings.Contains(out, "every byte verified") {
+				t.Errorf("net load table: exit %d: %s%s", code, out, errOut)
+			}
+			srv.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- srv.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("net serve after SIGTERM: %v: %s", err, srvErr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("net serve did not exit after SIGTERM")
+			}
+			if !strings.Contains(srvErr.String(), "served ") {
+				t.Errorf("net serve printed no summary: %q", srvErr.String())
+			}
+		})
+	}
+}
+
+// TestNetLoadNoServer: a dial to a closed port is one line and exit 1.
+func TestNetLoadNoServer(t *testing.T) {
+	_, errOut, code := runCLI("net", "load", "--addr", "127.0.0.1:1", "--conns", "1", "--duration", "100ms")
+	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q: want 1 and one line naming the address", code, errOut)
+	}
+}
+
+// TestNetServeIOURingDisabled: with io_uring off, -e io_uring says why and
+// suggests epoll.
+func TestNetServeIOURingDisabled(t *testing.T) {
+	_, errOut, code := runCLIProcess(t, []string{features.DisableEnv + "=1"}, "net", "serve", "-e", "io_uring", "--addr", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errOut, "not supported") || !strings.Contains(errOut, "-e epoll") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestNetBenchSmoke runs a one-point bench with children, JSON and HTML.
+func TestNetBenchSmoke(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "net.html")
+	out, errOut, code := runCLIProcess(t, nil, "net", "bench", "--conns", "4", "--sizes", "64",
+		"--modes", "pingpong,stream", "--duration", "150ms", "--warmup", "50ms", "--runs", "2",
+		"--format", "json", "--html", html)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep netbench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	want := len(netio.Engines()) - len(rep.Skipped)
+	if len(rep.Points) != 2*want {
+		t.Fatalf("%d points, want %d (skipped %+v)", len(rep.Points), 2*want, rep.Skipped)
+	}
+	for _, p := range rep.Points {
+		if p.Err != "" || len(p.Runs) != 2 || p.QPS <= 0 || p.ServerCPUPerReqUs <= 0 || p.Corrupted+p.Lost+p.ConnErrors != 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("html report: %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package netbench
+
+import (
+	"time"
+
+	"github.com/iopath/iopath/features"
+)
+
+// SchemaVersion is the version of the JSON form of Report.
+const SchemaVersion = 1
+
+// Tool is Report.Tool: it tells a net bench report from a file bench one.
+const Tool = "iopath net bench"
+
+// Report is the result of one `iopath net bench`: every point of the
+// matrix, for every server engine, with every run.
+type Report struct {
+	SchemaVersion int              `json:"schema_version"`
+	Tool          string           `json:"tool"` // Tool
+	Version       string           `json:"version"`
+	Command       string           `json:"command"`
+	Started       time.Time        `json:"started"`
+	Machine       features.Machine `json:"machine"`
+	Config        Config           `json:"config"`
+	Points        []Point          `json:"points"`
+	// Skipped lists engines that could not run here, with the reason
+	// (io_uring disabled, say). A skip is not a failure.
+	Skipped []Skip   `json:"skipped,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Config is the matrix and how it was run.
+type Config struct {
+	Engines    []string `json:"engines"`
+	Conns      []int    `json:"conns"`
+	Sizes      []int    `json:"sizes_bytes"`
+	Modes      []string `json:"modes"`
+	DurationNs int64    `json:"duration_ns"`
+	WarmupNs   int64    `json:"warmup_ns"`
+	Runs       int      `json:"runs"`
+	// ServerCPUs and ClientCPUs are the cores the server child and the
+	// load generator were pinned to; empty when pinning was not possible
+	// (then PinNote says why).
+	ServerCPUs []int  `json:"server_cpus,omitempty"`
+	ClientCPUs []int  `json:"client_cpus,omitempty"`
+	PinNote    string `json:"pin_note,omitempty"`
+	Addr       string `json:"addr"`
+}
+
+// Skip is an engine that could not run, and why.
+type Skip struct {
+	Engine string `json:"engine"`
+	Reason string `json:"reason"`
+}
+
+// Point is one engine at one point of the matrix: its runs and their
+// medians.
+type Point struct {
+	Engine string `json:"engine"`
+	Conns  int    `json:"conns"`
+	Size   int    `json:"size_bytes"`
+	Mode   string `json:"mode"`
+	Runs   []Run  `json:"runs"`
+	// Median over runs.
+	QPS               float64 `json:"qps"`
+	MBps              float64 `json:"mb_per_s"`
+	ServerCPUPerReqUs float64 `json:"server_cpu_us_per_req"`
+	ClientCPUPerReqUs float64 `json:"client_cpu_us_per_req"`
+	P50Ns             int64   `json:"p50_ns"`
+	P99Ns             int64   `json:"p99_ns"`
+	P999Ns            int64   `json:"p999_ns"`
+	MaxNs             int64   `json:"max_ns"`
+	// Sums over runs: each must be 0.
+	Corrupted  int64 `json:"corrupted_bytes"`
+	Lost       int64 `json:"lost_bytes"`
+	ConnErrors int64 `json:"conn_errors"`
+	// Err is set when the point could not be measured (the server died,
+	// the dial ramp failed); its figures are then 0.
+	Err string `json:"error,omitempty"`
+}
+
+// Run is one measured window of one engine at one point.
+type Run struct {
+	Requests          int64   `json:"requests"`
+	Bytes             int64   `json:"bytes"`
+	ElapsedNs         int64   `json:"elapsed_ns"`
+	QPS               float64 `json:"qps"`
+	MBps              float64 `json:"mb_per_s"`
+	ServerCPUNs       int64   `json:"server_cpu_ns"`
+	ClientCPUNs       int64   `json:"client_cpu_ns"`
+	ServerCPUPerReqUs float64 `json:"server_cpu_us_per_req"`
+	ClientCPUPerReqUs float64 `json:"client_cpu_us_per_req"`
+	P50Ns             int64   `json:"p50_ns"`
+	P90Ns             int64   `json:"p90_ns"`
+	P99Ns             int64   `json:"p99_ns"`
+	P999Ns            int64   `json:"p999_ns"`
+	MaxNs             int64   `json:"max_ns"`
+	Corrupted         int64   `json:"corrupted_bytes"`
+	Lost              int64   `json:"lost_bytes"`
+	ConnErrors        int64   `json:"conn_errors"`
+	DialNs            int64   `json:"dial_ns"`
+}

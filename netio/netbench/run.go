@@ -1,0 +1,510 @@
+package netbench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/load"
+)
+
+// Options say what to run. The zero value of a field takes the default,
+// but for Warmup, where 0 is none.
+type Options struct {
+	Engines  []string      // server engines (default: netio.Engines())
+	Conns    []int         // default 1, 100, 1000, 10000
+	Sizes    []int         // message sizes in bytes; default 64, 1024, 16384
+	Modes    []string      // load modes; default pingpong, pipeline:16, stream
+	Duration time.Duration // measured window per run; default 1 s
+	Warmup   time.Duration // load before each window, unmeasured; 0 is none (the CLI's default is DefaultWarmup)
+	Runs     int           // runs per engine and point, interleaved; default 1
+
+	// Command builds the command line of a child: the iopath binary with
+	// args (the CLI passes os.Executable). Required.
+	Command func(args ...string) *exec.Cmd
+	// Progress, when set, is told of each run as it starts.
+	Progress func(done, total int, what string)
+	// Log, when set, receives one line per notable event (an engine
+	// skipped, a server restarted).
+	Log func(format string, args ...any)
+}
+
+// Defaults for Options.
+var (
+	DefaultConns = []int{1, 100, 1000, 10000}
+	DefaultSizes = []int{64, 1024, 16 << 10}
+	DefaultModes = []string{"pingpong", "pipeline:16", "stream"}
+)
+
+const (
+	DefaultDuration = time.Second
+	DefaultWarmup   = 300 * time.Millisecond
+	maxDuration     = time.Hour
+	maxConns        = 1_000_000
+	maxSize         = 64 << 20
+)
+
+// Validate fills defaults and checks every field, with one error per bad
+// value that says what is wanted.
+func (o *Options) Validate() error {
+	if len(o.Engines) == 0 {
+		o.Engines = netio.Engines()
+	}
+	for _, e := range o.Engines {
+		if !slices.Contains(netio.Engines(), e) {
+			return fmt.Errorf("unknown server engine %q (have %s)", e, strings.Join(netio.Engines(), ", "))
+		}
+	}
+	if len(o.Conns) == 0 {
+		o.Conns = slices.Clone(DefaultConns)
+	}
+	for _, c := range o.Conns {
+		if c < 1 || c > maxConns {
+			return fmt.Errorf("conns %d: want 1 to %d", c, maxConns)
+		}
+	}
+	if len(o.Sizes) == 0 {
+		o.Sizes = slices.Clone(DefaultSizes)
+	}
+	for _, s := range o.Sizes {
+		if s < 1 || s > maxSize {
+			return fmt.Errorf("size %d: want 1 byte to 64 MiB", s)
+		}
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = slices.Clone(DefaultModes)
+	}
+	for i, m := range o.Modes {
+		pm, err := load.ParseMode(m)
+		if err != nil {
+			return err
+		}
+		o.Modes[i] = pm.String()
+	}
+	if o.Duration == 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Duration < 10*time.Millisecond || o.Duration > maxDuration {
+		return fmt.Errorf("duration %v: want 10ms to 1h", o.Duration)
+	}
+	if o.Warmup < 0 || o.Warmup > maxDuration {
+		return fmt.Errorf("warmup %v: want 0 to 1h", o.Warmup)
+	}
+	if o.Runs == 0 {
+		o.Runs = 1
+	}
+	if o.Runs < 1 || o.Runs > 100 {
+		return fmt.Errorf("runs %d: want 1 to 100", o.Runs)
+	}
+	if o.Command == nil {
+		return errors.New("netbench: no Command to start children with")
+	}
+	return nil
+}
+
+// Pinning splits the CPUs this process may use: the last one for the
+// server, the others for the load generator. With one CPU nothing is
+// pinned and the note says so.
+func Pinning() (server, client []int, note string) {
+	cpus, err := sys.Affinity()
+	if err != nil {
+		return nil, nil, fmt.Sprintf("not pinned: sched_getaffinity: %v", err)
+	}
+	if len(cpus) < 2 {
+		return nil, nil, fmt.Sprintf("not pinned: only %d CPU available, so the server and the load generator share it", len(cpus))
+	}
+	return cpus[len(cpus)-1:], cpus[:len(cpus)-1], ""
+}
+
+// server is one running server child.
+type server struct {
+	engine string
+	cmd    *exec.Cmd
+	addr   string
+	pid    int
+	exited chan struct{}
+	stderr *tailBuffer
+}
+
+var listeningRE = regexp.MustCompile(`listening on (\S+)`)
+
+// startServer starts engine in a child pinned to cpus and waits for its
+// "listening on ADDR" line.
+func startServer(ctx context.Context, o *Options, engine string, cpus []int, maxConns int) (*server, error) {
+	loops := max(1, len(cpus))
+	if len(cpus) == 0 {
+		loops = runtime.NumCPU()
+	}
+	cmd := o.Command("net", "serve", "-e", engine, "--addr", "127.0.0.1:0",
+		"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{engine: engine, cmd: cmd, exited: make(chan struct{}), stderr: &tailBuffer{max: 4096}}
+	cmd.Stderr = s.stderr
+	if err := startPinned(cmd, cpus); err != nil {
+		return nil, fmt.Errorf("start %s server: %w", engine, err)
+	}
+	s.pid = cmd.Process.Pid
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listeningRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case lines <- m[1]:
+				default:
+				}
+			}
+		}
+		cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case s.addr = <-lines:
+		return s, nil
+	case <-s.exited:
+		return nil, fmt.Errorf("%s server exited at start: %s", engine, s.stderr.last())
+	case <-time.After(10 * time.Second):
+		s.stop()
+		return nil, fmt.Errorf("%s server did not start listening in 10 s: %s", engine, s.stderr.last())
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the server to drain (SIGTERM) and kills it if it takes more
+// than a few seconds.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+func (s *server) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// startPinned starts cmd with the CPU affinity cpus (none: unchanged).
+// The child inherits the mask of the thread that forks it, so the fork
+// happens on a locked thread that holds the mask for that moment; every
+// thread of the child is then pinned again, in case one was made first.
+func startPinned(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	old, err := sys.Affinity()
+	if err == nil {
+		err = sys.SetAffinity(cpus)
+	}
+	if err != nil {
+		runtime.UnlockOSThread()
+		return cmd.Start()
+	}
+	err = cmd.Start()
+	sys.SetAffinity(old)
+	runtime.UnlockOSThread()
+	if err == nil {
+		sys.SetProcessAffinity(cmd.Process.Pid, cpus)
+	}
+	return err
+}
+
+// tailBuffer keeps the last max bytes written to it (a child's stderr).
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// last is the last non-empty line written.
+func (t *tailBuffer) last() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	if s := strings.TrimSpace(lines[len(lines)-1]); s != "" {
+		return s
+	}
+	return "no message"
+}
+
+// Bench runs the whole matrix and returns the report. A failed run is
+// recorded in its point (Err) and the bench goes on; Bench fails only on
+// bad options, or when ctx ends (with the report so far).
+func Bench(ctx context.Context, o Options) (*Report, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	srvCPUs, cliCPUs, note := Pinning()
+	rep := &Report{
+		SchemaVersion: SchemaVersion,
+		Tool:          Tool,
+		Started:       time.Now().UTC(),
+		Machine:       features.DescribeMachine("", ""),
+		Config: Config{
+			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
+			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
+			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
+		},
+	}
+	maxConn := slices.Max(o.Conns)
+	servers := map[string]*server{}
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	var engines []string
+	for _, e := range o.Engines {
+		s, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+		if err != nil {
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+			rep.Skipped = append(rep.Skipped, Skip{Engine: e, Reason: err.Error()})
+			logf("skipping %s: %v", e, err)
+			continue
+		}
+		servers[e] = s
+		engines = append(engines, e)
+	}
+	rep.Config.Engines = engines
+	if len(engines) == 0 {
+		return rep, errors.New("no server engine could start: " + skipReasons(rep.Skipped))
+	}
+
+	points := map[key]*Point{}
+	var order []key
+	for _, m := range o.Modes {
+		for _, c := range o.Conns {
+			for _, sz := range o.Sizes {
+				for _, e := range engines {
+					k := key{e, m, c, sz}
+					points[k] = &Point{Engine: e, Conns: c, Size: sz, Mode: m}
+					order = append(order, k)
+				}
+			}
+		}
+	}
+	total := len(order) * o.Runs
+	done := 0
+	for _, m := range o.Modes {
+		for _, c := range o.Conns {
+			for _, sz := range o.Sizes {
+				for run := 0; run < o.Runs; run++ {
+					// Rotate the engine order run by run, so no engine
+					// always goes first (or last) at a point.
+					for i := range engines {
+						e := engines[(i+run)%len(engines)]
+						p := points[key{e, m, c, sz}]
+						if o.Progress != nil {
+							o.Progress(done, total, fmt.Sprintf("%s %d conns × %s %s", e, c, sizeName(sz), m))
+						}
+						done++
+						if p.Err != "" {
+							continue
+						}
+						s := servers[e]
+						if !s.alive() {
+							logf("%s server died (%s); restarting it", e, s.stderr.last())
+							ns, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+							if err != nil {
+								p.Err = "server died and could not restart: " + err.Error()
+								continue
+							}
+							servers[e] = ns
+							s = ns
+						}
+						r, err := runLoad(ctx, &o, s, cliCPUs, c, sz, m)
+						if ctx.Err() != nil {
+							rep.Points = collect(points, order)
+							return rep, ctx.Err()
+						}
+						if err != nil {
+							p.Err = err.Error()
+							logf("%s, %d conns × %d B %s: %v", e, c, sz, m, err)
+							continue
+						}
+						p.Runs = append(p.Runs, *r)
+					}
+				}
+			}
+		}
+	}
+	rep.Points = collect(points, order)
+	return rep, nil
+}
+
+func skipReasons(s []Skip) string {
+	var parts []string
+	for _, k := range s {
+		parts = append(parts, k.Engine+": "+k.Reason)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " B"
+}
+
+// runLoad runs one measured window in a load-generator child.
+func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*Run, error) {
+	gmp := len(cpus)
+	if gmp == 0 {
+		gmp = runtime.NumCPU()
+	}
+	cmd := o.Command("net", "load", "--addr", s.addr, "--conns", strconv.Itoa(conns),
+		"--size", strconv.Itoa(size), "--mode", mode,
+		"--duration", o.Duration.String(), "--warmup", o.Warmup.String(),
+		"--server-pid", strconv.Itoa(s.pid), "--format", "json")
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gmp))
+	var out strings.Builder
+	errb := &tailBuffer{max: 4096}
+	cmd.Stdout = &out
+	cmd.Stderr = errb
+	if err := startPinned(cmd, cpus); err != nil {
+		return nil, fmt.Errorf("start load generator: %w", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	// The child bounds itself; this is a backstop for a hung child.
+	limit := o.Warmup + o.Duration + time.Minute
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-waited
+		return nil, ctx.Err()
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-waited
+		return nil, fmt.Errorf("load generator did not finish within %v", limit)
+	}
+	var res load.Result
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		if werr != nil {
+			return nil, fmt.Errorf("load generator: %v: %s", werr, errb.last())
+		}
+		return nil, fmt.Errorf("load generator printed no result: %v", err)
+	}
+	if !s.alive() {
+		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
+	}
+	return toRun(&res), nil
+}
+
+func toRun(r *load.Result) *Run {
+	run := &Run{
+		Requests:    r.Requests,
+		Bytes:       r.Bytes,
+		ElapsedNs:   int64(r.Elapsed),
+		QPS:         r.QPS,
+		MBps:        r.MBps,
+		ServerCPUNs: int64(r.ServerCPU),
+		ClientCPUNs: int64(r.ClientCPU),
+		P50Ns:       r.LatencyNs.P50,
+		P90Ns:       r.LatencyNs.P90,
+		P99Ns:       r.LatencyNs.P99,
+		P999Ns:      r.LatencyNs.P999,
+		MaxNs:       r.LatencyNs.Max,
+		Corrupted:   r.Corrupted,
+		Lost:        r.Lost,
+		ConnErrors:  r.ConnErrors,
+		DialNs:      int64(r.DialTime),
+	}
+	if r.Requests > 0 {
+		run.ServerCPUPerReqUs = float64(r.ServerCPU) / 1e3 / float64(r.Requests)
+		run.ClientCPUPerReqUs = float64(r.ClientCPU) / 1e3 / float64(r.Requests)
+	}
+	return run
+}
+
+// key names one engine at one point of the matrix.
+type key struct {
+	engine, mode string
+	conns, size  int
+}
+
+// collect fills every point's medians and sums, in matrix order.
+func collect(points map[key]*Point, order []key) []Point {
+	out := make([]Point, 0, len(order))
+	for _, k := range order {
+		p := *points[k]
+		var qps, mbps, srv, cli, p50, p99, p999, mx []float64
+		for _, r := range p.Runs {
+			qps = append(qps, r.QPS)
+			mbps = append(mbps, r.MBps)
+			srv = append(srv, r.ServerCPUPerReqUs)
+			cli = append(cli, r.ClientCPUPerReqUs)
+			p50 = append(p50, float64(r.P50Ns))
+			p99 = append(p99, float64(r.P99Ns))
+			p999 = append(p999, float64(r.P999Ns))
+			mx = append(mx, float64(r.MaxNs))
+			p.Corrupted += r.Corrupted
+			p.Lost += r.Lost
+			p.ConnErrors += r.ConnErrors
+		}
+		p.QPS, p.MBps = median(qps), median(mbps)
+		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = median(srv), median(cli)
+		p.P50Ns, p.P99Ns = int64(median(p50)), int64(median(p99))
+		p.P999Ns, p.MaxNs = int64(median(p999)), int64(median(mx))
+		out = append(out, p)
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

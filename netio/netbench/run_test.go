@@ -1,0 +1,112 @@
+package netbench
+
+import (
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/netio"
+)
+
+func cmdFn(args ...string) *exec.Cmd { return exec.Command("true") }
+
+func TestValidateDefaults(t *testing.T) {
+	o := Options{Command: cmdFn}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.Engines, netio.Engines()) || !slices.Equal(o.Conns, DefaultConns) ||
+		!slices.Equal(o.Sizes, DefaultSizes) || len(o.Modes) != 3 || o.Duration != DefaultDuration ||
+		o.Warmup != 0 || o.Runs != 1 {
+		t.Errorf("defaults: %+v", o)
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	for _, o := range []Options{
+		{Engines: []string{"pigeon"}},
+		{Conns: []int{0}},
+		{Conns: []int{2_000_000}},
+		{Sizes: []int{0}},
+		{Sizes: []int{128 << 20}},
+		{Modes: []string{"pipeline:0"}},
+		{Duration: time.Nanosecond},
+		{Duration: 2 * time.Hour},
+		{Warmup: -time.Second},
+		{Runs: -1},
+		{Runs: 1000},
+	} {
+		o.Command = cmdFn
+		if err := o.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", o)
+		}
+	}
+	if err := (&Options{}).Validate(); err == nil {
+		t.Error("no Command accepted")
+	}
+}
+
+func TestCollect(t *testing.T) {
+	k := key{"epoll", "pingpong", 10, 64}
+	p := &Point{Engine: "epoll", Conns: 10, Size: 64, Mode: "pingpong", Runs: []Run{
+		{QPS: 100, ServerCPUPerReqUs: 3, P99Ns: 50, Lost: 1},
+		{QPS: 300, ServerCPUPerReqUs: 1, P99Ns: 10, Corrupted: 2},
+		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3},
+	}}
+	got := collect(map[key]*Point{k: p}, []key{k})[0]
+	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 {
+		t.Errorf("collect: %+v", got)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median = %v", m)
+	}
+	if median(nil) != 0 {
+		t.Error("median of nothing")
+	}
+}
+
+// TestStartPinned: the child runs on the CPUs asked for, and the parent's
+// own mask is left as it was.
+func TestStartPinned(t *testing.T) {
+	srv, cli, note := Pinning()
+	if srv == nil {
+		t.Skipf("no pinning here: %s", note)
+	}
+	cmd := exec.Command("grep", "Cpus_allowed_list", "/proc/self/status")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := startPinned(cmd, srv); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(out.String()); len(f) != 2 || f[1] != itoa(srv[0]) {
+		t.Errorf("child's CPUs %q, want %d", out.String(), srv[0])
+	}
+	cmd = exec.Command("grep", "Cpus_allowed_list", "/proc/self/status")
+	out.Reset()
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\t"+itoa(srv[0])+"\n") && len(cli) > 0 {
+		t.Errorf("the parent stayed pinned: %q", out.String())
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{max: 16}
+	b.Write([]byte("first line\nsecond line that is long\n"))
+	if got := b.last(); got != "t is long" && !strings.HasSuffix("second line that is long", got) {
+		t.Errorf("last = %q", got)
+	}
+	if (&tailBuffer{max: 8}).last() != "no message" {
+		t.Error("empty buffer")
+	}
+}

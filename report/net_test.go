@@ -1,0 +1,823 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/netio/netbench"
+)
+
+// --- fixtures
+
+// netRun is one measured window of 2 s.
+func netRun(qps, serverUs, clientUs float64, size int, p50, p99, p999, maxNs int64) netbench.Run {
+	req := int64(qps * 2)
+	return netbench.Run{Requests: req, Bytes: req * int64(size), ElapsedNs: 2e9, QPS: qps, MBps: qps * float64(size) / 1e6,
+		ServerCPUNs: int64(serverUs * 1e3 * float64(req)), ClientCPUNs: int64(clientUs * 1e3 * float64(req)),
+		ServerCPUPerReqUs: serverUs, ClientCPUPerReqUs: clientUs,
+		P50Ns: p50, P90Ns: (p50 + p99) / 2, P99Ns: p99, P999Ns: p999, MaxNs: maxNs, DialNs: 120e6}
+}
+
+// netPoint makes a point of runs, with the medians and sums the runner
+// would compute.
+func netPoint(engine string, conns, size int, mode string, runs ...netbench.Run) netbench.Point {
+	p := netbench.Point{Engine: engine, Conns: conns, Size: size, Mode: mode, Runs: runs}
+	med := func(f func(r *netbench.Run) float64) float64 {
+		var v []float64
+		for i := range runs {
+			v = append(v, f(&runs[i]))
+		}
+		slices.Sort(v)
+		if len(v) == 0 {
+			return 0
+		}
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	p.QPS = med(func(r *netbench.Run) float64 { return r.QPS })
+	p.MBps = med(func(r *netbench.Run) float64 { return r.MBps })
+	p.ServerCPUPerReqUs = med(func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs })
+	p.ClientCPUPerReqUs = med(func(r *netbench.Run) float64 { return r.ClientCPUPerReqUs })
+	p.P50Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P50Ns) }))
+	p.P99Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P99Ns) }))
+	p.P999Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P999Ns) }))
+	p.MaxNs = int64(med(func(r *netbench.Run) float64 { return float64(r.MaxNs) }))
+	for _, r := range runs {
+		p.Corrupted += r.Corrupted
+		p.Lost += r.Lost
+		p.ConnErrors += r.ConnErrors
+	}
+	return p
+}
+
+var netMachineFixture = features.Machine{Kernel: "6.18.44", Arch: "amd64", CPUModel: "Intel(R) Xeon(R) Processor",
+	Cores: 2, MemBytes: 8 << 30, PageSize: 4096, IOURing: "available", GoVersion: "go1.26.8", IopathVersion: "devel"}
+
+// netSample is 3 engines × 2 points × 2 runs, with a skipped engine, a
+// point that failed (io_uring at 16KiB) and corrupted bytes (epoll at
+// 16KiB, run 2). The points are not in display order: the renderers
+// order them.
+func netSample() *netbench.Report {
+	const ms = 1_000_000
+	bad := netRun(64_000, 17.9, 13.9, 16384, 15*ms, 29*ms, 40*ms, 71*ms)
+	bad.Corrupted = 4096
+	return &netbench.Report{
+		SchemaVersion: netbench.SchemaVersion,
+		Tool:          netTool,
+		Version:       "devel",
+		Command:       "iopath net bench --engines net,epoll,io_uring,io_uring-sqpoll --conns 1000 --size 64,16k --runs 2 --duration 2s",
+		Started:       time.Date(2026, 11, 23, 9, 15, 2, 0, time.UTC),
+		Machine:       netMachineFixture,
+		Config: netbench.Config{Engines: []string{"net", "epoll", "io_uring", "io_uring-sqpoll"}, Conns: []int{1000},
+			Sizes: []int{64, 16384}, Modes: []string{"pingpong"}, DurationNs: 2e9, WarmupNs: 5e8, Runs: 2,
+			ServerCPUs: []int{0}, ClientCPUs: []int{1}, Addr: "127.0.0.1:0"},
+		Points: []netbench.Point{
+			{Engine: "io_uring", Conns: 1000, Size: 16384, Mode: "pingpong",
+				Err: "server child exited: signal: killed\n(out of memory?)"},
+			netPoint("net", 1000, 16384, "pingpong",
+				netRun(61_000, 21.0, 14.2, 16384, 16*ms, 31*ms, 44*ms, 80*ms),
+				netRun(63_000, 20.2, 13.8, 16384, 15*ms, 30*ms, 42*ms, 95*ms)),
+			netPoint("epoll", 1000, 16384, "pingpong",
+				netRun(66_000, 17.1, 14.0, 16384, 14*ms, 27*ms, 38*ms, 60*ms), bad),
+			netPoint("io_uring", 1000, 64, "pingpong",
+				netRun(197_000, 5.3, 4.7, 64, 4_900_000, 8_900_000, 12_000_000, 20_500_000),
+				netRun(201_000, 4.9, 4.6, 64, 4_800_000, 8_500_000, 11_600_000, 19_900_000)),
+			netPoint("net", 1000, 64, "pingpong",
+				netRun(168_000, 10.1, 5.2, 64, 5_500_000, 11_800_000, 17_900_000, 30_200_000),
+				netRun(176_000, 9.5, 5.0, 64, 5_700_000, 12_400_000, 18_100_000, 41_000_000)),
+			netPoint("epoll", 1000, 64, "pingpong",
+				netRun(181_000, 6.4, 4.9, 64, 5_300_000, 9_600_000, 14_000_000, 22_000_000),
+				netRun(185_000, 6.0, 4.8, 64, 5_200_000, 9_200_000, 13_100_000, 25_000_000)),
+		},
+		Skipped: []netbench.Skip{{Engine: "io_uring-sqpoll", Reason: "SQPOLL: io_uring_setup: operation not permitted"}},
+		Notes: []string{
+			"server CPU is read from /proc/PID/stat at 10 ms resolution",
+			"loopback: the kernel copies every byte anyway, so SEND_ZC cannot win here",
+		},
+	}
+}
+
+// netBig is the full matrix of the issue for one pinned machine: 3
+// engines × conns {1, 100, 1000, 10000} × sizes {64B, 1KiB, 16KiB} ×
+// modes {pingpong, stream}, 3 runs each; stream measures no latency.
+func netBig() *netbench.Report {
+	r := &netbench.Report{SchemaVersion: netbench.SchemaVersion, Tool: netTool, Version: "devel",
+		Command: "iopath net bench --modes pingpong,stream", Machine: netMachineFixture,
+		Started: time.Date(2026, 11, 23, 9, 15, 2, 0, time.UTC),
+		Config: netbench.Config{Engines: []string{"net", "epoll", "io_uring"}, Conns: []int{1, 100, 1000, 10000},
+			Sizes: []int{64, 1024, 16384}, Modes: []string{"pingpong", "stream"}, DurationNs: 5e9, WarmupNs: 1e9,
+			Runs: 3, PinNote: "2 CPUs: server and load generator share them", Addr: "127.0.0.1:0"}}
+	cost := map[string]float64{"net": 1, "epoll": 0.7, "io_uring": 0.6}
+	for _, mode := range r.Config.Modes {
+		for _, size := range r.Config.Sizes {
+			for _, conns := range r.Config.Conns {
+				for _, e := range r.Config.Engines {
+					base := (3 + float64(size)/2048) * cost[e] * (1 + math.Log10(float64(conns))/8)
+					q := 40_000 / cost[e] * (1 + math.Log10(float64(conns))) / (1 + float64(size)/8192)
+					var runs []netbench.Run
+					for i, f := range []float64{0.97, 1, 1.04} {
+						lat := int64(float64(conns) * 1e9 / q * f)
+						run := netRun(q*f, base/f, base/2, size, lat, 3*lat, 5*lat, 9*lat+int64(i))
+						if mode == "stream" {
+							run.P50Ns, run.P90Ns, run.P99Ns, run.P999Ns, run.MaxNs = 0, 0, 0, 0, 0
+						}
+						runs = append(runs, run)
+					}
+					r.Points = append(r.Points, netPoint(e, conns, size, mode, runs...))
+				}
+			}
+		}
+	}
+	return r
+}
+
+func netRender(t testing.TB, format string, r *netbench.Report) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteNet(&b, format, r); err != nil {
+		t.Fatalf("%s: %v", format, err)
+	}
+	return b.Bytes()
+}
+
+func netRenderHTML(t testing.TB, r *netbench.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := NetHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// --- text formats
+
+func TestNetGolden(t *testing.T) {
+	for _, tc := range []struct{ format, file string }{
+		{"table", "table.golden"}, {"markdown", "markdown.golden.md"}, {"csv", "csv.golden.csv"}, {"json", "report.golden.json"},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			golden(t, filepath.Join("net", tc.file), netRender(t, tc.format, netSample()))
+		})
+	}
+}
+
+// The renderers order rows themselves: points by mode, size and
+// connections, engines as the command named them.
+func TestNetOrder(t *testing.T) {
+	r := netSample()
+	want := map[string][]byte{}
+	for _, f := range NetFormats() {
+		if f != "json" {
+			want[f] = netRender(t, f, r)
+		}
+	}
+	slices.Reverse(r.Points)
+	for f, w := range want {
+		if got := netRender(t, f, r); !bytes.Equal(got, w) {
+			t.Errorf("%s depends on the order of the points:\n%s", f, got)
+		}
+	}
+	lines := strings.Split(string(want["table"]), "\n")
+	var rows []string
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "net" || f[0] == "epoll" || f[0] == "io_uring" || f[0] == "--") {
+			rows = append(rows, strings.Join(f[:min(len(f), 5)], " "))
+		}
+	}
+	wantRows := []string{"-- 1000 conns × 64B", "net", "epoll", "io_uring", "-- 1000 conns × 16KiB", "net", "epoll", "io_uring"}
+	if len(rows) != len(wantRows) {
+		t.Fatalf("rows %q", rows)
+	}
+	for i, w := range wantRows {
+		if !strings.HasPrefix(rows[i], w) {
+			t.Errorf("row %d is %q, want %q…", i, rows[i], w)
+		}
+	}
+}
+
+// tableRow returns the table line of engine under the point heading.
+func tableRow(t *testing.T, table, heading, engine string) string {
+	t.Helper()
+	in := false
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "-- ") {
+			in = strings.HasPrefix(l, "-- "+heading)
+			continue
+		}
+		if in && strings.HasPrefix(l, engine+" ") {
+			return l
+		}
+	}
+	t.Fatalf("no row %s under %q in\n%s", engine, heading, table)
+	return ""
+}
+
+func TestNetTable(t *testing.T) {
+	out := string(netRender(t, "table", netSample()))
+	// io_uring at 64B: 5.1 µs against epoll's 6.2 and net's 9.8.
+	row := strings.Fields(tableRow(t, out, "1000 conns × 64B", "io_uring"))
+	if want := []string{"io_uring", "5.10", "±4%", "0.82×", "0.52×", "199k"}; !slices.Equal(row[:6], want) {
+		t.Errorf("io_uring row %q, want it to start %q", row, want)
+	}
+	row = strings.Fields(tableRow(t, out, "1000 conns × 64B", "epoll"))
+	if want := []string{"epoll", "6.20", "±3%", "0.63×", "183k"}; !slices.Equal(row[:5], want) {
+		t.Errorf("epoll row %q, want it to start %q", row, want)
+	}
+	if l := tableRow(t, out, "1000 conns × 64B", "net"); !strings.HasSuffix(l, "  ok") || !strings.Contains(l, "12.1ms") {
+		t.Errorf("net row %q", l)
+	}
+	if l := tableRow(t, out, "1000 conns × 16KiB", "epoll"); !strings.HasSuffix(l, "BAD: 4096 corrupted, 0 lost bytes, 0 conn errors") {
+		t.Errorf("epoll 16KiB row %q", l)
+	}
+	if l := tableRow(t, out, "1000 conns × 16KiB", "io_uring"); !strings.Contains(l, "error: server child exited: signal: killed (out of memory?)") {
+		t.Errorf("failed row %q", l)
+	}
+	for _, want := range []string{
+		"pinning:  server on CPU 0, load generator on CPU 1\n",
+		"skipped:  io_uring-sqpoll: SQPOLL: io_uring_setup: operation not permitted\n",
+		"runs:     2 runs per engine and point of 2s each, after a 500ms warm-up",
+		"integrity: INTEGRITY FAILURE: 4096 CORRUPTED AND 0 LOST BYTES in 1 of 10 runs: epoll at 1000 conns × 16KiB × pingpong",
+		"1 point not measured (error): not verified",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Clean runs say so, in the words of the issue.
+	r := netSample()
+	r.Points[2] = netPoint("epoll", 1000, 16384, "pingpong", r.Points[2].Runs[0])
+	r.Points[0] = netPoint("io_uring", 1000, 16384, "pingpong", r.Points[1].Runs...)
+	out = string(netRender(t, "table", r))
+	if !strings.HasSuffix(out, "\nintegrity: 0 corrupted or lost bytes in 11 runs\n") {
+		t.Errorf("clean report does not end with the integrity line:\n%s", out)
+	}
+	if !strings.Contains(out, "runs") || !strings.Contains(tableRow(t, out, "1000 conns × 16KiB", "epoll"), "  1  ok") {
+		t.Errorf("a point with fewer runs than asked does not show its count:\n%s", out)
+	}
+
+	// Connection errors are loud too, and no pinning is stated.
+	r = netSample()
+	r.Points[4].Runs[1].ConnErrors = 3
+	r.Points[4].ConnErrors = 3
+	r.Config.ServerCPUs, r.Config.ClientCPUs = nil, nil
+	r.Config.PinNote = "sched_setaffinity: operation not permitted"
+	out = string(netRender(t, "table", r))
+	for _, want := range []string{"3 CONNECTION ERRORS in 1 of 10 runs: net at 1000 conns × 64B × pingpong: 3",
+		"pinning:  not pinned: sched_setaffinity: operation not permitted", "BAD: 0 corrupted, 0 lost bytes, 3 conn errors"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Without epoll or net there is nothing to divide by: no ratio column.
+func TestNetTableNoReference(t *testing.T) {
+	r := netSample()
+	var pts []netbench.Point
+	for _, p := range r.Points {
+		if p.Engine != "epoll" {
+			pts = append(pts, p)
+		}
+	}
+	r.Points = pts
+	out := string(netRender(t, "table", r))
+	if strings.Contains(out, "vs epoll") || !strings.Contains(out, "vs net") {
+		t.Errorf("columns:\n%s", out)
+	}
+	if row := strings.Fields(tableRow(t, out, "1000 conns × 64B", "io_uring")); row[3] != "0.52×" {
+		t.Errorf("io_uring row %q", row)
+	}
+	// A reference that failed gives n/a, not a ratio to zero.
+	r = netSample()
+	r.Points[1].Err, r.Points[1].ServerCPUPerReqUs = "dial: connection refused", 0
+	out = string(netRender(t, "table", r))
+	if row := strings.Fields(tableRow(t, out, "1000 conns × 16KiB", "epoll")); row[3] != "n/a" {
+		t.Errorf("epoll row against a failed net: %q", row)
+	}
+}
+
+func TestNetMarkdown(t *testing.T) {
+	r := netSample()
+	r.Points[1].Err = "a | b *c*"
+	out := string(netRender(t, "markdown", r))
+	if !strings.Contains(out, "| net | **error** | a \\| b \\*c\\* |") {
+		t.Errorf("error row not escaped:\n%s", out)
+	}
+	if !strings.Contains(out, "| io_uring | **5.10** ±4% | 0.82× | 0.52× |") {
+		t.Errorf("headline not in bold with its spread:\n%s", out)
+	}
+	if !strings.Contains(out, "- **INTEGRITY FAILURE: 4096 CORRUPTED") {
+		t.Errorf("integrity failure not loud:\n%s", out)
+	}
+	// Every table row has as many cells as its head.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "| ") {
+			if n := strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"); n != 13 {
+				t.Errorf("%d bars in %q", n, l)
+			}
+		}
+	}
+}
+
+func TestNetCSV(t *testing.T) {
+	r := netSample()
+	recs, err := csv.NewReader(bytes.NewReader(netRender(t, "csv", r))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+len(r.Points) {
+		t.Fatalf("%d records, want %d", len(recs), 1+len(r.Points))
+	}
+	col := map[string]int{}
+	for i, c := range recs[0] {
+		col[c] = i
+	}
+	// Each record is one engine at one point, in the table's order.
+	want := []struct{ engine, size, vsEpoll, corrupted, err string }{
+		{"net", "64", "1.5806451612903227", "0", ""},
+		{"epoll", "64", "", "0", ""},
+		{"io_uring", "64", "0.8225806451612903", "0", ""},
+		{"net", "16384", "1.1771428571428573", "0", ""},
+		{"epoll", "16384", "", "4096", ""},
+		{"io_uring", "16384", "", "0", "server child exited: signal: killed (out of memory?)"},
+	}
+	for i, w := range want {
+		rec := recs[i+1]
+		got := []string{rec[col["engine"]], rec[col["size_bytes"]], rec[col["server_cpu_vs_epoll"]], rec[col["corrupted_bytes"]], rec[col["error"]]}
+		if !slices.Equal(got, []string{w.engine, w.size, w.vsEpoll, w.corrupted, w.err}) {
+			t.Errorf("record %d: %q, want %q", i+1, got, w)
+		}
+	}
+	if rec := recs[3]; rec[col["server_cpu_us_per_req_min"]] != "4.9" || rec[col["server_cpu_us_per_req_max"]] != "5.3" ||
+		rec[col["qps"]] != "199000" || rec[col["p99_ns"]] != "8700000" || rec[col["runs"]] != "2" {
+		t.Errorf("io_uring 64B record %q", rec)
+	}
+	// CSV names that are JSON keys of a point mean the same.
+	keys := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[netbench.Point]()) {
+		keys[strings.Split(f.Tag.Get("json"), ",")[0]] = true
+	}
+	for _, k := range []string{"engine", "conns", "size_bytes", "mode", "qps", "mb_per_s", "server_cpu_us_per_req",
+		"client_cpu_us_per_req", "p50_ns", "p99_ns", "p999_ns", "max_ns", "corrupted_bytes", "lost_bytes", "conn_errors", "error"} {
+		if !keys[k] || !slices.Contains(netCSVColumns, k) {
+			t.Errorf("%q: JSON key %v, CSV column %v", k, keys[k], slices.Contains(netCSVColumns, k))
+		}
+	}
+}
+
+func TestNetJSONRoundTrip(t *testing.T) {
+	r := netSample()
+	path := filepath.Join(t.TempDir(), "net.json")
+	if err := os.WriteFile(path, netRender(t, "json", r), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadNetJSON(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, r) {
+		a, _ := json.Marshal(back)
+		b, _ := json.Marshal(r)
+		t.Errorf("round trip differs:\n%s\n%s", a, b)
+	}
+}
+
+func TestNetJSONNonFinite(t *testing.T) {
+	r := netSample()
+	r.Points[3].QPS = math.NaN()
+	r.Points[3].ServerCPUPerReqUs = math.Inf(1)
+	r.Points[4].Runs[0].MBps = math.Inf(-1)
+	out := netRender(t, "json", r)
+	var back netbench.Report
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if back.Points[3].QPS != 0 || back.Points[3].ServerCPUPerReqUs != 0 || back.Points[4].Runs[0].MBps != 0 {
+		t.Error("non-finite floats were not written as 0")
+	}
+	if back.Points[3].MBps != r.Points[3].MBps || !math.IsNaN(r.Points[3].QPS) {
+		t.Error("finite floats changed, or the report was modified")
+	}
+	for _, f := range []string{"table", "markdown", "csv"} {
+		if s := string(netRender(t, f, r)); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+			t.Errorf("%s shows NaN or Inf:\n%s", f, s)
+		}
+	}
+}
+
+func TestLoadNetJSONErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.json")
+	_, err := LoadNetJSON(missing)
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v", err)
+	}
+
+	var fileReport bytes.Buffer
+	if err := JSON(&fileReport, sample()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, data, want string }{
+		{"empty", " \n", "empty file"},
+		{"text", "QPS 172k\n", "not JSON"},
+		{"truncated", `{"tool": "iopath net bench", "schema_version": 1, "points": [`, "not JSON"},
+		{"array", `[1, 2]`, "JSON, but not an object"},
+		{"no tool", `{"schema_version": 1}`, `its "tool" is not "iopath net bench"`},
+		{"file report", fileReport.String(), "it is an iopath bench report of files"},
+		{"no schema", `{"tool": "iopath net bench"}`, "no schema_version"},
+		{"schema text", `{"tool": "iopath net bench", "schema_version": "1"}`, `schema_version "1" is not a positive whole number`},
+		{"schema 0", `{"tool": "iopath net bench", "schema_version": 0}`, "schema_version 0 is not a positive whole number"},
+		{"newer", `{"tool": "iopath net bench", "schema_version": 99}`, "schema_version 99 is newer than this iopath reads (1); upgrade iopath"},
+		{"bad field", `{"tool": "iopath net bench", "schema_version": 1, "points": {"x": 1}}`, "not a valid iopath net bench report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json")
+			if err := os.WriteFile(path, []byte(tc.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := LoadNetJSON(path)
+			if err == nil || r != nil {
+				t.Fatalf("no error (report %v)", r)
+			}
+			if !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %q after the path", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteNet(t *testing.T) {
+	if got := NetFormats(); !slices.Equal(got, []string{"table", "json", "csv", "markdown"}) {
+		t.Errorf("NetFormats() = %q", got)
+	}
+	direct := map[string]func(w *bytes.Buffer, r *netbench.Report) error{
+		"table":    func(w *bytes.Buffer, r *netbench.Report) error { return NetTable(w, r) },
+		"json":     func(w *bytes.Buffer, r *netbench.Report) error { return NetJSON(w, r) },
+		"csv":      func(w *bytes.Buffer, r *netbench.Report) error { return NetCSV(w, r) },
+		"markdown": func(w *bytes.Buffer, r *netbench.Report) error { return NetMarkdown(w, r) },
+	}
+	for _, f := range NetFormats() {
+		var b bytes.Buffer
+		if err := direct[f](&b, netSample()); err != nil {
+			t.Fatal(err)
+		}
+		if got := netRender(t, f, netSample()); !bytes.Equal(got, b.Bytes()) || len(got) == 0 {
+			t.Errorf("WriteNet(%q) differs from its renderer", f)
+		}
+	}
+	for _, bad := range []string{"html", "gobench", "", "TABLE"} {
+		var b bytes.Buffer
+		err := WriteNet(&b, bad, netSample())
+		if err == nil || b.Len() > 0 {
+			t.Fatalf("WriteNet(%q): err %v, wrote %d bytes", bad, err, b.Len())
+		}
+		if !strings.Contains(err.Error(), "valid formats are table, json, csv, markdown") {
+			t.Errorf("WriteNet(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestNetWriterError(t *testing.T) {
+	for _, f := range NetFormats() {
+		if err := WriteNet(failWriter{}, f, netSample()); err == nil {
+			t.Errorf("%s: no error from a failing writer", f)
+		}
+	}
+	if err := NetHTML(failWriter{}, netSample()); err == nil {
+		t.Error("html: no error from a failing writer")
+	}
+}
+
+func TestNetEmpty(t *testing.T) {
+	for _, r := range []*netbench.Report{{}, {Tool: netTool, Points: []netbench.Point{}, Config: netbench.Config{Engines: []string{"net"}}}} {
+		for _, f := range NetFormats() {
+			if out := netRender(t, f, r); len(out) == 0 {
+				t.Errorf("%s: nothing written for an empty report", f)
+			}
+		}
+		out := string(netRender(t, "table", r))
+		if !strings.Contains(out, "no results") || !strings.Contains(out, "integrity: NO RUN WAS MEASURED") {
+			t.Errorf("empty table:\n%s", out)
+		}
+		doc := netRenderHTML(t, r)
+		checkCharts(t, doc, map[string]int{})
+		if !strings.Contains(doc, "No results.") || !strings.Contains(doc, `<div class="verdict bad"`) {
+			t.Error("empty page does not say so")
+		}
+	}
+}
+
+// The renderers only read the report (run with -race).
+func TestNetConcurrent(t *testing.T) {
+	r := netSample()
+	want := map[string][]byte{}
+	for _, f := range NetFormats() {
+		want[f] = netRender(t, f, r)
+	}
+	want["html"] = []byte(netRenderHTML(t, r))
+	var wg sync.WaitGroup
+	for range 3 {
+		for f := range want {
+			wg.Go(func() {
+				var b bytes.Buffer
+				var err error
+				if f == "html" {
+					err = NetHTML(&b, r)
+				} else {
+					err = WriteNet(&b, f, r)
+				}
+				if err != nil || !bytes.Equal(b.Bytes(), want[f]) {
+					t.Errorf("%s: concurrent render differs (err %v)", f, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+func TestNetFormatHelpers(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{netCPUList([]int{0}), "0"}, {netCPUList([]int{1, 2, 3}), "1-3"}, {netCPUList([]int{0, 2, 4, 5}), "0,2,4,5"},
+		{netCPUList([]int{0, 1, 2, 5, 7, 8, 9}), "0-2,5,7-9"},
+		{netPinLine(netbench.Config{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2, 3}}), "server on CPU 0, load generator on CPUs 1-3"},
+		{netPinLine(netbench.Config{ServerCPUs: []int{3}}), "server on CPU 3, load generator not pinned"},
+		{netPinLine(netbench.Config{PinNote: "1 CPU"}), "not pinned: 1 CPU"},
+		{netFmtQPS(0), "0"}, {netFmtQPS(950.4), "950"}, {netFmtQPS(999.6), "1.00k"}, {netFmtQPS(8_214), "8.21k"}, {netFmtQPS(172_345), "172k"},
+		{netFmtQPS(1_234_567), "1.23M"}, {netFmtQPS(math.NaN()), "n/a"},
+		{netPerReq(0), "-"}, {netPerReq(3.214), "3.21"}, {netPerReq(12.35), "12.3"}, {netPerReq(0.8534), "0.853"},
+		{netSpreadPct(netStat{med: 3.21, lo: 3.08, hi: 3.34}, 3), "±4%"}, {netSpreadPct(netStat{med: 3.21, lo: 3.21, hi: 3.21}, 1), ""},
+		{netSpreadPct(netStat{med: 0, lo: 0, hi: 0}, 2), ""},
+		{netKey{1, 1024, "pipeline:8"}.label(), "1 conn × 1KiB × pipeline:8"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// --- HTML
+
+var (
+	netSampleCharts = map[string]int{"cpu-pingpong": 3, "qps-pingpong": 3, "p99-pingpong": 3, "integrity-pingpong": 3}
+	netBigCharts    = map[string]int{"cpu-pingpong": 3, "cpu-stream": 3, "qps-pingpong": 3, "qps-stream": 3,
+		"p99-pingpong": 3, "integrity-pingpong": 3, "integrity-stream": 3} // stream measures no latency
+)
+
+func TestNetHTMLCharts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    *netbench.Report
+		want map[string]int
+	}{{"sample", netSample(), netSampleCharts}, {"big", netBig(), netBigCharts}} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := netRenderHTML(t, tc.r)
+			checkCharts(t, doc, tc.want)
+			checkOffline(t, doc)
+			if *htmlOut != "" {
+				if err := os.WriteFile(filepath.Join(*htmlOut, "net_"+tc.name+".html"), []byte(doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// svgOf returns the markup of chart id in doc.
+func svgOf(t *testing.T, doc, id string) string {
+	t.Helper()
+	i := strings.Index(doc, `data-chart="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("no chart %q", id)
+	}
+	i = strings.LastIndex(doc[:i], "<svg")
+	return doc[i : i+strings.Index(doc[i:], "</svg>")]
+}
+
+func TestNetHTMLContent(t *testing.T) {
+	r := netSample()
+	doc := netRenderHTML(t, r)
+	body := doc[strings.Index(doc, "<tbody>"):strings.Index(doc, "</tbody>")]
+	if n := strings.Count(body, "<tr"); n != len(r.Points) {
+		t.Errorf("%d table rows, want %d", n, len(r.Points))
+	}
+	if n := strings.Count(body, `<td class="error"`); n != 1 {
+		t.Errorf("%d error cells, want 1", n)
+	}
+	if n := strings.Count(body, `<td class="l bad">BAD: 4096 corrupted, 0 lost B, 0 conn err</td>`); n != 1 {
+		t.Errorf("%d bad integrity cells, want 1", n)
+	}
+	for _, want := range []string{r.Command, r.Machine.Kernel, r.Machine.CPUModel, r.Machine.GoVersion, "iopath</dt><dd>devel",
+		"server on CPU 0, load generator on CPU 1", "2026-11-23 09:15:02 UTC", "conns 1000 × sizes 64B, 16KiB × modes pingpong",
+		"<dt>io_uring-sqpoll</dt><dd>SQPOLL: io_uring_setup: operation not permitted</dd>",
+		`<div class="verdict bad" role="status"><p>INTEGRITY FAILURE: 4096 CORRUPTED`,
+		"<td class=\"l ok\">ok</td><td class=\"strong\">5.10</td><td class=\"l muted\">±4%</td><td>0.82×</td><td>0.52×</td>"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, n := range r.Notes {
+		if !strings.Contains(doc, n) {
+			t.Errorf("page lacks the note %q", n)
+		}
+	}
+	// The headline chart: a bar per measured row with a whisker, a gap
+	// for the failed one.
+	cpu := svgOf(t, doc, "cpu-pingpong")
+	if n := strings.Count(cpu, `class="whisker"`); n != 5*3 {
+		t.Errorf("%d whisker lines in the CPU chart, want 15", n)
+	}
+	if n := strings.Count(cpu, `class="errgap"`); n != 1 {
+		t.Errorf("%d error gaps in the CPU chart, want 1", n)
+	}
+	for _, l := range []string{">1000</text>", ">conns</text>", ">64B</text>", ">16KiB</text>", ">size</text>", ">server CPU-µs per request</text>"} {
+		if !strings.Contains(cpu, l) {
+			t.Errorf("CPU chart lacks the label %s", l)
+		}
+	}
+	// The latency chart is a log scale of dots.
+	p99 := svgOf(t, doc, "p99-pingpong")
+	if n := strings.Count(p99, "<circle"); n != 5 {
+		t.Errorf("%d dots in the P99 chart, want 5", n)
+	}
+	if !strings.Contains(p99, ">10ms</text>") {
+		t.Error("P99 axis lacks a 10ms tick")
+	}
+	// The integrity matrix: 4 ok tiles, 1 bad, 1 error.
+	in := svgOf(t, doc, "integrity-pingpong")
+	if ok, bad, e := strings.Count(in, `class="tl ok"`), strings.Count(in, `class="tl bad"`), strings.Count(in, ">error</text>"); ok != 4 || bad != 1 || e != 1 {
+		t.Errorf("integrity tiles: %d ok, %d bad, %d error; want 4, 1, 1", ok, bad, e)
+	}
+
+	// A clean report has a green verdict.
+	r.Points = r.Points[3:]
+	if doc := netRenderHTML(t, r); !strings.Contains(doc, `<div class="verdict ok" role="status"><p>Integrity: 0 corrupted or lost bytes in 6 runs</p>`) {
+		t.Error("clean report has no green verdict")
+	}
+}
+
+// checkOffline applies TestHTMLOffline's rules to doc: nothing fetched,
+// no script, a CSP, unique ids and no dangling references.
+func checkOffline(t *testing.T, doc string) {
+	t.Helper()
+	for _, s := range []string{"http://", "https://", "ftp://", "file:"} {
+		if i := strings.Index(doc, s); i >= 0 {
+			t.Errorf("%q in the page: …%s…", s, doc[max(i-60, 0):min(i+60, len(doc))])
+		}
+	}
+	for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
+		if ref := m[1] + m[2] + m[3]; !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
+			t.Errorf("external reference %q", m[0])
+		}
+	}
+	if m := forbidden.FindString(doc); m != "" {
+		t.Errorf("page has %q", m)
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler in a tag: %s", m)
+	}
+	const csp = `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
+	if !strings.Contains(doc, csp) {
+		t.Error("no Content-Security-Policy meta tag")
+	}
+	if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
+		t.Error("not a whole HTML document")
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+		if ids[m[1]] {
+			t.Errorf("id %q used twice", m[1])
+		}
+		ids[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`(?:href="#|url\(#)([^")]*)`).FindAllStringSubmatch(doc, -1) {
+		if !ids[m[1]] {
+			t.Errorf("reference to a missing id %q", m[1])
+		}
+	}
+}
+
+func TestNetHTMLEscaping(t *testing.T) {
+	const evil = `<script>alert(1)</script>`
+	r := netSample()
+	r.Command = `iopath net bench "` + evil + `" --x '"><img src=x onerror=alert(2)>`
+	r.Machine.CPUModel = evil
+	r.Notes = append(r.Notes, evil)
+	r.Skipped[0].Reason = evil
+	r.Config.PinNote = evil
+	r.Points[0].Err = "died: " + evil + " & more"
+	for i := range r.Points {
+		if r.Points[i].Engine == "net" {
+			r.Points[i].Engine = `<b onmouseover=alert(3)>net</b>`
+		}
+		if r.Points[i].Size == 64 {
+			r.Points[i].Mode = `pp</text><script>alert(5)</script>`
+		}
+	}
+	r.Config.Engines[0] = `<b onmouseover=alert(3)>net</b>`
+
+	doc := netRenderHTML(t, r)
+	lower := strings.ToLower(doc)
+	for _, bad := range []string{"<script", "<img", "<b "} {
+		if i := strings.Index(lower, bad); i >= 0 {
+			t.Errorf("%q in the page: …%s…", bad, doc[max(i-80, 0):min(i+80, len(doc))])
+		}
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler in a tag: %s", m)
+	}
+	for _, c := range charts(t, doc) { // still well-formed
+		if c.declared != strings.TrimSpace(c.declared) || len(c.series) == 0 {
+			t.Errorf("chart %q: %d series", c.id, len(c.series))
+		}
+	}
+}
+
+func TestNetHTMLNonFinite(t *testing.T) {
+	r := netSample()
+	r.Points[3].ServerCPUPerReqUs = math.NaN()
+	r.Points[3].Runs[0].ServerCPUPerReqUs = math.Inf(1)
+	r.Points[4].QPS = math.Inf(1)
+	r.Points[5].Runs[1].QPS = math.NaN()
+	r.Points[5].P99Ns = -1
+	doc := netRenderHTML(t, r)
+	checkCharts(t, doc, netSampleCharts)
+	for _, s := range []string{"NaN", "Inf"} {
+		if strings.Contains(doc, s) {
+			t.Errorf("%s in the page", s)
+		}
+	}
+}
+
+func TestNetHTMLDeterministic(t *testing.T) {
+	if a, b := netRenderHTML(t, netBig()), netRenderHTML(t, netBig()); a != b {
+		t.Error("two renderings of the same report differ")
+	}
+	doc := netRenderHTML(t, netBig())
+	t.Logf("big: %d bytes, %d points", len(doc), len(netBig().Points))
+	if len(doc) >= 1<<20 {
+		t.Errorf("page is %d bytes, over 1 MB", len(doc))
+	}
+}
+
+// A real browser loads the page offline: the charts are in the DOM it
+// built, the console stays silent and the screenshot is not blank.
+func TestBrowserNetHTML(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		t.Skip("/usr/bin/chromium not found (apt-get install -y chromium): the page is not checked in a browser")
+	}
+	bin := findChromium(t)
+	for _, tc := range []struct {
+		name string
+		r    *netbench.Report
+		want map[string]int
+	}{{"sample", netSample(), netSampleCharts}, {"big", netBig(), netBigCharts}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "net.html")
+			if err := os.WriteFile(path, []byte(netRenderHTML(t, tc.r)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+			if !strings.Contains(dom, "</html>") {
+				t.Fatalf("no DOM dumped:\n%.500s\nstderr:\n%s", dom, stderr)
+			}
+			checkCharts(t, dom, tc.want)
+			if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
+				t.Error("no results table in the DOM")
+			} else if n := strings.Count(dom[i:j], "<tr"); n != len(tc.r.Points) {
+				t.Errorf("%d table rows in the DOM, want %d", n, len(tc.r.Points))
+			}
+			if p := consoleProblems(stderr); len(p) > 0 {
+				t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
+			}
+			shot := filepath.Join(dir, "out.png")
+			_, stderr = chromium(t, bin, fileURL(path), "--screenshot="+shot, "--window-size=1280,2400")
+			if p := consoleProblems(stderr); len(p) > 0 {
+				t.Errorf("console problems while screenshotting:\n%s", strings.Join(p, "\n"))
+			}
+			checkScreenshot(t, shot, 1280, 2400)
+			if *htmlOut != "" {
+				b, _ := os.ReadFile(shot)
+				os.WriteFile(filepath.Join(*htmlOut, "net_"+tc.name+".png"), b, 0o644)
+			}
+		})
+	}
+}
