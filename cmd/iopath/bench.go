@@ -289,7 +289,11 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 func commandLine(cmd *cobra.Command, args []string) string {
 	parts := append([]string{cmd.CommandPath()}, args...)
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		parts = append(parts, "--"+f.Name+"="+f.Value.String())
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",") // not "[a b]"
+		}
+		parts = append(parts, "--"+f.Name+"="+v)
 	})
 	return strings.Join(parts, " ")
 }
