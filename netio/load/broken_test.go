@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // fault is what a brokenServer does wrong, on the first connection it
 // accepts, when that connection's stream reaches byte at.
 type fault struct {
-	kind  string // corrupt, drop, dup, close, reset, stall, pause, extra
+	kind  string // corrupt, drop, dup, close, closefin, reset, stall, pause, extra
 	at    int64
 	pause time.Duration // for pause
 }
@@ -104,6 +106,12 @@ func (s *brokenServer) serve(c net.Conn, faulty bool) {
 			case "close":
 				c.Write(b[:i])
 				return
+			case "closefin":
+				// The last bytes and the FIN in one segment: a client
+				// that stops reading at a short read never sees the end.
+				corked(c)
+				c.Write(b[:i])
+				return
 			case "reset":
 				c.Write(b[:i])
 				c.(*net.TCPConn).SetLinger(0)
@@ -127,87 +135,113 @@ func (s *brokenServer) serve(c net.Conn, faulty bool) {
 	}
 }
 
+// corked sets TCP_CORK on c.
+func corked(c net.Conn) {
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		panic(err)
+	}
+	rc.Control(func(fd uintptr) {
+		if err := sys.SetCork(int(fd), true); err != nil {
+			panic(err)
+		}
+	})
+}
+
 // TestBrokenServers runs every mode against each fault: the run must end
 // on time and say what went wrong.
 func TestBrokenServers(t *testing.T) {
 	checkFds(t)
-	for _, mode := range []string{"pingpong", "pipeline:8", "stream"} {
-		for _, c := range []struct {
-			kind  string
-			check func(t *testing.T, r *Result)
-		}{
-			{"corrupt", func(t *testing.T, r *Result) {
-				if r.Corrupted != 1 || r.Lost != 0 || r.ConnErrors != 0 {
-					t.Errorf("one flipped byte: corrupted %d lost %d conn errors %d", r.Corrupted, r.Lost, r.ConnErrors)
-				}
-			}},
-			{"drop", func(t *testing.T, r *Result) {
-				// The stream is one byte short: it never completes,
-				// and every byte after the hole is out of place.
-				if r.Lost < 1 || r.Corrupted < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within") {
-					t.Errorf("one dropped byte: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
-				}
-			}},
-			{"dup", func(t *testing.T, r *Result) {
-				if r.Corrupted < 1 {
-					t.Errorf("one duplicated byte: corrupted %d", r.Corrupted)
-				}
-			}},
-			{"extra", func(t *testing.T, r *Result) {
-				if r.Corrupted < 1 {
-					t.Errorf("one byte never sent: corrupted %d", r.Corrupted)
-				}
-			}},
-			{"close", func(t *testing.T, r *Result) {
-				// A pipeline or stream writer may still be writing when
-				// the close arrives, and a closed socket answers data
-				// with a reset; a ping-pong client is waiting to read.
-				if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "EOF") && !(mode != "pingpong" && strings.Contains(r.FirstError, "reset")) {
-					t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
-				}
-			}},
-			{"reset", func(t *testing.T, r *Result) {
-				if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "reset") {
-					t.Errorf("server reset: conn errors %d (%s)", r.ConnErrors, r.FirstError)
-				}
-				if r.Lost < 1 && mode != "stream" {
-					// the writer may not have got further than the echo
-					t.Logf("lost %d", r.Lost)
-				}
-			}},
-			{"stall", func(t *testing.T, r *Result) {
-				if r.Lost < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within the 400ms drain") {
-					t.Errorf("server stalled: lost %d conn errors %d (%s)", r.Lost, r.ConnErrors, r.FirstError)
-				}
-			}},
-		} {
-			t.Run(mode+"/"+c.kind, func(t *testing.T) {
-				// The fault comes early, in the warmup, and the drain
-				// is long enough for a loaded machine except where the
-				// fault is that nothing comes back.
-				drain := time.Second
-				if c.kind == "stall" || c.kind == "drop" {
-					drain = 400 * time.Millisecond
-				}
-				srv := startBroken(t, fault{kind: c.kind, at: 10_003})
-				res, err := Run(context.Background(), Config{
-					Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode),
-					Warmup: 20 * time.Millisecond, Duration: 100 * time.Millisecond, Drain: drain,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Err() == nil {
-					t.Fatalf("fault %q not caught: %+v", c.kind, res)
-				}
-				c.check(t, res)
-				// The other two connections were served right.
-				if res.Requests == 0 {
-					t.Errorf("no requests from the healthy connections: %+v", res)
-				}
-				t.Logf("%v", res.Err())
-			})
+	for _, client := range clients {
+		for _, mode := range []string{"pingpong", "pipeline:8", "stream"} {
+			if drives(client, mode) {
+				testBroken(t, client, mode)
+			}
 		}
+	}
+}
+
+func testBroken(t *testing.T, client, mode string) {
+	for _, c := range []struct {
+		kind  string
+		check func(t *testing.T, r *Result)
+	}{
+		{"corrupt", func(t *testing.T, r *Result) {
+			if r.Corrupted != 1 || r.Lost != 0 || r.ConnErrors != 0 {
+				t.Errorf("one flipped byte: corrupted %d lost %d conn errors %d", r.Corrupted, r.Lost, r.ConnErrors)
+			}
+		}},
+		{"drop", func(t *testing.T, r *Result) {
+			// The stream is one byte short: it never completes,
+			// and every byte after the hole is out of place.
+			if r.Lost < 1 || r.Corrupted < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within") {
+				t.Errorf("one dropped byte: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"dup", func(t *testing.T, r *Result) {
+			if r.Corrupted < 1 {
+				t.Errorf("one duplicated byte: corrupted %d", r.Corrupted)
+			}
+		}},
+		{"extra", func(t *testing.T, r *Result) {
+			if r.Corrupted < 1 {
+				t.Errorf("one byte never sent: corrupted %d", r.Corrupted)
+			}
+		}},
+		{"close", func(t *testing.T, r *Result) {
+			// A pipeline or stream writer may still be writing when
+			// the close arrives, and a closed socket answers data
+			// with a reset; a ping-pong client is waiting to read.
+			if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "EOF") && !(mode != "pingpong" && strings.Contains(r.FirstError, "reset")) {
+				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"closefin", func(t *testing.T, r *Result) {
+			if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "EOF") && !(mode != "pingpong" && strings.Contains(r.FirstError, "reset")) {
+				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"reset", func(t *testing.T, r *Result) {
+			if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "reset") {
+				t.Errorf("server reset: conn errors %d (%s)", r.ConnErrors, r.FirstError)
+			}
+			if r.Lost < 1 && mode != "stream" {
+				// the writer may not have got further than the echo
+				t.Logf("lost %d", r.Lost)
+			}
+		}},
+		{"stall", func(t *testing.T, r *Result) {
+			if r.Lost < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within the 400ms drain") {
+				t.Errorf("server stalled: lost %d conn errors %d (%s)", r.Lost, r.ConnErrors, r.FirstError)
+			}
+		}},
+	} {
+		t.Run(client+"/"+mode+"/"+c.kind, func(t *testing.T) {
+			// The fault comes early, in the warmup, and the drain
+			// is long enough for a loaded machine except where the
+			// fault is that nothing comes back.
+			drain := time.Second
+			if c.kind == "stall" || c.kind == "drop" {
+				drain = 400 * time.Millisecond
+			}
+			srv := startBroken(t, fault{kind: c.kind, at: 10_003})
+			res, err := Run(context.Background(), Config{
+				Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode), Client: client,
+				Warmup: 20 * time.Millisecond, Duration: 100 * time.Millisecond, Drain: drain,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Err() == nil {
+				t.Fatalf("fault %q not caught: %+v", c.kind, res)
+			}
+			c.check(t, res)
+			// The other two connections were served right.
+			if res.Requests == 0 {
+				t.Errorf("no requests from the healthy connections: %+v", res)
+			}
+			t.Logf("%v", res.Err())
+		})
 	}
 }
 
@@ -268,19 +302,23 @@ func TestCrossedConnections(t *testing.T) {
 		mu.Unlock()
 		wg.Wait()
 	}()
-	for _, mode := range []string{"pingpong", "stream"} {
+	for _, mode := range []string{"pingpong", "stream", "epoll"} {
+		client := ClientNet
+		if mode == "epoll" {
+			mode, client = "pingpong", ClientEpoll
+		}
 		res, err := Run(context.Background(), Config{
-			Addr: ln.Addr().String(), Conns: 2, Size: 64, Mode: mustMode(t, mode),
+			Addr: ln.Addr().String(), Conns: 2, Size: 64, Mode: mustMode(t, mode), Client: client,
 			Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Corrupted == 0 || res.Requests != 0 {
-			t.Errorf("%s: crossed connections: corrupted %d, requests %d", mode, res.Corrupted, res.Requests)
+			t.Errorf("%s/%s: crossed connections: corrupted %d, requests %d", client, mode, res.Corrupted, res.Requests)
 		}
 		if res.Err() == nil {
-			t.Errorf("%s: crossed connections not reported", mode)
+			t.Errorf("%s/%s: crossed connections not reported", client, mode)
 		}
 	}
 }
@@ -315,19 +353,23 @@ func TestNeverAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for _, mode := range []string{"pingpong", "stream"} {
+	for _, mode := range []string{"pingpong", "stream", "pipeline:4"} {
+		client := ClientNet
+		if mode != "stream" {
+			client = ClientEpoll
+		}
 		res, err := Run(context.Background(), Config{
-			Addr: ln.Addr().String(), Conns: 3, Size: 100, Mode: mustMode(t, mode),
+			Addr: ln.Addr().String(), Conns: 3, Size: 100, Mode: mustMode(t, mode), Client: client,
 			Duration: 100 * time.Millisecond, Drain: 100 * time.Millisecond,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Requests != 0 || res.QPS != 0 || res.Lost < 300 || res.ConnErrors != 3 {
-			t.Errorf("%s: a server that never answers: %+v", mode, res)
+			t.Errorf("%s/%s: a server that never answers: %+v", client, mode, res)
 		}
 		if res.Err() == nil {
-			t.Errorf("%s: not reported", mode)
+			t.Errorf("%s/%s: not reported", client, mode)
 		}
 	}
 }

@@ -24,8 +24,21 @@ const (
 	// MaxDialRate bounds Config.DialRate (connections per second).
 	MaxDialRate = 1_000_000
 	// FdSlack is the number of file descriptors Run wants on top of one
-	// per connection (the runtime's poller, stdio, the ServerPID reads).
+	// per connection (the runtime's poller, stdio, the ServerPID reads,
+	// the epoll client's epoll and eventfd descriptors).
 	FdSlack = 200
+)
+
+// Client drivers (Config.Client, Result.Client).
+const (
+	// ClientNet drives each connection from goroutines on Go's net
+	// package: every mode, open loop too.
+	ClientNet = "net"
+	// ClientEpoll drives the connections from event loops on raw epoll,
+	// one per GOMAXPROCS: closed-loop pingpong and pipeline:K only, for
+	// less client CPU per message than ClientNet, so that a core of load
+	// generator can keep a faster server busy.
+	ClientEpoll = "epoll"
 )
 
 // Config says what load to put on a server.
@@ -69,6 +82,24 @@ type Config struct {
 	// per phase, from one goroutine at a time, and once more at the end of
 	// each phase with done == total. It must not block.
 	Progress func(phase string, done, total int)
+	// Client is the driver: ClientNet, ClientEpoll, or "" to choose:
+	// epoll for closed-loop pingpong and pipeline:K whose bytes in flight
+	// per connection (Depth × Size) are at most 32 KiB, where the
+	// client's cost per message is mostly system calls and wakeups; net
+	// otherwise (stream, open loop, big messages). Epoll cannot drive
+	// stream or open loop.
+	Client string
+}
+
+// client is the driver Run uses for c (c checked).
+func (c *Config) client() string {
+	if c.Client != "" {
+		return c.Client
+	}
+	if c.Rate == 0 && c.Mode.Kind != Stream && int64(c.Mode.Depth)*int64(c.Size) <= syncMax {
+		return ClientEpoll
+	}
+	return ClientNet
 }
 
 func (c *Config) check() error {
@@ -109,6 +140,18 @@ func (c *Config) check() error {
 	if c.Rate > 0 && c.Mode.Kind == Stream {
 		return errors.New("rate: stream mode has no rate (its writers never wait); use pingpong or pipeline:K for open loop")
 	}
+	switch c.Client {
+	case "", ClientNet:
+	case ClientEpoll:
+		if c.Mode.Kind == Stream {
+			return errors.New("client epoll: drives closed-loop pingpong and pipeline:K only, not stream; use client net (or leave it unset)")
+		}
+		if c.Rate > 0 {
+			return fmt.Errorf("client epoll: drives closed loop only, not rate %g (open loop); use client net (or leave it unset)", c.Rate)
+		}
+	default:
+		return fmt.Errorf("client %q: want net, epoll, or empty to choose", c.Client)
+	}
 	return nil
 }
 
@@ -124,6 +167,7 @@ type Result struct {
 	Size     int     // message size in bytes
 	OpenLoop bool    // Rate > 0
 	Rate     float64 // the Rate asked for (messages per second), 0 for closed loop
+	Client   string  // the driver that ran: ClientNet or ClientEpoll
 
 	// Elapsed is the measured window as it actually ran (shorter than
 	// Duration when ctx ended it, or every connection failed).

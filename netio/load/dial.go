@@ -62,11 +62,23 @@ func checkNofile(conns int) error {
 }
 
 // dialAll opens cfg.Conns connections to cfg.Addr with at most maxDialers
-// in flight, paced at cfg.DialRate when set. On any failure it closes what
+// in flight, paced at cfg.DialRate when set. With takeFds it returns, for
+// the epoll client, bare non-blocking descriptors taken over from the
+// connections (takeOver), and no net.Conns. On any failure it closes what
 // it opened and returns the error.
-func dialAll(ctx context.Context, cfg Config) ([]*net.TCPConn, error) {
+func dialAll(ctx context.Context, cfg Config, takeFds bool) ([]*net.TCPConn, []int, error) {
 	n := cfg.Conns
-	conns := make([]*net.TCPConn, n)
+	var conns []*net.TCPConn
+	var fds []int
+	if takeFds {
+		fds = make([]int, n)
+		for i := range fds {
+			fds[i] = -1
+		}
+	} else {
+		conns = make([]*net.TCPConn, n)
+	}
+	var takeMu sync.Mutex
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next, dialled atomic.Int64
@@ -95,7 +107,16 @@ func dialAll(ctx context.Context, cfg Config) ([]*net.TCPConn, error) {
 					}
 					return
 				}
-				conns[i] = c
+				if takeFds {
+					fd, err := takeOver(c, &takeMu)
+					if err != nil {
+						cancel(fmt.Errorf("load: connection %d of %d: take over the socket: %w", i+1, n, err))
+						return
+					}
+					fds[i] = fd
+				} else {
+					conns[i] = c
+				}
 				dialled.Add(1)
 			}
 		})
@@ -121,12 +142,66 @@ wait:
 				c.Close()
 			}
 		}
-		return nil, context.Cause(ctx)
+		closeFds(fds)
+		return nil, nil, context.Cause(ctx)
 	}
 	if cfg.Progress != nil {
 		cfg.Progress("dial", n, n)
 	}
-	return conns, nil
+	return conns, fds, nil
+}
+
+// takeOver returns a descriptor of c's socket that Go's runtime knows
+// nothing of, non-blocking, and closes c: a dup, after which closing c
+// takes the original out of the runtime's poller (epoll_ctl DEL) and
+// closes it, leaving the connection to the dup. Under mu, so that the
+// dial ramp holds at most one descriptor more than it has connections
+// (checkNofile counts one per connection plus FdSlack).
+func takeOver(c *net.TCPConn, mu *sync.Mutex) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return -1, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	fd := -1
+	var derr error
+	err = rc.Control(func(s uintptr) {
+		nfd, err := sys.DupCloexec(int(s))
+		if err != nil {
+			derr = err
+			return
+		}
+		fd = nfd
+	})
+	if err != nil {
+		derr = err
+	}
+	c.Close()
+	if derr != nil {
+		if fd >= 0 {
+			sys.Close(fd)
+		}
+		return -1, fmt.Errorf("dup: %w", derr)
+	}
+	// Go's sockets are non-blocking already, and the flag is shared
+	// with the dup; a loop that blocked in a read would stall every
+	// connection it owns, so make sure.
+	if err := sys.SetNonblock(fd); err != nil {
+		sys.Close(fd)
+		return -1, fmt.Errorf("set O_NONBLOCK: %w", err)
+	}
+	return fd, nil
+}
+
+// closeFds closes every descriptor of fds that is open (≥ 0).
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			sys.Close(fd)
+		}
+	}
 }
 
 // dialRetry dials addr, again after a short backoff when the error may

@@ -40,9 +40,19 @@
 // back and bytes that come back wrong are counted in the Result, and
 // Result.Err reports them.
 //
-// Each connection is driven by one goroutine on Go's net package that
-// writes, then reads (two, a writer and a reader, when it may have more
-// than 32 KiB in flight, for open-loop pipelines and for stream). The
-// steady state allocates nothing per message, and latencies go into
-// shared histograms in batches of 32, under a lock per batch.
+// Two drivers (Config.Client) put the load on. The net client drives each
+// connection from one goroutine on Go's net package that writes, then
+// reads (two, a writer and a reader, when it may have more than 32 KiB in
+// flight, for open-loop pipelines and for stream). The epoll client, for
+// closed-loop pingpong and pipeline:K, takes the connections' sockets
+// from Go's dialer and drives them from event loops on raw epoll, one per
+// GOMAXPROCS, each a goroutine locked to its thread: per message one send,
+// one recv and a share of one epoll_wait, where the net client also pays
+// a read that finds nothing, a netpoller wakeup and a goroutine park and
+// unpark. By default Run takes epoll for closed loop with at most 32 KiB
+// in flight per connection (where that overhead is most of the client's
+// cost) and net otherwise; Result.Client says which ran. Both check the
+// same bytes the same way and time the same span. Neither allocates per
+// message, and latencies go into shared histograms in batches of 32,
+// under a lock per batch.
 package load

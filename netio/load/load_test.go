@@ -32,6 +32,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// clients are the drivers every test that can runs under.
+var clients = []string{ClientNet, ClientEpoll}
+
+// drives reports whether client can drive mode (closed loop).
+func drives(client, mode string) bool {
+	return client == ClientNet || !strings.HasPrefix(mode, Stream)
+}
+
 // echoServer starts netio's net engine on loopback for the test.
 func echoServer(t testing.TB) string {
 	t.Helper()
@@ -103,49 +111,64 @@ func clean(t *testing.T, res *Result, err error) {
 func TestModes(t *testing.T) {
 	checkFds(t)
 	addr := echoServer(t)
-	for _, mode := range []string{"pingpong", "pipeline:4", "pipeline:64", "stream"} {
-		for _, size := range []int{1, 1000, 40 << 10, 1 << 20} {
-			t.Run(fmt.Sprintf("%s/%d", mode, size), func(t *testing.T) {
-				m := mustMode(t, mode)
-				res, err := Run(context.Background(), Config{
-					Addr: addr, Conns: 3, Size: size, Mode: m,
-					Duration: 100 * time.Millisecond, Warmup: 20 * time.Millisecond,
+	for _, client := range clients {
+		for _, mode := range []string{"pingpong", "pipeline:4", "pipeline:64", "stream"} {
+			if !drives(client, mode) {
+				continue
+			}
+			for _, size := range []int{1, 1000, syncMax, 40 << 10, 1 << 20} {
+				t.Run(fmt.Sprintf("%s/%s/%d", client, mode, size), func(t *testing.T) {
+					testMode(t, addr, client, mode, size)
 				})
-				clean(t, res, err)
-				if res.Mode != mode || res.Conns != 3 || res.Size != size || res.OpenLoop {
-					t.Errorf("result says %s × %d × %d B open=%v", res.Mode, res.Conns, res.Size, res.OpenLoop)
-				}
-				h := metrics.Import(res.Hist)
-				if m.Kind == Stream {
-					if h.Count() != 0 || res.LatencyNs.P50 != 0 {
-						t.Errorf("stream measured latency: %+v", res.LatencyNs)
-					}
-					return
-				}
-				if h.Count() != res.Requests {
-					t.Errorf("histogram holds %d latencies for %d requests", h.Count(), res.Requests)
-				}
-				l := res.LatencyNs
-				if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max && l.Mean > 0) {
-					t.Errorf("latencies out of order: %+v", l)
-				}
-				// Whole messages: a window holds at most the messages it
-				// completed plus the part of those in flight at its start.
-				if max := res.Requests*int64(size) + int64(2*3*m.Depth*size); res.Bytes > max {
-					t.Errorf("bytes %d > %d requests × %d B + in flight", res.Bytes, res.Requests, size)
-				}
-			})
+			}
 		}
+	}
+}
+
+func testMode(t *testing.T, addr, client, mode string, size int) {
+	m := mustMode(t, mode)
+	res, err := Run(context.Background(), Config{
+		Addr: addr, Conns: 3, Size: size, Mode: m, Client: client,
+		Duration: 100 * time.Millisecond, Warmup: 20 * time.Millisecond,
+	})
+	clean(t, res, err)
+	if res.Mode != mode || res.Conns != 3 || res.Size != size || res.OpenLoop || res.Client != client {
+		t.Errorf("result says %s × %d × %d B open=%v client %s", res.Mode, res.Conns, res.Size, res.OpenLoop, res.Client)
+	}
+	h := metrics.Import(res.Hist)
+	if m.Kind == Stream {
+		if h.Count() != 0 || res.LatencyNs.P50 != 0 {
+			t.Errorf("stream measured latency: %+v", res.LatencyNs)
+		}
+		return
+	}
+	if h.Count() != res.Requests {
+		t.Errorf("histogram holds %d latencies for %d requests", h.Count(), res.Requests)
+	}
+	l := res.LatencyNs
+	if !(0 < l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max && l.Mean > 0) {
+		t.Errorf("latencies out of order: %+v", l)
+	}
+	// Whole messages: a window holds at most the messages it
+	// completed plus the part of those in flight at its start.
+	if max := res.Requests*int64(size) + int64(2*3*m.Depth*size); res.Bytes > max {
+		t.Errorf("bytes %d > %d requests × %d B + in flight", res.Bytes, res.Requests, size)
 	}
 }
 
 func TestManyConns(t *testing.T) {
 	checkFds(t)
 	addr := echoServer(t)
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) { testManyConns(t, addr, client) })
+	}
+}
+
+func testManyConns(t *testing.T, addr, client string) {
 	var mu sync.Mutex
 	seen := map[string][2]int{}
 	res, err := Run(context.Background(), Config{
-		Addr: addr, Conns: 500, Size: 64, Mode: mustMode(t, "pingpong"),
+		Addr: addr, Conns: 500, Size: 64, Mode: mustMode(t, "pingpong"), Client: client,
 		Duration: 200 * time.Millisecond,
 		Progress: func(phase string, done, total int) {
 			mu.Lock()
@@ -169,14 +192,16 @@ func TestManyConns(t *testing.T) {
 
 func TestDialRate(t *testing.T) {
 	addr := echoServer(t)
-	res, err := Run(context.Background(), Config{
-		Addr: addr, Conns: 20, Size: 64, Mode: mustMode(t, "pingpong"),
-		Duration: 50 * time.Millisecond, DialRate: 100,
-	})
-	clean(t, res, err)
-	// 20 dials paced at 100/s: the 20th may not start before 190 ms.
-	if res.DialTime < 190*time.Millisecond {
-		t.Errorf("20 connections at 100/s dialled in %v", res.DialTime)
+	for _, client := range clients {
+		res, err := Run(context.Background(), Config{
+			Addr: addr, Conns: 20, Size: 64, Mode: mustMode(t, "pingpong"), Client: client,
+			Duration: 50 * time.Millisecond, DialRate: 100,
+		})
+		clean(t, res, err)
+		// 20 dials paced at 100/s: the 20th may not start before 190 ms.
+		if res.DialTime < 190*time.Millisecond {
+			t.Errorf("%s: 20 connections at 100/s dialled in %v", client, res.DialTime)
+		}
 	}
 }
 
@@ -190,8 +215,8 @@ func TestOpenLoop(t *testing.T) {
 				Duration: 300 * time.Millisecond, Rate: rate,
 			})
 			clean(t, res, err)
-			if !res.OpenLoop || res.Rate != rate {
-				t.Errorf("result: open %v rate %v", res.OpenLoop, res.Rate)
+			if !res.OpenLoop || res.Rate != rate || res.Client != ClientNet {
+				t.Errorf("result: open %v rate %v client %s", res.OpenLoop, res.Rate, res.Client)
 			}
 			// The schedule, not the server, sets the pace: no more
 			// messages than were due by the end of the window (plus one
@@ -208,12 +233,16 @@ func TestOpenLoop(t *testing.T) {
 // loop sees one slow message per connection, an open loop sees every
 // message that was due during the stall as late.
 func TestCoordinatedOmission(t *testing.T) {
-	for _, open := range []bool{false, true} {
-		t.Run(fmt.Sprintf("open=%v", open), func(t *testing.T) {
+	for _, c := range []struct {
+		client string
+		open   bool
+	}{{ClientNet, false}, {ClientEpoll, false}, {ClientNet, true}} {
+		open := c.open
+		t.Run(fmt.Sprintf("%s/open=%v", c.client, open), func(t *testing.T) {
 			srv := startBroken(t, fault{kind: "pause", at: 2000, pause: 300 * time.Millisecond})
 			cfg := Config{
 				Addr: srv.addr(), Conns: 1, Size: 100, Mode: mustMode(t, "pingpong"),
-				Duration: 800 * time.Millisecond,
+				Duration: 800 * time.Millisecond, Client: c.client,
 			}
 			if open {
 				cfg.Rate = 1000
@@ -306,6 +335,10 @@ func TestBadConfig(t *testing.T) {
 		{"dial rate negative", func(c *Config) { c.DialRate = -1 }, "dial rate -1"},
 		{"dial rate huge", func(c *Config) { c.DialRate = 2_000_000 }, "dial rate 2000000"},
 		{"server pid negative", func(c *Config) { c.ServerPID = -1 }, "server pid -1"},
+		{"client bad", func(c *Config) { c.Client = "io_uring" }, `client "io_uring": want net, epoll`},
+		{"client Net", func(c *Config) { c.Client = "Net" }, `client "Net"`},
+		{"client epoll stream", func(c *Config) { c.Client = ClientEpoll; c.Mode = Mode{Kind: Stream} }, "client epoll: drives closed-loop pingpong and pipeline:K only, not stream"},
+		{"client epoll rate", func(c *Config) { c.Client = ClientEpoll; c.Rate = 100 }, "client epoll: drives closed loop only, not rate 100"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := good
@@ -330,11 +363,13 @@ func TestDialRefused(t *testing.T) {
 	}
 	addr := s.Addr().String()
 	s.Close()
-	_, err = Run(context.Background(), Config{
-		Addr: addr, Conns: 10, Size: 64, Mode: mustMode(t, "pingpong"), Duration: time.Second,
-	})
-	if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "after 4 tries") || !strings.Contains(err.Error(), "load: dial connection") {
-		t.Fatalf("dial to a closed port: %v", err)
+	for _, client := range clients {
+		_, err = Run(context.Background(), Config{
+			Addr: addr, Conns: 10, Size: 64, Mode: mustMode(t, "pingpong"), Duration: time.Second, Client: client,
+		})
+		if err == nil || !strings.Contains(err.Error(), "connection refused") || !strings.Contains(err.Error(), "after 4 tries") || !strings.Contains(err.Error(), "load: dial connection") {
+			t.Fatalf("%s: dial to a closed port: %v", client, err)
+		}
 	}
 }
 
@@ -342,15 +377,19 @@ func TestCancel(t *testing.T) {
 	checkFds(t)
 	addr := echoServer(t)
 	for _, c := range []struct {
+		client string
 		mode   string
 		warmup time.Duration
-	}{{"pingpong", 0}, {"pipeline:16", 0}, {"stream", 0}, {"pingpong", time.Hour}} {
-		t.Run(fmt.Sprintf("%s/warmup=%v", c.mode, c.warmup), func(t *testing.T) {
+	}{
+		{ClientNet, "pingpong", 0}, {ClientNet, "pipeline:16", 0}, {ClientNet, "stream", 0}, {ClientNet, "pingpong", time.Hour},
+		{ClientEpoll, "pingpong", 0}, {ClientEpoll, "pipeline:16", 0}, {ClientEpoll, "pingpong", time.Hour},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/warmup=%v", c.client, c.mode, c.warmup), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var start time.Time
 			res, err := Run(ctx, Config{
-				Addr: addr, Conns: 8, Size: 4096, Mode: mustMode(t, c.mode),
+				Addr: addr, Conns: 8, Size: 4096, Mode: mustMode(t, c.mode), Client: c.client,
 				Duration: time.Hour, Warmup: c.warmup,
 				// Cancel at the first report of the phase (200 ms in).
 				Progress: func(phase string, done, total int) {
@@ -397,16 +436,21 @@ func TestSmallServerBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, c := range []struct {
-		mode string
-		size int
-	}{{"pingpong", syncMax}, {"pipeline:32", 1024}, {"pipeline:33", 1024}, {"pipeline:4", 64 << 10}, {"pingpong", 256 << 10}, {"pingpong", 1 << 20}, {"stream", 64}} {
-		t.Run(fmt.Sprintf("%s/%d", c.mode, c.size), func(t *testing.T) {
-			res, err := Run(context.Background(), Config{
-				Addr: s.Addr().String(), Conns: 4, Size: c.size, Mode: mustMode(t, c.mode),
-				Duration: 150 * time.Millisecond, Drain: time.Second,
+	for _, client := range clients {
+		for _, c := range []struct {
+			mode string
+			size int
+		}{{"pingpong", syncMax}, {"pipeline:32", 1024}, {"pipeline:33", 1024}, {"pipeline:4", 64 << 10}, {"pingpong", 256 << 10}, {"pingpong", 1 << 20}, {"stream", 64}} {
+			if !drives(client, c.mode) {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%s/%d", client, c.mode, c.size), func(t *testing.T) {
+				res, err := Run(context.Background(), Config{
+					Addr: s.Addr().String(), Conns: 4, Size: c.size, Mode: mustMode(t, c.mode), Client: client,
+					Duration: 150 * time.Millisecond, Drain: time.Second,
+				})
+				clean(t, res, err)
 			})
-			clean(t, res, err)
-		})
+		}
 	}
 }

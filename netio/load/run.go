@@ -43,8 +43,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	client := cfg.client()
 	t0 := time.Now()
-	ncs, err := dialAll(ctx, cfg)
+	ncs, fds, err := dialAll(ctx, cfg, client == ClientEpoll)
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +55,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Size:     cfg.Size,
 		OpenLoop: cfg.Rate > 0,
 		Rate:     cfg.Rate,
+		Client:   client,
 		DialTime: time.Since(t0),
 	}
-	r := newRunner(cfg, len(ncs))
+	r := newRunner(cfg, cfg.Conns)
+	if client == ClientEpoll {
+		ec, err := newEpollClient(r, fds)
+		if err != nil {
+			return nil, err
+		}
+		ec.start(0)
+		err = r.drive(ctx, res, ec.abort)
+		ec.wait()
+		r.collect(res)
+		return res, err
+	}
 	r.start(ncs)
-	err = r.drive(ctx, res)
+	err = r.drive(ctx, res, r.abort)
 	r.collect(res)
 	return res, err
 }
@@ -141,8 +154,10 @@ func (r *runner) start(ncs []*net.TCPConn) {
 }
 
 // drive runs the warmup, the window and the drain, and fills res's
-// window figures. It returns ctx's error when ctx cut the run short.
-func (r *runner) drive(ctx context.Context, res *Result) error {
+// window figures; abort is the driver's way to close every connection
+// (runner.abort, epollClient.abort). It returns ctx's error when ctx cut
+// the run short.
+func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	cfg := r.cfg
 	var err error
 	if cfg.Warmup > 0 {
@@ -172,7 +187,7 @@ func (r *runner) drive(ctx context.Context, res *Result) error {
 	r.phase.Store(phaseStop)
 	close(r.stop)
 	if err != nil && ctx.Err() != nil {
-		r.abort()
+		abort()
 		<-r.done
 		return err
 	}
@@ -199,7 +214,7 @@ func (r *runner) drive(ctx context.Context, res *Result) error {
 		case <-ctx.Done():
 			err = errors.Join(err, ctx.Err())
 		}
-		r.abort()
+		abort()
 		<-r.done
 		return err
 	}
@@ -233,8 +248,8 @@ func (r *runner) wait(ctx context.Context, d time.Duration, phase string) error 
 	}
 }
 
-// abort closes every connection under its goroutines, which then see an
-// error that is not the server's fault.
+// abort closes every connection of the net client under its goroutines,
+// which then see an error that is not the server's fault.
 func (r *runner) abort() {
 	r.aborting.Store(true)
 	for _, c := range r.conns {
