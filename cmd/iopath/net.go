@@ -144,6 +144,7 @@ type netLoadOptions struct {
 	rate      float64
 	dialRate  int
 	serverPID int
+	client    string
 	format    string
 }
 
@@ -182,6 +183,7 @@ from when each message was meant to go.`,
 	f.Float64Var(&o.rate, "rate", 0, "open loop: messages per second across all connections (0: closed loop)")
 	f.IntVar(&o.dialRate, "dial-rate", 0, "connections dialled per second while ramping up (0: as fast as the server takes them)")
 	f.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to report its CPU per request (from /proc)")
+	f.StringVar(&o.client, "client", "auto", "client driver: epoll (closed-loop pingpong and pipeline), net (any mode), or auto")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
 	return cmd
 }
@@ -196,6 +198,14 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	}
 	if _, err := netio.ParseAddr(o.addr); err != nil {
 		return usagef("net load: --addr: %v", err)
+	}
+	client := o.client
+	switch client {
+	case "auto":
+		client = ""
+	case load.ClientNet, load.ClientEpoll:
+	default:
+		return usagef("net load: --client %q: want auto, epoll or net", o.client)
 	}
 	switch {
 	case o.conns < 1 || o.conns > load.MaxConns:
@@ -215,7 +225,7 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	}
 	cfg := load.Config{
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
-		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID,
+		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
 	}
 	if o.format == "table" {
 		p := newProgress(stderr)
@@ -257,8 +267,8 @@ func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
 		loop = fmt.Sprintf("open loop at %.0f/s (latency from the intended send time)", r.Rate)
 	}
 	fmt.Fprintf(tw, "server\t%s\n", addr)
-	fmt.Fprintf(tw, "load\t%d connections × %s, %s, %s, %v measured (dial ramp %v)\n",
-		r.Conns, units.FormatSize(int64(r.Size)), r.Mode, loop, r.Elapsed.Round(time.Millisecond), r.DialTime.Round(time.Millisecond))
+	fmt.Fprintf(tw, "load\t%d connections × %s, %s, %s, %v measured (dial ramp %v), %s client\n",
+		r.Conns, units.FormatSize(int64(r.Size)), r.Mode, loop, r.Elapsed.Round(time.Millisecond), r.DialTime.Round(time.Millisecond), r.Client)
 	fmt.Fprintf(tw, "requests\t%d (%.0f/s), %.1f MB/s echoed\n", r.Requests, r.QPS, r.MBps)
 	if r.LatencyNs.Max > 0 {
 		fmt.Fprintf(tw, "latency\tP50 %s  P90 %s  P99 %s  P99.9 %s  max %s\n",

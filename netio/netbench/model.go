@@ -99,4 +99,6 @@ type Run struct {
 	Lost              int64   `json:"lost_bytes"`
 	ConnErrors        int64   `json:"conn_errors"`
 	DialNs            int64   `json:"dial_ns"`
+	// Client is the load generator's driver: epoll or net (netio/load).
+	Client string `json:"client"`
 }

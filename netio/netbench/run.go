@@ -455,6 +455,7 @@ func toRun(r *load.Result) *Run {
 		Lost:        r.Lost,
 		ConnErrors:  r.ConnErrors,
 		DialNs:      int64(r.DialTime),
+		Client:      r.Client,
 	}
 	if r.Requests > 0 {
 		run.ServerCPUPerReqUs = float64(r.ServerCPU) / 1e3 / float64(r.Requests)
