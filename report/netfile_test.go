@@ -1,0 +1,230 @@
+package report
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/netio/filesrv"
+	"github.com/iopath/iopath/netio/writev"
+)
+
+// fileServeFixture is what filesrv.Median returns for two sizes: every
+// method at 4 KiB (io_uring failed), every method at 1 MiB, given out of
+// order to check the sorting.
+func fileServeFixture() []filesrv.Result {
+	row := func(m string, size int64, gbps, cpu, spmb, spr float64) filesrv.Result {
+		return filesrv.Result{Method: m, FileSize: size, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
+			Responses: 3000, Bytes: 3000 * size, Elapsed: 3 * time.Second, GBps: gbps, GBpsMin: gbps * 0.9, GBpsMax: gbps * 1.1,
+			CPUSecPerGB: cpu, CPUSecPerGBMin: cpu * 0.95, CPUSecPerGBMax: cpu * 1.2, SyscallsPerMB: spmb, SyscallsPerResp: spr,
+			ProcCPUSecPerGB: cpu * 1.1, Verified: true}
+	}
+	ur := row(filesrv.IOURing, 1<<20, 2.4, 0.3, 1.91, 2)
+	ur.IOThreadCPU = 5 * time.Millisecond
+	return []filesrv.Result{
+		row(filesrv.Sendfile, 1<<20, 3.1, 0.12, 2.86, 3),
+		row(filesrv.ReadWrite, 4096, 0.21, 3.5, 732, 3),
+		row(filesrv.Sendfile, 4096, 0.25, 2.9, 732, 3),
+		row(filesrv.Splice, 4096, 0.24, 3.1, 977, 4),
+		{Method: filesrv.IOURing, FileSize: 4096, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
+			Err: "filesrv: io_uring: not supported: <io_uring is not available>"},
+		row(filesrv.ReadWrite, 1<<20, 2.2, 0.4, 16.2, 17),
+		row(filesrv.Splice, 1<<20, 2.5, 0.2, 17.2, 18),
+		ur,
+	}
+}
+
+func writevFixture() []writev.Result {
+	row := func(way string, k, bytes int, sys, cpu, wall float64) writev.Result {
+		return writev.Result{Way: way, K: k, RespBytes: bytes, Runs: 3, Responses: 60000, Calls: 60000,
+			SyscallsPerResp: sys, CPUNsPerResp: cpu, CPUNsPerRespMin: cpu * 0.9, CPUNsPerRespMax: cpu * 1.3,
+			NsPerResp: wall, Verified: true}
+	}
+	return []writev.Result{
+		row(writev.Writes, 1, 1022, 1, 504, 575),
+		row(writev.Coalesced, 1, 1022, 1, 587, 934),
+		row(writev.NetBuffers, 1, 1022, 1, 696, 1109),
+		row(writev.IOURing, 1, 1022, 1, 874, 1601),
+		row(writev.Writes, 16, 8282, 16.02, 6742, 10523),
+		row(writev.Coalesced, 16, 8282, 1, 995, 3426),
+		{Way: writev.NetBuffers, K: 16, RespBytes: 8282, Runs: 3, Err: "writev: response 7: byte 3 of 8282 differs"},
+		row(writev.IOURing, 16, 8282, 1, 1338, 3407),
+	}
+}
+
+func TestFileServeTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := FileServeTable(&b, fileServeFixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "netfile_table.golden", b.Bytes())
+}
+
+func TestWritevTableGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := WritevTable(&b, writevFixture()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "writev_table.golden", b.Bytes())
+}
+
+// The table's ratio column and the target line are computed, not copied:
+// check them against the fixture's numbers.
+func TestFileServeTarget(t *testing.T) {
+	rs := fileServeFixture()
+	var b bytes.Buffer
+	if err := FileServeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := "target at 1MiB: sendfile 0.30×, splice 0.50× readwrite's server CPU per GB (want ≤ 0.6×): met"
+	if !strings.Contains(out, want) {
+		t.Errorf("no %q in\n%s", want, out)
+	}
+	for i := range rs {
+		if rs[i].Method == filesrv.Splice && rs[i].FileSize == 1<<20 {
+			rs[i].CPUSecPerGB = 0.3 // 0.75×
+		}
+	}
+	b.Reset()
+	FileServeTable(&b, rs)
+	if want := "splice 0.75× readwrite's server CPU per GB (want ≤ 0.6×): NOT met"; !strings.Contains(b.String(), want) {
+		t.Errorf("no %q in\n%s", want, b.String())
+	}
+	b.Reset()
+	FileServeTable(&b, rs[1:]) // no sendfile at 1 MiB: no target line
+	if strings.Contains(b.String(), "target at") {
+		t.Errorf("a target line without sendfile at 1MiB:\n%s", b.String())
+	}
+}
+
+func TestNetFileEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := FileServeTable(&b, nil); err != nil || !strings.Contains(b.String(), "no results") {
+		t.Errorf("FileServeTable(nil) = %v:\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := WritevTable(&b, nil); err != nil || !strings.Contains(b.String(), "no results") {
+		t.Errorf("WritevTable(nil) = %v:\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := NetFileHTML(&b, NetFilePage{}); err != nil || !strings.Contains(b.String(), "No results.") {
+		t.Errorf("NetFileHTML(empty) = %v", err)
+	}
+}
+
+func TestNetFileHTML(t *testing.T) {
+	var b bytes.Buffer
+	p := NetFilePage{Command: "iopath net bench --serve-file --writev", Machine: "Linux 6.18, 2 vCPU",
+		FileServe: fileServeFixture(), Writev: writevFixture(), Notes: []string{"a note <b>bold?</b>"}}
+	if err := NetFileHTML(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4, "fs-syscalls": 4,
+		"wv-cpu-ratio": 4, "wv-cpu": 4, "wv-syscalls": 4})
+	if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
+		t.Error("not a whole HTML document")
+	}
+	csp := `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
+	if !strings.Contains(doc, csp) {
+		t.Error("no Content-Security-Policy meta tag")
+	}
+	for _, s := range []string{"http://", "https://", "file:"} {
+		if strings.Contains(doc, s) {
+			t.Errorf("%q in the page", s)
+		}
+	}
+	for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
+		if ref := m[1] + m[2] + m[3]; !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
+			t.Errorf("external reference %q", m[0])
+		}
+	}
+	if m := forbidden.FindString(doc); m != "" {
+		t.Errorf("page has %q", m)
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler %q", m)
+	}
+	// Everything taken from the results is escaped.
+	for _, raw := range []string{"<io_uring is not available>", "<b>bold?</b>"} {
+		if strings.Contains(doc, raw) {
+			t.Errorf("unescaped %q", raw)
+		}
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+		if ids[m[1]] {
+			t.Errorf("id %q used twice", m[1])
+		}
+		ids[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`href="#([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+		if !ids[m[1]] {
+			t.Errorf("link to a missing id %q", m[1])
+		}
+	}
+	// The target, the failed rows, and ratios: sendfile ÷ readwrite at
+	// 1 MiB, coalesced ÷ writes at k=16.
+	for _, want := range []string{"target at 1MiB: sendfile 0.30×, splice 0.50×", `<td class="error" colspan="`, ">0.30×<", ">0.15×<"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("no %q in the page", want)
+		}
+	}
+	// Rows: 8 file-serving and 8 writev, each group starting a block.
+	if n := strings.Count(doc, "<tr"); n != 2+8+8 {
+		t.Errorf("%d table rows, want 18", n)
+	}
+	if n := strings.Count(doc, `<tr class="sep">`); n != 2 {
+		t.Errorf("%d group separators, want 2", n)
+	}
+}
+
+func TestNetFileFragments(t *testing.T) {
+	var b bytes.Buffer
+	if err := FileServeHTML(&b, fileServeFixture()); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	if !strings.HasPrefix(doc, `<section id="file-serving">`) || strings.Contains(doc, "<html") {
+		t.Errorf("not a section fragment: %.80s", doc)
+	}
+	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4, "fs-syscalls": 4})
+	b.Reset()
+	if err := WritevHTML(&b, writevFixture()); err != nil {
+		t.Fatal(err)
+	}
+	doc = b.String()
+	if !strings.HasPrefix(doc, `<section id="writev">`) || strings.Contains(doc, "<html") {
+		t.Errorf("not a section fragment: %.80s", doc)
+	}
+	checkCharts(t, doc, map[string]int{"wv-cpu-ratio": 4, "wv-cpu": 4, "wv-syscalls": 4})
+}
+
+// One size (or one k) draws bars instead of lines over sizes.
+func TestNetFileOneSize(t *testing.T) {
+	var fs []filesrv.Result
+	for _, r := range fileServeFixture() {
+		if r.FileSize == 1<<20 {
+			fs = append(fs, r)
+		}
+	}
+	var b bytes.Buffer
+	if err := FileServeHTML(&b, fs); err != nil {
+		t.Fatal(err)
+	}
+	checkCharts(t, b.String(), map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4})
+	var wv []writev.Result
+	for _, r := range writevFixture() {
+		if r.K == 1 {
+			wv = append(wv, r)
+		}
+	}
+	b.Reset()
+	if err := WritevHTML(&b, wv); err != nil {
+		t.Fatal(err)
+	}
+	checkCharts(t, b.String(), map[string]int{"wv-cpu-ratio": 4, "wv-cpu": 4})
+}
