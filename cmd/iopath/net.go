@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -15,10 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/load"
 	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/writev"
 	"github.com/iopath/iopath/report"
 )
 
@@ -41,7 +45,43 @@ request as the headline figure.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newNetServeCmd(stdout, stderr), newNetLoadCmd(stdout, stderr), newNetBenchCmd(stdout, stderr))
+	cmd.AddCommand(newNetServeCmd(stdout, stderr), newNetLoadCmd(stdout, stderr), newNetBenchCmd(stdout, stderr),
+		newNetFileServerCmd(stdout, stderr))
+	return cmd
+}
+
+// newNetFileServerCmd is the child `net bench --serve-file` starts: one
+// file server (package filesrv) on one method, until SIGTERM.
+func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
+	var sc filesrv.ServerConfig
+	var addr string
+	cmd := &cobra.Command{
+		Use:    "file-server",
+		Short:  "Serve one file one way (the child of net bench --serve-file)",
+		Hidden: true,
+		Args:   argsUsage(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ap, err := netio.ParseAddr(addr)
+			if err != nil {
+				return usagef("net file-server: --addr: %v", err)
+			}
+			ln, err := net.Listen("tcp", ap.String())
+			if err != nil {
+				return fmt.Errorf("net file-server: %w", err)
+			}
+			fmt.Fprintf(stdout, "iopath net file-server: %s of %s listening on %s\n", sc.Method, sc.Path, ln.Addr())
+			if err := filesrv.Serve(cmd.Context(), ln, sc); err != nil {
+				return fmt.Errorf("net file-server: %w", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sc.Path, "path", "", "the file to serve")
+	f.StringVar(&sc.Method, "method", filesrv.Sendfile, "how: "+strings.Join(filesrv.Methods(), ", "))
+	f.IntVar(&sc.Chunk, "chunk", 0, "bytes per read, splice or io_uring buffer (0: default)")
+	f.IntVar(&sc.Depth, "depth", 0, "io_uring read→send pairs per submission (0: default)")
+	f.StringVar(&addr, "addr", "127.0.0.1:0", "host:port to listen on")
 	return cmd
 }
 
@@ -299,6 +339,11 @@ type netBenchOptions struct {
 	runs     int
 	format   string
 	html     string
+	// The other two benchmarks.
+	serveFile bool
+	fileSizes []int64
+	writev    bool
+	parts     []int
 }
 
 func newNetBenchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -313,13 +358,35 @@ message sizes × modes, with the engines interleaved run by run, and checks
 every echoed byte. The headline figure is the server's CPU time per
 request, read from /proc with every thread included (io_uring's kernel
 workers too); QPS and latency sit beside it. An engine that cannot run here
-(io_uring disabled, say) is skipped with the reason.`,
+(io_uring disabled, say) is skipped with the reason.
+
+--serve-file measures serving a file from the page cache four ways instead
+(read+write through a user buffer, sendfile, splice through a pipe, and
+io_uring READ_FIXED then SEND), on 4 KiB, 64 KiB, 1 MiB and 64 MiB files,
+each server in a pinned child: GB/s, the server's CPU-s per GB and its
+syscalls per MB, every byte checked.
+
+--writev measures sending a response of k parts (k = 1, 2, 4, 8, 16, 64 of
+64 B to 1 KiB) four ways: k writes, one coalesced write, net.Buffers
+(writev) and io_uring SENDMSG: the sending thread's syscalls and CPU per
+response.`,
 		Example: `  iopath net bench
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --runs 5
-  iopath net bench --format json > net.json --html net.html`,
+  iopath net bench --format json > net.json --html net.html
+  iopath net bench --serve-file --runs 5
+  iopath net bench --writev`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runNetBench(cmd.Context(), o, commandLine(cmd, args), stdout, stderr)
+			cl := commandLine(cmd, args)
+			switch {
+			case o.serveFile && o.writev:
+				return usagef("net bench: --serve-file and --writev are separate benchmarks: pick one")
+			case o.serveFile:
+				return runNetFileBench(cmd.Context(), o, cmd.Flags().Changed("runs"), cl, stdout, stderr)
+			case o.writev:
+				return runNetWritevBench(cmd.Context(), o, cmd.Flags().Changed("runs"), cl, stdout, stderr)
+			}
+			return runNetBench(cmd.Context(), o, cl, stdout, stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -332,7 +399,143 @@ workers too); QPS and latency sit beside it. An engine that cannot run here
 	f.IntVar(&o.runs, "runs", 1, "runs per engine and point, interleaved")
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
+	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
+	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated (default 4KiB,64KiB,1MiB,64MiB)")
+	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
+	f.Var(intListValue{&o.parts}, "parts", "with --writev: part counts k, comma-separated (default 1,2,4,8,16,64)")
 	return cmd
+}
+
+// netSideFormats are the outputs of --serve-file and --writev.
+var netSideFormats = []string{"table", "json"}
+
+func checkSideBench(name string, o netBenchOptions) error {
+	if !slices.Contains(netSideFormats, o.format) {
+		return usagef("net bench %s: --format %q: want table or json", name, o.format)
+	}
+	if o.html != "" {
+		if err := checkOutputFile(o.html); err != nil {
+			return usagef("net bench: --html: %v", err)
+		}
+	}
+	if o.runs < 1 || o.runs > 100 {
+		return usagef("net bench: --runs %d: want 1 to 100", o.runs)
+	}
+	if o.duration <= 0 || o.duration > time.Hour {
+		return usagef("net bench: --duration %v: want above 0 and at most 1h", o.duration)
+	}
+	return nil
+}
+
+func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdline string, stdout, stderr io.Writer) error {
+	if err := checkSideBench("--serve-file", o); err != nil {
+		return err
+	}
+	for _, s := range o.fileSizes {
+		if s < 1 || s > 16<<30 {
+			return usagef("net bench: --file-sizes %s: want 1 byte to 16 GiB", units.FormatSize(s))
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("net bench: cannot find this program to start its children: %w", err)
+	}
+	runs := o.runs
+	if !runsSet {
+		runs = 3
+	}
+	p := newProgress(stderr)
+	sizes := o.fileSizes
+	if len(sizes) == 0 {
+		sizes = filesrv.DefaultSizes
+	}
+	total := runs * len(sizes) * len(filesrv.Methods())
+	done := 0
+	step := p.steps()
+	bc := filesrv.BenchConfig{
+		Dir: defaultTempDir(), Sizes: sizes, Rounds: runs, Duration: o.duration,
+		Start: netbench.FileServerStart(func(args ...string) *exec.Cmd { return exec.Command(exe, args...) }),
+		Progress: func(r filesrv.Result) {
+			done++
+			if step != nil {
+				step(done, total, fmt.Sprintf("%s %s", r.Method, units.FormatSize(r.FileSize)))
+			}
+		},
+	}
+	rs, berr := filesrv.Bench(ctx, bc)
+	p.done()
+	if rs == nil && berr != nil {
+		return fmt.Errorf("net bench --serve-file: %w", berr)
+	}
+	med := filesrv.Median(rs)
+	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.FileServeTable(w, med) }); err != nil {
+		return err
+	}
+	if o.html != "" {
+		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), FileServe: med}
+		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
+			return fmt.Errorf("net bench: --html: %w", err)
+		}
+		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+	}
+	if berr != nil {
+		return fmt.Errorf("net bench --serve-file: %w", berr)
+	}
+	for _, r := range med {
+		if r.Err == "" && !r.Verified {
+			return fmt.Errorf("net bench --serve-file: %s at %s: responses did not verify", r.Method, units.FormatSize(r.FileSize))
+		}
+	}
+	return nil
+}
+
+func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdline string, stdout, stderr io.Writer) error {
+	if err := checkSideBench("--writev", o); err != nil {
+		return err
+	}
+	for _, k := range o.parts {
+		if k < 1 || k > 1024 {
+			return usagef("net bench: --parts %d: want 1 to 1024", k)
+		}
+	}
+	runs := o.runs
+	if !runsSet {
+		runs = 3
+	}
+	rs, werr := writev.Run(ctx, writev.Config{Parts: o.parts, Rounds: runs})
+	if rs == nil && werr != nil {
+		return fmt.Errorf("net bench --writev: %w", werr)
+	}
+	med := writev.Median(rs)
+	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.WritevTable(w, med) }); err != nil {
+		return err
+	}
+	if o.html != "" {
+		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), Writev: med}
+		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
+			return fmt.Errorf("net bench: --html: %w", err)
+		}
+		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+	}
+	if werr != nil {
+		return fmt.Errorf("net bench --writev: %w", werr)
+	}
+	return nil
+}
+
+func writeSide(w io.Writer, format string, v any, table func(io.Writer) error) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	return table(w)
+}
+
+// machineLine is one line about the machine, for the side benchmarks' pages.
+func machineLine() string {
+	m := features.DescribeMachine("", version)
+	return fmt.Sprintf("Linux %s %s, %s, %d cores, io_uring %s, %s", m.Kernel, m.Arch, m.CPUModel, m.Cores, m.IOURing, m.GoVersion)
 }
 
 func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout, stderr io.Writer) error {
