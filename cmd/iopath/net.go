@@ -247,6 +247,9 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	default:
 		return usagef("net load: --client %q: want auto, epoll or net", o.client)
 	}
+	if client == load.ClientEpoll && (mode.Kind == load.Stream || o.rate > 0) {
+		return usagef("net load: --client epoll drives closed-loop pingpong and pipeline only: use --client net (or auto) for %s", describeLoop(mode, o.rate))
+	}
 	switch {
 	case o.conns < 1 || o.conns > load.MaxConns:
 		return usagef("net load: --conns %d: want 1 to %d", o.conns, load.MaxConns)
@@ -294,6 +297,13 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		return fmt.Errorf("net load: %w", ierr)
 	}
 	return nil
+}
+
+func describeLoop(m load.Mode, rate float64) string {
+	if m.Kind == load.Stream {
+		return "stream"
+	}
+	return "open loop (--rate)"
 }
 
 func fmtNs(ns int64) string {

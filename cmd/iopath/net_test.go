@@ -16,8 +16,10 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/load"
 	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/writev"
 )
 
 func TestNetBadFlags(t *testing.T) {
@@ -43,6 +45,13 @@ func TestNetBadFlags(t *testing.T) {
 		{"net", "bench", "--modes", "pipeline:x"},
 		{"net", "bench", "--runs", "0"},
 		{"net", "bench", "--duration", "1ns"},
+		{"net", "bench", "--serve-file", "--writev"},
+		{"net", "bench", "--serve-file", "--format", "csv"},
+		{"net", "bench", "--serve-file", "--file-sizes", "0"},
+		{"net", "bench", "--writev", "--parts", "0"},
+		{"net", "bench", "--writev", "--runs", "0"},
+		{"net", "load", "--client", "carrier-pigeon"},
+		{"net", "load", "--client", "epoll", "--mode", "stream"},
 	} {
 		_, errOut, code := runCLI(args...)
 		if code != 2 {
@@ -172,5 +181,57 @@ func TestNetBenchSmoke(t *testing.T) {
 	}
 	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("<svg")) {
 		t.Errorf("html report: %v", err)
+	}
+}
+
+// TestNetBenchServeFile serves two small files four ways through child
+// file servers, every byte checked.
+func TestNetBenchServeFile(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "file.html")
+	out, errOut, code := runCLIProcess(t, nil, "net", "bench", "--serve-file", "--file-sizes", "4KiB,1MiB",
+		"--runs", "1", "--duration", "100ms", "--format", "json", "--html", html)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rs []filesrv.Result
+	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if len(rs) != 2*len(filesrv.Methods()) {
+		t.Fatalf("%d results, want %d", len(rs), 2*len(filesrv.Methods()))
+	}
+	for _, r := range rs {
+		if r.Err != "" {
+			if r.Method == "io_uring" && !features.Probe().IOURing.Available {
+				continue
+			}
+			t.Errorf("%s %d: %s", r.Method, r.FileSize, r.Err)
+			continue
+		}
+		if !r.Verified || r.GBps <= 0 || r.CPUSecPerGB <= 0 || r.ProcessCPU <= 0 {
+			t.Errorf("%+v", r)
+		}
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("html report: %v", err)
+	}
+}
+
+// TestNetBenchWritev sends 2-part responses four ways.
+func TestNetBenchWritev(t *testing.T) {
+	out, errOut, code := runCLI("net", "bench", "--writev", "--parts", "2", "--runs", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, way := range writev.Ways() {
+		if way == "io_uring" && !features.Probe().IOURing.Available {
+			continue
+		}
+		if !strings.Contains(out, way) {
+			t.Errorf("no %s row:\n%s", way, out)
+		}
+	}
+	if strings.Count(out, " ok") < 3 {
+		t.Errorf("rows not verified:\n%s", out)
 	}
 }
