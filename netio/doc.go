@@ -22,7 +22,8 @@
 //   - Resets and half-closes: a reset connection is closed and counted; a
 //     half-closed one gets every byte it sent echoed, then the server's
 //     FIN.
-//   - Shutdown stops accepting, echoes what each connection has already
-//     received, half-closes it, waits for the peer to close, and closes
+//   - Shutdown stops accepting, echoes what the engine has already read
+//     from each connection (bytes still in the kernel's receive queue are
+//     not read), half-closes it, waits for the peer to close, and closes
 //     every fd when the context ends at the latest.
 package netio

@@ -9,14 +9,17 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/filesrv"
@@ -160,15 +163,26 @@ func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Write
 	fmt.Fprintf(stdout, "iopath net serve: %s listening on %s (max %d connections, %s per connection); SIGINT or SIGTERM to stop\n",
 		o.engine, srv.Addr(), o.maxConns, units.FormatSize(o.bufSize))
 	<-ctx.Done()
-	fmt.Fprintf(stderr, "iopath net serve: draining (up to %v)\n", o.drain)
+	fmt.Fprintf(stderr, "iopath net serve: draining (up to %v; signal again to close now)\n", o.drain)
 	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
+	// A second SIGINT or SIGTERM cuts the drain short.
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			cancel()
+		case <-dctx.Done():
+		}
+	}()
 	serr := srv.Shutdown(dctx)
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "iopath net serve: served %d connections (%d refused, %d reset), %s in, %s out\n",
 		st.Accepted, st.Refused, st.Resets, units.FormatSize(st.BytesIn), units.FormatSize(st.BytesOut))
-	if errors.Is(serr, context.DeadlineExceeded) {
-		fmt.Fprintf(stderr, "iopath net serve: clients still open after %v were closed\n", o.drain)
+	if errors.Is(serr, context.DeadlineExceeded) || errors.Is(serr, context.Canceled) {
+		fmt.Fprintf(stderr, "iopath net serve: clients still open were closed\n")
 		return nil
 	}
 	return serr
@@ -472,6 +486,13 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 			}
 		},
 	}
+	// The client runs in this process: pin it away from the server's CPU,
+	// as the echo bench pins its load generator.
+	if _, cli, _ := netbench.Pinning(); cli != nil {
+		if old, err := sys.Affinity(); err == nil && sys.SetProcessAffinity(0, cli) == nil {
+			defer sys.SetProcessAffinity(0, old)
+		}
+	}
 	rs, berr := filesrv.Bench(ctx, bc)
 	p.done()
 	if rs == nil && berr != nil {
@@ -607,16 +628,25 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	return nil
 }
 
-// integrityFailures names the points where bytes were corrupted or lost.
+// integrityFailures names the points where bytes were corrupted or lost,
+// connections failed, or no run could be measured.
 func integrityFailures(r *netbench.Report) string {
-	var bad []string
+	var bad, failed []string
 	for _, p := range r.Points {
-		if p.Corrupted != 0 || p.Lost != 0 {
-			bad = append(bad, fmt.Sprintf("%s at %d conns × %d B %s: %d corrupted, %d lost bytes", p.Engine, p.Conns, p.Size, p.Mode, p.Corrupted, p.Lost))
+		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)
+		switch {
+		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0:
+			bad = append(bad, fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors))
+		case p.Err != "":
+			failed = append(failed, at+": "+p.Err)
 		}
 	}
-	if len(bad) == 0 {
-		return ""
+	var msg []string
+	if len(bad) > 0 {
+		msg = append(msg, "integrity check failed: "+strings.Join(bad, "; "))
 	}
-	return "integrity check failed: " + strings.Join(bad, "; ")
+	if len(failed) > 0 {
+		msg = append(msg, fmt.Sprintf("%d points not measured (first: %s)", len(failed), failed[0]))
+	}
+	return strings.Join(msg, "; ")
 }

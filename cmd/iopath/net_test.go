@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,89 @@ func TestNetBenchWritev(t *testing.T) {
 	if strings.Count(out, " ok") < 3 {
 		t.Errorf("rows not verified:\n%s", out)
 	}
+}
+
+// TestNetServeSecondSignal: a second SIGTERM cuts a long drain short.
+func TestNetServeSecondSignal(t *testing.T) {
+	srv, addr, srvErr := startServeProcess(t, nil, "-e", "net", "--drain", "1h")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close() // open through the drain: only the second signal ends it
+	srv.Process.Signal(syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(srvErr.String(), "draining") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	srv.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit: %v: %s", err, srvErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a second SIGTERM did not end the drain")
+	}
+}
+
+// TestNetBenchChildrenDieWithIt: children never outlive a bench that is
+// killed outright.
+func TestNetBenchChildrenDieWithIt(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "net", "bench", "--engines", "net", "--conns", "2", "--sizes", "64",
+		"--modes", "pingpong", "--duration", "1h", "--warmup", "0s")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	// Wait for the server and the load generator children.
+	var kids []int
+	deadline := time.Now().Add(20 * time.Second)
+	for len(kids) < 2 && time.Now().Before(deadline) {
+		kids = childrenOf(cmd.Process.Pid)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(kids) < 2 {
+		t.Fatalf("children %v: want a server and a load generator", kids)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for _, pid := range kids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d outlived the killed bench", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func childrenOf(pid int) []int {
+	var kids []int
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
 }

@@ -217,6 +217,14 @@ func (s *server) alive() bool {
 // happens on a locked thread that holds the mask for that moment; every
 // thread of the child is then pinned again, in case one was made first.
 func startPinned(cmd *exec.Cmd, cpus []int) error {
+	// A child must not outlive the bench: if this process dies without
+	// running its defers (SIGKILL, a crash), the kernel kills the child.
+	// Pdeathsig follows the thread that forks, and Go never ends a thread
+	// that was only locked and unlocked.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	if len(cpus) == 0 {
 		return cmd.Start()
 	}
@@ -431,7 +439,12 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 		}
 		return nil, fmt.Errorf("load generator printed no result: %v", err)
 	}
-	if !s.alive() {
+	if werr != nil && res.Corrupted == 0 && res.Lost == 0 && res.ConnErrors == 0 {
+		// It failed for another reason than the server's faults (which
+		// the Result counts): the window is not to be trusted.
+		return nil, fmt.Errorf("load generator: %v: %s", werr, errb.last())
+	}
+	if !s.alive() || (res.Requests > 0 && res.ServerCPU <= 0) {
 		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
 	}
 	return toRun(&res), nil
