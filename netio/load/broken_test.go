@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -12,10 +14,20 @@ import (
 )
 
 // fault is what a brokenServer does wrong, on the first connection it
-// accepts, when that connection's stream reaches byte at.
+// accepts, when that connection's stream reaches byte at; or, for the
+// kinds that end in "after", "last" or "nofin", once the client's FIN
+// came (every byte echoed).
 type fault struct {
-	kind  string // corrupt, drop, dup, close, closefin, reset, stall, pause, extra
+	// corrupt, drop, dup, close, closefin, reset, stall, pause, extra;
+	// replay: echo the stream's first at bytes again in place of the
+	// next at;
+	// dup-last: echo the last n bytes again after the client's FIN;
+	// junk-after: send n junk bytes after the client's FIN;
+	// nofin: never answer the client's FIN (hold the connection open
+	// until the server closes); junk-nofin: junk-after, then nofin.
+	kind  string
 	at    int64
+	n     int           // for dup-last, junk-after, junk-nofin
 	pause time.Duration // for pause
 }
 
@@ -23,12 +35,13 @@ type fault struct {
 // the load generator catches it. It is deliberately plain: a goroutine
 // per connection on package net.
 type brokenServer struct {
-	ln    net.Listener
-	f     fault
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	first bool
+	ln     net.Listener
+	f      fault
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	first  bool
+	closed chan struct{} // closed by close: nofin connections let go
 }
 
 func startBroken(t *testing.T, f fault) *brokenServer {
@@ -37,7 +50,7 @@ func startBroken(t *testing.T, f fault) *brokenServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &brokenServer{ln: ln, f: f, conns: map[net.Conn]bool{}}
+	s := &brokenServer{ln: ln, f: f, conns: map[net.Conn]bool{}, closed: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.close)
@@ -64,6 +77,7 @@ func (s *brokenServer) accept() {
 }
 
 func (s *brokenServer) close() {
+	close(s.closed)
 	s.ln.Close()
 	s.mu.Lock()
 	for c := range s.conns {
@@ -85,12 +99,30 @@ func (s *brokenServer) serve(c net.Conn, faulty bool) {
 	var off int64 // stream offset of buf[0]
 	done := !faulty
 	stalled := false
+	var kept []byte // replay: the stream's first at bytes; dup-last: its last n
 	for {
 		n, err := c.Read(buf)
 		if n == 0 {
+			if faulty && errors.Is(err, io.EOF) {
+				s.afterFIN(c, kept)
+			}
 			return
 		}
 		b := buf[:n]
+		if faulty && s.f.kind == "replay" {
+			// b holds stream bytes [off, end).
+			at, end := s.f.at, off+int64(n)
+			if off < at {
+				kept = append(kept, b[:min(end, at)-off]...)
+			}
+			if from, to := max(off, at), min(end, 2*at); from < to {
+				copy(b[from-off:to-off], kept[from-at:to-at])
+			}
+		}
+		if faulty && s.f.kind == "dup-last" {
+			kept = append(kept, b...)
+			kept = kept[max(len(kept)-s.f.n, 0):]
+		}
 		if !done && off+int64(n) > s.f.at {
 			done = true
 			i := s.f.at - off
@@ -132,6 +164,26 @@ func (s *brokenServer) serve(c net.Conn, faulty bool) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// afterFIN does the faults that come after the client's FIN, once every
+// byte it sent was echoed; the connection closes on return.
+func (s *brokenServer) afterFIN(c net.Conn, kept []byte) {
+	junk := make([]byte, s.f.n)
+	for i := range junk {
+		junk[i] = byte(0xa5 + i)
+	}
+	switch s.f.kind {
+	case "dup-last":
+		c.Write(kept)
+	case "junk-after":
+		c.Write(junk)
+	case "junk-nofin":
+		c.Write(junk)
+		<-s.closed
+	case "nofin":
+		<-s.closed
 	}
 }
 
@@ -189,16 +241,31 @@ func testBroken(t *testing.T, client, mode string) {
 			}
 		}},
 		{"close", func(t *testing.T, r *Result) {
-			// A pipeline or stream writer may still be writing when
-			// the close arrives, and a closed socket answers data
-			// with a reset; a ping-pong client is waiting to read.
-			if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "EOF") && !(mode != "pingpong" && strings.Contains(r.FirstError, "reset")) {
+			if r.ConnErrors != 1 || !serverClosed(mode, r.FirstError) {
 				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
 			}
 		}},
 		{"closefin", func(t *testing.T, r *Result) {
-			if r.ConnErrors != 1 || !strings.Contains(r.FirstError, "EOF") && !(mode != "pingpong" && strings.Contains(r.FirstError, "reset")) {
+			if r.ConnErrors != 1 || !serverClosed(mode, r.FirstError) {
 				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"dup-last", func(t *testing.T, r *Result) {
+			// The last 1000 bytes once more after the client's FIN.
+			if r.Corrupted != 1000 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 1000 bytes after the last echo") {
+				t.Errorf("last message echoed twice: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"junk-after", func(t *testing.T, r *Result) {
+			if r.Corrupted != 7 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 7 bytes after the last echo") {
+				t.Errorf("junk after the last echo: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
+			}
+		}},
+		{"junk-nofin", func(t *testing.T, r *Result) {
+			// The junk arrives; the FIN never does, and the drain
+			// ends the wait without calling anything lost.
+			if r.Corrupted != 7 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 7 bytes after the last echo") {
+				t.Errorf("junk after the last echo, no FIN: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
 			}
 		}},
 		{"reset", func(t *testing.T, r *Result) {
@@ -221,10 +288,14 @@ func testBroken(t *testing.T, client, mode string) {
 			// is long enough for a loaded machine except where the
 			// fault is that nothing comes back.
 			drain := time.Second
-			if c.kind == "stall" || c.kind == "drop" {
+			if c.kind == "stall" || c.kind == "drop" || c.kind == "junk-nofin" {
 				drain = 400 * time.Millisecond
 			}
-			srv := startBroken(t, fault{kind: c.kind, at: 10_003})
+			n := 7
+			if c.kind == "dup-last" {
+				n = 1000
+			}
+			srv := startBroken(t, fault{kind: c.kind, at: 10_003, n: n})
 			res, err := Run(context.Background(), Config{
 				Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode), Client: client,
 				Warmup: 20 * time.Millisecond, Duration: 100 * time.Millisecond, Drain: drain,
@@ -242,6 +313,38 @@ func testBroken(t *testing.T, client, mode string) {
 			}
 			t.Logf("%v", res.Err())
 		})
+	}
+}
+
+// serverClosed reports whether a connection error says the server closed
+// the connection: EOF; or, for a pipeline or stream, whose writer may
+// still be writing when the close arrives, the reset a closed socket
+// answers data with, or EPIPE when the writer sees that reset first. A
+// ping-pong client is waiting to read.
+func serverClosed(mode, msg string) bool {
+	return strings.Contains(msg, "EOF") ||
+		mode != "pingpong" && (strings.Contains(msg, "reset") || strings.Contains(msg, "broken pipe"))
+}
+
+// TestServerKeepsHalfOpen: a server that echoes everything but never
+// answers the client's FIN holds the run for the drain, and no more, and
+// is not blamed: every byte came back.
+func TestServerKeepsHalfOpen(t *testing.T) {
+	checkFds(t)
+	for _, client := range clients {
+		for _, mode := range []string{"pingpong", "pipeline:8", "stream"} {
+			if !drives(client, mode) {
+				continue
+			}
+			t.Run(client+"/"+mode, func(t *testing.T) {
+				srv := startBroken(t, fault{kind: "nofin"})
+				res, err := Run(context.Background(), Config{
+					Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode), Client: client,
+					Duration: 100 * time.Millisecond, Drain: 200 * time.Millisecond,
+				})
+				clean(t, res, err)
+			})
+		}
 	}
 }
 
@@ -324,23 +427,69 @@ func TestCrossedConnections(t *testing.T) {
 }
 
 // The verifier's promise in numbers: every connection starts at its own
-// offset, and a message-sized shift never lines up with the pattern.
+// offset, whatever the period, and a message-sized shift never lines up
+// with the pattern, whatever the size.
 func TestPatternDistinct(t *testing.T) {
-	seen := make(map[int64]int, MaxConns)
-	for i := 0; i < MaxConns; i++ {
-		b := connBase(i)
-		if j, dup := seen[b]; dup {
-			t.Fatalf("connections %d and %d start at the same offset %d", j, i, b)
+	for _, period := range []int64{patternLen, altPatternLen} {
+		seen := make([]int32, period) // connection+1 starting there
+		for i := 0; i < MaxConns; i++ {
+			b := connBase(i, period)
+			if j := seen[b]; j != 0 {
+				t.Fatalf("period %d: connections %d and %d start at the same offset %d", period, j-1, i, b)
+			}
+			seen[b] = int32(i + 1)
 		}
-		seen[b] = i
 	}
-	pat := pattern()
-	for _, size := range []int64{1, 64, 1000, 4096, 65536, 1 << 20} {
-		a := expected(pat, connBase(0), 0, 64)
-		b := expected(pat, connBase(0), size, 64)
-		if string(a) == string(b) {
-			t.Errorf("message %d bytes later the stream repeats", size)
+	// Every multiple of either period up to MaxSize, and sizes no
+	// period divides.
+	sizes := []int64{1, 64, 1000, 4096, 65536, 1 << 20, MaxSize}
+	for _, p := range []int64{patternLen, altPatternLen} {
+		for s := p; s <= MaxSize; s += p {
+			sizes = append(sizes, s)
 		}
+	}
+	for _, size := range sizes {
+		period := periodFor(size)
+		if size%period == 0 {
+			t.Fatalf("size %d: period %d divides it", size, period)
+		}
+		pat := pattern(period)
+		if int64(len(pat)) != period+maxWindow {
+			t.Fatalf("period %d: block of %d bytes", period, len(pat))
+		}
+		base := connBase(3, period)
+		for _, d := range []int64{1, 2, 7} { // message 0 and message d
+			a := expected(pat, period, base, 0, 64)
+			b := expected(pat, period, base, (d*size)%period, 64)
+			if string(a) == string(b) {
+				t.Errorf("size %d: the stream repeats %d messages later", size, d)
+			}
+		}
+	}
+}
+
+// TestReplayedMessage: a server that echoes an earlier message in place
+// of the next is caught for a message size the first period divides,
+// where every message would otherwise be the same bytes.
+func TestReplayedMessage(t *testing.T) {
+	for _, client := range clients {
+		t.Run(client, func(t *testing.T) {
+			const size = patternLen
+			srv := startBroken(t, fault{kind: "replay", at: size})
+			res, err := Run(context.Background(), Config{
+				Addr: srv.addr(), Conns: 1, Size: size, Mode: mustMode(t, "pingpong"), Client: client,
+				Duration: 300 * time.Millisecond, Drain: time.Second,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Message 1 came back as message 0's bytes: nearly all
+			// of them differ from message 1's.
+			if res.Corrupted < size/2 || res.Lost != 0 || res.ConnErrors != 0 {
+				t.Errorf("message 0 replayed as message 1: corrupted %d lost %d conn errors %d (%s), %d requests",
+					res.Corrupted, res.Lost, res.ConnErrors, res.FirstError, res.Requests)
+			}
+		})
 	}
 }
 

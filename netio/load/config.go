@@ -67,13 +67,17 @@ type Config struct {
 	// with at most 256 dials in flight).
 	DialRate int
 	// ServerPID, when above 0, is the server's process: its CPU time
-	// (every thread) is read from /proc/PID/stat at the start and the end
-	// of the window. It must be another process for the figure to mean
-	// anything: with a server inside this process, ClientCPU holds both.
+	// (every thread, exited ones too) is read at the start and the end
+	// of the window from its CPU clock (metrics.ProcessCPUClock,
+	// nanoseconds), or from /proc/PID/stat (10 ms ticks) when the kernel
+	// refuses the clock (Result.ServerCPUSource says which). It must be
+	// another process for the figure to mean anything: with a server
+	// inside this process, ClientCPU holds both.
 	ServerPID int
 	// Drain is how long Run waits after the window for echoes still in
-	// flight before it counts them as lost and closes the connections
-	// (0: MaxDrain, 2 s; at most MaxDrain).
+	// flight, and for the server's FIN once it has them (see Corrupted),
+	// before it counts what is still owed as lost and closes the
+	// connections (0: MaxDrain, 2 s; at most MaxDrain).
 	Drain time.Duration
 	// Progress, when set, is called during the dial ramp with phase
 	// "dial" (done and total are connections), and during the run with
@@ -178,13 +182,19 @@ type Result struct {
 	// Bytes counts the echoed bytes verified within the window (one
 	// direction: bytes the server sent back).
 	Bytes int64
-	// Corrupted counts echoed bytes that differ from what was sent.
+	// Corrupted counts echoed bytes that differ from what was sent,
+	// and bytes the server sent after the last echo: once a
+	// connection has everything back, Run half-closes it (its FIN) and
+	// reads to the server's FIN (within Drain), and any byte on the way
+	// is one no message asked for (a last message echoed twice, junk).
 	Corrupted int64
 	// Lost counts bytes sent but never echoed back before the end of the
 	// drain (bytes in flight when ctx ended the run are not counted).
 	Lost int64
 	// ConnErrors counts connections that failed: reset, closed by the
-	// server, or still owing bytes when the drain ran out.
+	// server, still owing bytes when the drain ran out, or sent bytes
+	// after the last echo. A server that never answers the FIN fails no
+	// connection (nothing was owed), but holds Run for all of Drain.
 	ConnErrors int64
 	// FirstError is the error of the lowest-numbered connection that
 	// failed, for messages ("" when none did).
@@ -195,16 +205,34 @@ type Result struct {
 
 	// LatencyNs summarises Hist: per message, from the time it was sent
 	// (closed loop) or meant to be sent (open loop) to the time its last
-	// byte came back. Stream mode measures no latency (all zero).
+	// byte came back. Open loop adds the Unfinished messages, each with
+	// the time it had waited by the window's end. Stream mode measures
+	// no latency (all zero).
 	LatencyNs Latency
-	// Hist is the latency histogram of the window.
+	// Hist is the latency histogram of the window: Requests values
+	// (Requests + Unfinished in open loop).
 	Hist *metrics.Snapshot
+	// Unfinished counts, in open loop, the messages due before the
+	// window's end that had not come back by then: never sent because
+	// the server's backpressure held the connection back (a full
+	// pipeline or socket buffer, an echo it waited for), or sent and not
+	// yet echoed. Each is in Hist with the window's end minus the time it
+	// was due, a lower bound of its latency, so that a server that
+	// stalls at the end of the window shows in the tail instead of
+	// leaving no trace. Connections that failed are left out (their
+	// fault is in ConnErrors). Closed loop: 0.
+	Unfinished int64
 
 	// ClientCPU is this process's user+system CPU over the window.
 	ClientCPU time.Duration
-	// ServerCPU is ServerPID's user+system CPU over the window (10 ms
-	// resolution), 0 without ServerPID.
+	// ServerCPU is ServerPID's user+system CPU over the window, 0
+	// without ServerPID.
 	ServerCPU time.Duration
+	// ServerCPUSource says where ServerCPU was read: "clock", the
+	// process's CPU clock (nanoseconds); "proc", /proc/PID/stat, only
+	// when the kernel refused the clock (10 ms ticks: ±20 ms); "" without
+	// ServerPID.
+	ServerCPUSource string
 	// ClientCPUPerReqUs is ClientCPU per request in microseconds.
 	ClientCPUPerReqUs float64
 	// ServerCPUPerReqUs is ServerCPU per request in microseconds (0

@@ -3,6 +3,8 @@ package load
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -47,6 +49,10 @@ const (
 	// shared histogram under its lock: one lock per latBatch messages.
 	// (A histogram per connection would cost 229 KiB each.)
 	latBatch = 32
+	// tailBuf is the least buffer a connection reads its tail into
+	// (readTail): a server that sends junk after the last echo is read
+	// in pieces of at least this size, not one byte at a time.
+	tailBuf = 16 << 10
 )
 
 // runner is one run's shared state.
@@ -59,11 +65,18 @@ type runner struct {
 	interval int64 // open loop: ns between one connection's messages
 	window   int64 // split: the most bytes a writer stays ahead
 	pat      []byte
+	period   int64 // of pat: periodFor(size)
 
 	phase    atomic.Int32
 	stop     chan struct{} // closed when phase becomes phaseStop
 	aborting atomic.Bool   // set before Run closes connections itself
 	timedOut bool          // the drain ran out (Run's goroutine only)
+	// windowEnd is when the measured window ended (Nanotime, set just
+	// before phase becomes phaseStop; 0 when it never began).
+	windowEnd int64
+
+	// serverCPU reads the server's CPU time (nil without ServerPID).
+	serverCPU func() (time.Duration, error)
 
 	shards []shard
 	conns  []*conn
@@ -99,6 +112,7 @@ type conn struct {
 	err    error // the failure, unless Run caused it
 	live   atomic.Int32
 	next   int64 // open loop: when the next message is due (Nanotime)
+	first  int64 // open loop: when message 0 was due
 	timer  *time.Timer
 
 	// reader
@@ -108,13 +122,15 @@ type conn struct {
 	reqs       int64 // window: clean messages
 	okBytes    int64 // window: bytes that matched
 	corruptAll int64 // whole run: bytes that did not match
+	msgsEnd    int64 // messages completed before the window ended
+	extra      int64 // bytes the server sent after the last echo
 	lat        [latBatch]int64
 	nlat       int
 	shard      *shard
 }
 
 // window returns the stream bytes [off, off+n) of c.
-func (c *conn) window(off, n int64) []byte { return expected(c.r.pat, c.base, off, n) }
+func (c *conn) window(off, n int64) []byte { return expected(c.r.pat, c.r.period, c.base, off, n) }
 
 // fail records the connection's first failure and closes it, which
 // wakes its other goroutine.
@@ -173,8 +189,8 @@ func (c *conn) stamp() int64 {
 
 // runSync drives a connection that fits syncMax in flight from one
 // goroutine: write what the window allows, read, check, repeat. When the
-// run stops it reads what is still owed and returns. limit > 0 stops
-// after that many messages (for the benchmark).
+// run stops it reads what is still owed, then the tail (readTail), and
+// returns. limit > 0 stops after that many messages (for the benchmark).
 func (c *conn) runSync(limit int64) {
 	defer c.exit()
 	r := c.r
@@ -206,6 +222,7 @@ func (c *conn) runSync(limit int64) {
 		owed := sent - c.recv
 		if owed == 0 {
 			if r.phase.Load() >= phaseStop || (limit > 0 && issued >= limit) {
+				c.readTail(sent)
 				return
 			}
 			continue
@@ -282,14 +299,25 @@ func (c *conn) waitReader() bool {
 }
 
 // runReader is the reading half of a split connection. It returns once
-// the writer has stopped and every byte it wrote came back.
+// the writer has stopped, every byte it wrote came back, and the tail is
+// read (readTail).
 func (c *conn) runReader() {
 	defer c.exit()
 	for {
-		if c.wdone.Load() && c.recv >= c.sent.Load() {
-			return
+		buf := c.buf
+		if c.wdone.Load() {
+			// The writer is done: sent is final, and a read takes
+			// no more than is owed, so that what comes after the
+			// last echo is the tail's to count.
+			sent := c.sent.Load()
+			owed := sent - c.recv
+			if owed <= 0 {
+				c.readTail(sent)
+				return
+			}
+			buf = buf[:min(owed, int64(len(buf)))]
 		}
-		m, err := c.nc.Read(c.buf)
+		m, err := c.nc.Read(buf)
 		if m > 0 {
 			c.got(c.buf[:m])
 			c.done.Store(c.msgs)
@@ -312,13 +340,58 @@ func (c *conn) runReader() {
 	}
 }
 
+// readTail ends a connection that is owed nothing more once its last
+// byte (of sent in all) has gone: it sends our FIN (shutdown SHUT_WR) and
+// reads to the server's. An echo server has nothing more to send, and
+// answers the FIN with its own once it has echoed everything (netio's
+// engines do), so the read ends at once on EOF; every byte that still
+// comes is one the server sent after the last echo, counted in c.extra
+// (with what a split reader took in past sent before it saw the writer
+// stop: those bytes were checked as the start of a next message). A
+// server that never sends its FIN keeps the read waiting until Run's
+// drain runs out and closes the connection, which counts nothing: every
+// byte came back, and TCP lets a peer keep its half open.
+func (c *conn) readTail(sent int64) {
+	if over := c.recv - sent; over > 0 {
+		c.extra += over
+	}
+	// A split writer's wake-up may still be set (it sets the deadline
+	// after wdone): reads here wait without one.
+	c.nc.SetReadDeadline(time.Time{})
+	if err := c.nc.CloseWrite(); err != nil {
+		c.fail(fmt.Errorf("shutdown after the last echo: %w", err))
+		return
+	}
+	buf := c.buf
+	for {
+		m, err := c.nc.Read(buf)
+		if m > 0 {
+			c.extra += int64(m)
+			if len(buf) < tailBuf {
+				buf = make([]byte, tailBuf)
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			c.nc.SetReadDeadline(time.Time{})
+		default:
+			c.fail(fmt.Errorf("after the last echo: %w", err))
+			return
+		}
+	}
+}
+
 // got checks b, the next bytes echoed, and completes the messages it
 // ends. It returns how many messages it completed.
 func (c *conn) got(b []byte) int64 {
 	r := c.r
 	size := r.size
 	n := int64(len(b))
-	measuring := r.phase.Load() == phaseMeasure
+	phase := r.phase.Load()
+	measuring := phase == phaseMeasure
 	if bytes.Equal(b, c.window(c.recv, n)) { // the fast path
 		c.recv += n
 		if measuring {
@@ -326,7 +399,7 @@ func (c *conn) got(b []byte) int64 {
 		}
 		k := c.recv/size - c.msgs
 		if k > 0 {
-			c.complete(k, measuring)
+			c.complete(k, phase)
 		}
 		return k
 	}
@@ -346,21 +419,24 @@ func (c *conn) got(b []byte) int64 {
 		c.recv += seg
 		b = b[seg:]
 		if c.recv%size == 0 {
-			c.complete(1, measuring)
+			c.complete(1, phase)
 			k++
 		}
 	}
 	return k
 }
 
-// complete counts k messages done: the first one is the message that
-// c.curBad is about; latencies go into the batch.
-func (c *conn) complete(k int64, measuring bool) {
+// complete counts k messages done in phase: the first one is the message
+// that c.curBad is about; latencies go into the batch.
+func (c *conn) complete(k int64, phase int32) {
 	first := c.msgs
 	bad := c.curBad
 	c.msgs += k
 	c.curBad = false
-	if !measuring {
+	if phase < phaseStop {
+		c.msgsEnd = c.msgs
+	}
+	if phase != phaseMeasure {
 		return
 	}
 	if bad {

@@ -22,7 +22,13 @@
 // connection sends on a schedule (Rate/Conns messages per second, with a
 // random phase) whatever the server does, and latency is counted from the
 // time a message was meant to go, so a server that stalls shows up in the
-// tail instead of slowing the client down (coordinated omission).
+// tail instead of slowing the client down (coordinated omission). A
+// message due in the window that has not come back by its end (the
+// server's backpressure kept it from going, or its echo is late) is
+// counted too: it enters the histogram with the window's end minus the
+// time it was due, a lower bound of its latency, and Result.Unfinished
+// says how many did; otherwise a server that stalls for the last part of
+// the window would leave no trace in the latency figures.
 //
 // Verification: the bytes each connection sends are a window onto one
 // pseudo-random block of a prime length (about 1 MiB), starting at an
@@ -32,6 +38,10 @@
 // wrong, missing, duplicated, or belongs to another connection or another
 // place in the stream is caught at the cost of a memcmp; the only
 // undetectable error is a shift by an exact multiple of the block length.
+// The block's length is one of two primes, chosen so that it does not
+// divide the message size: then no message's bytes repeat those of any
+// of the million messages before it, and a server that echoes an earlier
+// message in place of the next is caught too.
 //
 // Run is bounded: it dials at most Config.Conns connections (checked
 // against RLIMIT_NOFILE first), runs Config.Warmup + Config.Duration, then
@@ -39,6 +49,23 @@
 // connection and returns. Connections that fail, bytes that never come
 // back and bytes that come back wrong are counted in the Result, and
 // Result.Err reports them.
+//
+// The end of a connection is checked too: once it owes and is owed
+// nothing it sends its FIN (shutdown SHUT_WR) and reads until the
+// server's, within the same Drain. An echo server has nothing left to
+// send and answers with its own FIN once it has echoed everything
+// (netio's engines do), so this costs one round trip; every byte that
+// still arrives (a last message echoed twice, junk) counts as Corrupted
+// and fails the connection ("N bytes after the last echo"). A server that
+// never sends its FIN is within its rights (TCP lets it keep its half
+// open) and has echoed every byte, so it is not blamed: the wait ends
+// when the drain does, which then takes all of Config.Drain, counting
+// nothing lost and only the bytes that came before.
+//
+// With Config.ServerPID the server's CPU over the window is read from the
+// kernel's CPU clock of that process (nanoseconds, every thread, exited
+// ones too), or from /proc/PID/stat (10 ms ticks) when the kernel refuses
+// the clock; Result.ServerCPUSource says which.
 //
 // Two drivers (Config.Client) put the load on. The net client drives each
 // connection from one goroutine on Go's net package that writes, then

@@ -65,6 +65,14 @@ import (
 // ran out, or ctx ended): it writes an eventfd that every loop's epoll
 // watches, level-triggered, and each loop closes what it still holds and
 // returns.
+//
+// The tail: a connection that owes and is owed nothing at the end sends
+// its FIN (shutdown SHUT_WR) and reads until the server's, as the net
+// client's readTail does, counting every byte on the way as one the
+// server sent after the last echo. The FIN's arrival is an edge
+// (EPOLLIN|EPOLLRDHUP), so the tail reads until EAGAIN and waits for the
+// next; a server that never sends its FIN leaves the connection to Run's
+// abort.
 
 const (
 	// maxLoops bounds the epoll client's loops: each holds an epoll
@@ -95,6 +103,7 @@ type epLoop struct {
 	flight int64  // the most bytes a connection has in flight
 	limit  int64  // messages per connection before it stops (0: none; benchmarks)
 	live   int    // connections still open
+	tail   []byte // tail reads go here: buf, or tailBuf bytes if buf is smaller
 }
 
 // epConn is one connection of the epoll client.
@@ -108,6 +117,7 @@ type epConn struct {
 	wsent    int64 // bytes written
 	wblocked bool  // the send buffer was full: wait for EPOLLOUT
 	hup      bool  // a FIN or an error was reported: read until EAGAIN
+	tailing  bool  // our FIN is sent: read to the server's (tail)
 }
 
 // newEpollClient sets up the loops over fds (taken over by dialAll) and
@@ -125,7 +135,7 @@ func newEpollClient(r *runner, fds []int) (_ *epollClient, err error) {
 		c := &e.conn
 		c.r = r
 		c.id = i
-		c.base = connBase(i)
+		c.base = connBase(i, r.period)
 		c.shard = &r.shards[i%len(r.shards)]
 		c.stamps = stamps[i*depth : (i+1)*depth : (i+1)*depth]
 		r.conns[i] = c
@@ -164,6 +174,10 @@ func newEpollClient(r *runner, fds []int) (_ *epollClient, err error) {
 			buf:    make([]byte, min(flight, maxWindow)),
 			flight: flight,
 			live:   hi - lo,
+		}
+		l.tail = l.buf
+		if len(l.tail) < tailBuf {
+			l.tail = make([]byte, tailBuf)
 		}
 		ec.loops = append(ec.loops, l)
 		if err := sys.EpollCtl(epfd, sys.EPOLL_CTL_ADD, ec.efd, sys.EPOLLIN, tagWake); err != nil {
@@ -238,9 +252,13 @@ func (l *epLoop) run() {
 }
 
 // service handles one event of e: read what is there and owed, check it,
-// send what may go now; once the run is stopping, close e when it owes
-// and is owed nothing.
+// send what may go now; once the run is stopping and e owes and is owed
+// nothing, read its tail.
 func (l *epLoop) service(e *epConn, events uint32, stopping bool) {
+	if e.tailing {
+		l.readTail(e)
+		return
+	}
 	if events&(sys.EPOLLRDHUP|sys.EPOLLHUP|sys.EPOLLERR) != 0 {
 		e.hup = true
 	}
@@ -255,7 +273,36 @@ func (l *epLoop) service(e *epConn, events uint32, stopping bool) {
 		return
 	}
 	if done && e.wsent == e.issued*l.r.size && e.recv == e.wsent {
-		l.finish(e)
+		if err := sys.Shutdown(e.fd, sys.SHUT_WR); err != nil {
+			l.fail(e, fmt.Errorf("shutdown after the last echo: %w", err))
+			return
+		}
+		e.tailing = true
+		l.readTail(e)
+	}
+}
+
+// maxTailReads bounds the reads of one readTail call, so that a server
+// that floods junk cannot keep its loop from the abort eventfd; the
+// flood's next arrival raises a new edge.
+const maxTailReads = 64
+
+// readTail reads what e's server sends after our FIN: until EAGAIN (the
+// FIN's arrival will be an edge), the end (e is done), or an error.
+func (l *epLoop) readTail(e *epConn) {
+	for range maxTailReads {
+		n, errno := sys.SockRead(e.fd, l.tail)
+		switch {
+		case errno == sys.EAGAIN:
+			return
+		case errno != 0:
+			l.fail(e, fmt.Errorf("read after the last echo: %w", errno))
+			return
+		case n == 0:
+			l.finish(e)
+			return
+		}
+		e.extra += int64(n)
 	}
 }
 

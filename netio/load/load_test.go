@@ -225,13 +225,23 @@ func TestOpenLoop(t *testing.T) {
 			if due := rate*res.Elapsed.Seconds() + conns; float64(res.Requests) > due*1.1 {
 				t.Errorf("%d requests in %v at %v/s: the schedule allows %.0f", res.Requests, res.Elapsed, rate, due)
 			}
+			// A server that keeps up leaves at most the messages in
+			// flight at the end unfinished, and the histogram holds
+			// them with the rest.
+			if m := mustMode(t, mode); res.Unfinished > int64(conns*m.Depth) {
+				t.Errorf("%d messages unfinished at the end of the window, %d connections × %d in flight", res.Unfinished, conns, m.Depth)
+			}
+			if n := metrics.Import(res.Hist).Count(); n != res.Requests+res.Unfinished {
+				t.Errorf("histogram holds %d latencies for %d requests + %d unfinished", n, res.Requests, res.Unfinished)
+			}
 		})
 	}
 }
 
 // TestCoordinatedOmission stalls the server once for 300 ms: a closed
 // loop sees one slow message per connection, an open loop sees every
-// message that was due during the stall as late.
+// message that was due during the stall as late. TestStallAtEnd is its
+// open-loop sequel, for a stall that lasts past the window.
 func TestCoordinatedOmission(t *testing.T) {
 	for _, c := range []struct {
 		client string
@@ -270,6 +280,49 @@ func TestCoordinatedOmission(t *testing.T) {
 	}
 }
 
+// TestStallAtEnd: in open loop, a server that stops echoing halfway
+// through the window and never resumes leaves the messages due after the
+// stall unfinished; they enter the latency figures with the time they
+// had waited when the window ended, instead of vanishing from them.
+func TestStallAtEnd(t *testing.T) {
+	for _, mode := range []string{"pingpong", "pipeline:8"} {
+		t.Run(mode, func(t *testing.T) {
+			// 1000 messages of 100 B a second: the stall comes at
+			// message 300, about 300 ms into the 600 ms window.
+			srv := startBroken(t, fault{kind: "stall", at: 30_050})
+			res, err := Run(context.Background(), Config{
+				Addr: srv.addr(), Conns: 1, Size: 100, Mode: mustMode(t, mode), Rate: 1000,
+				Duration: 600 * time.Millisecond, Drain: 100 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Lost == 0 || res.ConnErrors != 1 || res.Requests == 0 {
+				t.Fatalf("stalled server: %+v", res)
+			}
+			h := metrics.Import(res.Hist)
+			if h.Count() != res.Requests+res.Unfinished {
+				t.Errorf("histogram holds %d latencies for %d requests + %d unfinished", h.Count(), res.Requests, res.Unfinished)
+			}
+			// About 300 messages were due after the stall; the window
+			// may run long on a loaded machine, which adds more.
+			if res.Unfinished < 150 {
+				t.Errorf("%d messages unfinished after a stall at the middle of the window (%d requests in %v)", res.Unfinished, res.Requests, res.Elapsed)
+			}
+			var slow int64
+			for _, b := range h.Buckets() {
+				if b[0] >= int64(100*time.Millisecond) {
+					slow += b[1]
+				}
+			}
+			t.Logf("%d requests, %d unfinished, %d over 100 ms; latency %+v", res.Requests, res.Unfinished, slow, res.LatencyNs)
+			if slow < 100 || res.LatencyNs.Max < int64(200*time.Millisecond) || res.LatencyNs.P90 < int64(50*time.Millisecond) {
+				t.Errorf("the stall is missing from the tail: %d messages over 100 ms, %+v", slow, res.LatencyNs)
+			}
+		})
+	}
+}
+
 func TestServerPID(t *testing.T) {
 	addr := echoServer(t)
 	res, err := Run(context.Background(), Config{
@@ -277,20 +330,54 @@ func TestServerPID(t *testing.T) {
 		Duration: 300 * time.Millisecond, ServerPID: os.Getpid(),
 	})
 	clean(t, res, err)
-	// The server is this process: its CPU is the client's too, at 10 ms
-	// resolution, and 300 ms of ping-pong on loopback burns well over it.
-	// /proc counts whole ticks for user and system at each end, so the
-	// two readings of one process differ by up to four ticks.
+	// The server is this process: its CPU is the client's too. The
+	// process's CPU clock counts nanoseconds, not /proc's 10 ms ticks
+	// (a whole number of which would be a one in ten million chance),
+	// and agrees with getrusage but for what the process burns between
+	// the two calls at each end of the window.
+	if res.ServerCPUSource != "clock" || res.ServerCPU%(10*time.Millisecond) == 0 {
+		t.Errorf("server CPU %v from %q: want the process CPU clock", res.ServerCPU, res.ServerCPUSource)
+	}
 	if res.ServerCPU <= 0 || res.ServerCPUPerReqUs <= 0 {
 		t.Errorf("server CPU %v (%v µs/request)", res.ServerCPU, res.ServerCPUPerReqUs)
 	}
 	if res.ClientCPU <= 0 || res.ClientCPUPerReqUs <= 0 {
 		t.Errorf("client CPU %v (%v µs/request)", res.ClientCPU, res.ClientCPUPerReqUs)
 	}
+	if d := res.ServerCPU - res.ClientCPU; d > 5*time.Millisecond || d < -5*time.Millisecond {
+		t.Errorf("one process, two readings: the clock says %v, getrusage %v", res.ServerCPU, res.ClientCPU)
+	}
+
+	_, err = Run(context.Background(), Config{
+		Addr: addr, Conns: 1, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: time.Second, ServerPID: 1 << 30,
+	})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "load: server pid 1073741824: ") {
+		t.Errorf("missing server pid: %v", err)
+	}
+}
+
+// TestServerPIDFallback: where the kernel refuses the process CPU clock,
+// the server's CPU comes from /proc/PID/stat, and the Result says so.
+func TestServerPIDFallback(t *testing.T) {
+	defer func(f func(int) (time.Duration, error)) { processCPUClock = f }(processCPUClock)
+	processCPUClock = func(pid int) (time.Duration, error) {
+		return 0, fmt.Errorf("process CPU clock of pid %d: refused: %w", pid, errors.ErrUnsupported)
+	}
+	addr := echoServer(t)
+	res, err := Run(context.Background(), Config{
+		Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: 300 * time.Millisecond, ServerPID: os.Getpid(),
+	})
+	clean(t, res, err)
+	// /proc counts whole ticks for user and system at each end, so the
+	// two readings of one process differ by up to four ticks.
+	if res.ServerCPUSource != "proc" || res.ServerCPU <= 0 || res.ServerCPU%(10*time.Millisecond) != 0 {
+		t.Errorf("server CPU %v from %q: want /proc's ticks", res.ServerCPU, res.ServerCPUSource)
+	}
 	if d := res.ServerCPU - res.ClientCPU; d > 50*time.Millisecond || d < -50*time.Millisecond {
 		t.Errorf("one process, two readings: /proc says %v, getrusage %v", res.ServerCPU, res.ClientCPU)
 	}
-
 	_, err = Run(context.Background(), Config{
 		Addr: addr, Conns: 1, Size: 64, Mode: mustMode(t, "pingpong"),
 		Duration: time.Second, ServerPID: 1 << 30,

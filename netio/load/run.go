@@ -32,8 +32,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Drain == 0 {
 		cfg.Drain = MaxDrain
 	}
+	var serverCPU func() (time.Duration, error)
+	var cpuSource string
 	if cfg.ServerPID > 0 {
-		if _, _, err := metrics.ProcessCPU(cfg.ServerPID); err != nil {
+		var err error
+		serverCPU, cpuSource, err = serverCPUReader(cfg.ServerPID)
+		if err != nil {
 			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
 		}
 	}
@@ -50,15 +54,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{
-		Mode:     cfg.Mode.String(),
-		Conns:    cfg.Conns,
-		Size:     cfg.Size,
-		OpenLoop: cfg.Rate > 0,
-		Rate:     cfg.Rate,
-		Client:   client,
-		DialTime: time.Since(t0),
+		Mode:            cfg.Mode.String(),
+		Conns:           cfg.Conns,
+		Size:            cfg.Size,
+		OpenLoop:        cfg.Rate > 0,
+		Rate:            cfg.Rate,
+		Client:          client,
+		DialTime:        time.Since(t0),
+		ServerCPUSource: cpuSource,
 	}
 	r := newRunner(cfg, cfg.Conns)
+	r.serverCPU = serverCPU
 	if client == ClientEpoll {
 		ec, err := newEpollClient(r, fds)
 		if err != nil {
@@ -83,10 +89,11 @@ func newRunner(cfg Config, n int) *runner {
 		size:  int64(cfg.Size),
 		depth: int64(cfg.Mode.Depth),
 		open:  cfg.Rate > 0,
-		pat:   pattern(),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	r.period = periodFor(r.size)
+	r.pat = pattern(r.period)
 	r.split = r.depth == 0 || r.depth*r.size > syncMax || (r.open && r.depth > 1)
 	if r.open {
 		iv := float64(n) / cfg.Rate * 1e9
@@ -106,7 +113,7 @@ func (r *runner) newConn(id int, nc *net.TCPConn, bufLen int) *conn {
 		r:     r,
 		id:    id,
 		nc:    nc,
-		base:  connBase(id),
+		base:  connBase(id, r.period),
 		buf:   make([]byte, bufLen),
 		dead:  make(chan struct{}),
 		shard: &r.shards[id%len(r.shards)],
@@ -141,6 +148,7 @@ func (r *runner) start(ncs []*net.TCPConn) {
 	for _, c := range r.conns {
 		if r.open {
 			c.next = now + rand.Int64N(r.interval)
+			c.first = c.next
 		}
 		if r.split {
 			c.live.Store(2)
@@ -165,16 +173,17 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	}
 	if err == nil {
 		u0, _ := metrics.SelfUsage()
-		s0, serr := serverCPU(cfg.ServerPID)
+		s0, serr := r.readServerCPU()
 		w0 := time.Now()
 		r.phase.Store(phaseMeasure)
 		err = r.wait(ctx, cfg.Duration, "run")
+		r.windowEnd = metrics.Nanotime()
 		r.phase.Store(phaseStop)
 		res.Elapsed = time.Since(w0)
 		u1, _ := metrics.SelfUsage()
 		d := u1.Sub(u0)
 		res.ClientCPU = d.User + d.System
-		s1, serr1 := serverCPU(cfg.ServerPID)
+		s1, serr1 := r.readServerCPU()
 		if serr == nil {
 			serr = serr1
 		}
@@ -191,7 +200,8 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 		<-r.done
 		return err
 	}
-	// The drain: every connection reads what it is owed, then closes.
+	// The drain: every connection reads what it is owed, then its tail
+	// (our FIN, and reading to the server's), then closes.
 	t := time.NewTimer(cfg.Drain)
 	defer t.Stop()
 	tick := time.NewTicker(progressEvery)
@@ -260,6 +270,10 @@ func (r *runner) abort() {
 // collect adds up the connections' counts once they are all gone.
 func (r *runner) collect(res *Result) {
 	cancelled := r.aborting.Load() && !r.timedOut
+	h := metrics.NewHistogram()
+	for i := range r.shards {
+		h.Merge(r.shards[i].h)
+	}
 	for _, c := range r.conns {
 		res.Requests += c.reqs
 		res.Bytes += c.okBytes
@@ -270,10 +284,26 @@ func (r *runner) collect(res *Result) {
 		case c.err != nil:
 			cerr = c.err
 		case owed > 0 && r.timedOut:
-			cerr = fmt.Errorf("%d bytes not echoed within the %v drain", owed, r.cfg.Drain)
+			cerr = fmt.Errorf("%s not echoed within the %v drain", nBytes(owed), r.cfg.Drain)
 		}
 		if owed > 0 && (cerr != nil || !cancelled) {
 			res.Lost += owed
+		}
+		if c.extra > 0 {
+			// Bytes a split reader took in past the end were
+			// checked, and counted where they differed, as the
+			// start of a next message (readTail): only the rest
+			// is added here.
+			over := max(c.recv-c.sent.Load(), 0)
+			res.Corrupted += c.extra - over
+			tail := fmt.Errorf("%s after the last echo", nBytes(c.extra))
+			if cerr != nil {
+				tail = fmt.Errorf("%v, then %w", tail, cerr)
+			}
+			cerr = tail
+		}
+		if c.err == nil && r.open && r.windowEnd > 0 {
+			res.Unfinished += c.unfinished(h, r.windowEnd)
 		}
 		if cerr != nil {
 			res.ConnErrors++
@@ -291,10 +321,6 @@ func (r *runner) collect(res *Result) {
 		res.ClientCPUPerReqUs = float64(res.ClientCPU.Nanoseconds()) / 1e3 / float64(res.Requests)
 		res.ServerCPUPerReqUs = float64(res.ServerCPU.Nanoseconds()) / 1e3 / float64(res.Requests)
 	}
-	h := metrics.NewHistogram()
-	for i := range r.shards {
-		h.Merge(r.shards[i].h)
-	}
 	res.Hist = h.Export()
 	res.LatencyNs = Latency{
 		P50:  h.Quantile(50),
@@ -306,6 +332,14 @@ func (r *runner) collect(res *Result) {
 	}
 }
 
+// nBytes says "1 byte", "2 bytes".
+func nBytes(n int64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // describe words a connection error for Result.FirstError.
 func describe(err error) string {
 	if errors.Is(err, io.EOF) {
@@ -314,11 +348,74 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// serverCPU is pid's user+system CPU so far (0 for pid 0).
-func serverCPU(pid int) (time.Duration, error) {
-	if pid <= 0 {
+// unfinished records in h, for an open-loop connection, the messages due
+// before the window ended at end that had not come back by then: never
+// sent, because the server's backpressure held the connection back (a
+// full pipeline, a full socket buffer, an echo it waits for), or sent
+// and not yet echoed. Each goes in with the time it had waited at the
+// window's end, end minus when it was due: a lower bound of its latency,
+// which is what the window saw of it. Without them a server that stalls
+// at the end of the window leaves no trace in the latency figures. It
+// returns their number.
+func (c *conn) unfinished(h *metrics.Histogram, end int64) int64 {
+	iv := c.r.interval
+	if end <= c.first {
+		return 0
+	}
+	due := (end-c.first-1)/iv + 1 // messages k with first + k*iv < end
+	n := due - c.msgsEnd
+	if n <= 0 {
+		return 0
+	}
+	// The latest due waited least: end - first - (due-1)*iv > 0.
+	recordSeries(h, end-c.first-(due-1)*iv, iv, n)
+	return n
+}
+
+// recordSeries records n latencies lo, lo+step, ... in h. Values within
+// 1/2048 of each other share one of h's buckets (3 significant digits),
+// so a run of them goes in at once, at its lowest, which keeps every
+// figure a lower bound: a long stall at a high rate costs about 2048
+// records per doubling of the latency, not one per message.
+func recordSeries(h *metrics.Histogram, lo, step, n int64) {
+	for n > 0 {
+		k := min(n, max(1, lo/(2048*step)))
+		h.RecordN(lo, k)
+		lo += k * step
+		n -= k
+	}
+}
+
+// processCPUClock is metrics.ProcessCPUClock; tests stand in a kernel
+// that refuses the clock.
+var processCPUClock = metrics.ProcessCPUClock
+
+// serverCPUReader returns a function that reads pid's user+system CPU
+// time so far, and where it reads it: "clock", the process's CPU clock
+// (nanoseconds), or "proc", /proc/PID/stat (10 ms ticks), only when the
+// kernel refuses the clock. It fails when pid is no process.
+func serverCPUReader(pid int) (func() (time.Duration, error), string, error) {
+	_, err := processCPUClock(pid)
+	if err == nil {
+		return func() (time.Duration, error) { return processCPUClock(pid) }, "clock", nil
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return nil, "", err
+	}
+	proc := func() (time.Duration, error) {
+		u, s, err := metrics.ProcessCPU(pid)
+		return u + s, err
+	}
+	if _, err := proc(); err != nil {
+		return nil, "", err
+	}
+	return proc, "proc", nil
+}
+
+// readServerCPU reads the server's CPU time so far (0 without ServerPID).
+func (r *runner) readServerCPU() (time.Duration, error) {
+	if r.serverCPU == nil {
 		return 0, nil
 	}
-	u, s, err := metrics.ProcessCPU(pid)
-	return u + s, err
+	return r.serverCPU()
 }
