@@ -520,7 +520,7 @@ func (v *netView) cells(g *netGroup, p *netbench.Point, cols []netCol) []string 
 // legend explains the columns v shows.
 func (v *netView) legend() []legendEntry {
 	cpu := "the headline (▼): CPU time (user+system, every thread) the server process used per request, from " +
-		"/proc, median over the runs; lower is better"
+		"the kernel's process CPU clock, median over the runs; lower is better"
 	if v.spread {
 		cpu += "; ±: half the min–max range of the runs, as % of the median"
 	}

@@ -173,7 +173,7 @@ func (m *netHTML) cpuChart(mode string) hChart {
 	id := m.id("cpu", mode)
 	title := "Server CPU per request — " + mode
 	return hChart{ID: id, Title: title,
-		Caption: "CPU time (user + system, every thread) of the server process per request, from /proc; median over " +
+		Caption: "CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over " +
 			"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” " +
 			"is a point that could not be measured (hover for why).",
 		SVG: template.HTML(netBarChart(nChartSpec{id: id, title: title, unit: "server CPU-µs per request",
@@ -612,7 +612,7 @@ func (m *netHTML) row(g *netGroup, p *netbench.Point) hTRow {
 }
 
 var netDefs = []hKV{
-	{"server CPU-µs/req", "the headline: CPU time (user + system, every thread) the server process used per request, read from /proc around each measured window; lower is better. Median over the runs; ± and the whiskers give the runs' spread."},
+	{"server CPU-µs/req", "the headline: CPU time (user + system, every thread) the server process used per request, read from the kernel's process CPU clock around each measured window; lower is better. Median over the runs; ± and the whiskers give the runs' spread."},
 	{"vs epoll, vs net", "the server CPU-µs per request divided by that engine's at the same point: below 1.00× costs less CPU per request."},
 	{"QPS", "requests (messages echoed whole and verified) per second of the measured window, median over the runs."},
 	{"client CPU-µs/req", "CPU time of the load generator per request."},

@@ -236,7 +236,7 @@ from when each message was meant to go.`,
 	f.StringVar(&o.mode, "mode", "pingpong", "pingpong, pipeline:K or stream")
 	f.Float64Var(&o.rate, "rate", 0, "open loop: messages per second across all connections (0: closed loop)")
 	f.IntVar(&o.dialRate, "dial-rate", 0, "connections dialled per second while ramping up (0: as fast as the server takes them)")
-	f.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to report its CPU per request (from /proc)")
+	f.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to report its CPU per request (the kernel's process CPU clock: every thread)")
 	f.StringVar(&o.client, "client", "auto", "client driver: epoll (closed-loop pingpong and pipeline), net (any mode), or auto")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
 	return cmd
@@ -340,7 +340,11 @@ func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
 	}
 	fmt.Fprintf(tw, "client CPU\t%v (%.2f µs/request)\n", r.ClientCPU.Round(time.Millisecond), r.ClientCPUPerReqUs)
 	if serverPID > 0 {
-		fmt.Fprintf(tw, "server CPU\t%v (%.2f µs/request), pid %d, all threads, from /proc\n", r.ServerCPU.Round(time.Millisecond), r.ServerCPUPerReqUs, serverPID)
+		src := "the kernel's process CPU clock"
+		if r.ServerCPUSource == "proc" {
+			src = "/proc/PID/stat, 10 ms ticks"
+		}
+		fmt.Fprintf(tw, "server CPU\t%v (%.2f µs/request), pid %d, every thread, from %s\n", r.ServerCPU.Round(time.Millisecond), r.ServerCPUPerReqUs, serverPID, src)
 	}
 	integrity := "every byte verified: 0 corrupted, 0 lost, 0 failed connections"
 	if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 {
@@ -380,8 +384,8 @@ one CPU when there are two or more, and runs the load generator in another
 child pinned to the other CPUs. It goes over a matrix of connections ×
 message sizes × modes, with the engines interleaved run by run, and checks
 every echoed byte. The headline figure is the server's CPU time per
-request, read from /proc with every thread included (io_uring's kernel
-workers too); QPS and latency sit beside it. An engine that cannot run here
+request, from the kernel's process CPU clock with every thread included
+(io_uring's kernel workers too); QPS and latency sit beside it. An engine that cannot run here
 (io_uring disabled, say) is skipped with the reason.
 
 --serve-file measures serving a file from the page cache four ways instead
