@@ -1,0 +1,623 @@
+package netio_test
+
+// Tests of the io_uring engine's own modes and mechanisms. The
+// conformance suite (conformance_test.go) runs every engine with the
+// default Config; here the key checks run again in each io_uring mode
+// (fixed files, SQPOLL, backpressure by cancel, a tiny buffer ring), and
+// the mechanisms behind them are checked directly.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/netio"
+)
+
+// requireUring skips only when the feature probe says io_uring cannot be
+// used here.
+func requireUring(t *testing.T) {
+	t.Helper()
+	if r := features.Probe(); !r.IOURing.Available {
+		t.Skipf("io_uring unavailable here: %s", r.IOURing.Reason)
+	}
+}
+
+// TestUringDisabled: with IOPATH_DISABLE_IO_URING=1 Listen fails with
+// ErrNotSupported and says why, before it binds anything.
+func TestUringDisabled(t *testing.T) {
+	checkFds(t)
+	t.Setenv(features.DisableEnv, "1")
+	s, err := netio.Listen("io_uring", netio.Config{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Listen succeeded with io_uring disabled")
+	}
+	if !errors.Is(err, netio.ErrNotSupported) {
+		t.Errorf("error %v does not wrap ErrNotSupported", err)
+	}
+	if !strings.Contains(err.Error(), features.DisableEnv) {
+		t.Errorf("error %q does not say io_uring was disabled by %s", err, features.DisableEnv)
+	}
+}
+
+// uringMode is a way to run the engine.
+type uringMode struct {
+	name   string
+	cfg    netio.Config
+	params func() (restore func()) // nil: the defaults
+}
+
+func uringModes() []uringMode {
+	return []uringMode{
+		{name: "default"},
+		{name: "fixed", cfg: netio.Config{FixedFiles: true}},
+		{name: "sqpoll", cfg: netio.Config{SQPoll: true}},
+		{name: "sqpoll-fixed", cfg: netio.Config{SQPoll: true, FixedFiles: true}},
+		// Single RECVs, as on kernels without the multishot RECV limits.
+		{name: "single", params: func() func() { return netio.SetUringTestParams(4096, 4096, 0, true) }},
+		// Buffers smaller than a message and too few for the traffic: most
+		// RECVs end with ENOBUFS and are re-armed.
+		{name: "tinyring", params: func() func() { return netio.SetUringTestParams(8, 128, 0, false) }},
+	}
+}
+
+// startMode starts the engine in mode m with cfg laid over the mode's
+// Config.
+func startMode(t *testing.T, m uringMode, cfg netio.Config) netio.Server {
+	t.Helper()
+	requireUring(t)
+	cfg.FixedFiles = m.cfg.FixedFiles
+	cfg.SQPoll = m.cfg.SQPoll
+	if m.params != nil {
+		restore := m.params()
+		defer restore()
+	}
+	s := start(t, "io_uring", cfg)
+	for _, f := range netio.UringRingFlags(s) {
+		if cfg.SQPoll && f&uring.SetupSQPoll == 0 {
+			t.Fatalf("SQPoll asked, ring flags %s", uring.FlagString(f))
+		}
+		if !cfg.SQPoll && f&uring.SetupSQPoll != 0 {
+			t.Fatalf("SQPoll not asked, ring flags %s", uring.FlagString(f))
+		}
+	}
+	return s
+}
+
+// TestUringModes runs the key conformance checks in each mode.
+func TestUringModes(t *testing.T) {
+	for _, m := range uringModes() {
+		t.Run(m.name, func(t *testing.T) {
+			t.Run("echo", func(t *testing.T) { uringEcho(t, m) })
+			t.Run("churn", func(t *testing.T) { uringChurn(t, m) })
+			t.Run("limit", func(t *testing.T) { uringLimit(t, m) })
+			t.Run("slowreader", func(t *testing.T) { uringSlowReader(t, m) })
+			t.Run("shutdown", func(t *testing.T) { uringShutdown(t, m) })
+			t.Run("deadline", func(t *testing.T) { uringDeadline(t, m) })
+		})
+	}
+}
+
+// uringEcho: byte-exact echo of streams written in random pieces, from 1
+// byte to many buffers, on two loops, and a ping-pong.
+func uringEcho(t *testing.T, m uringMode) {
+	checkFds(t)
+	s := startMode(t, m, netio.Config{Loops: 2})
+	sizes := []int64{1, 63, 4097, 65537, 300_000, 1 << 20}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			if err := echoStream(c, i, sizes[i%len(sizes)], rng); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	c := dial(t, s)
+	for i := range 300 {
+		ping(t, c, i)
+	}
+	c.Close()
+	waitIdle(t, s)
+	st := s.Stats()
+	if st.Accepted != 17 || st.BytesIn != st.BytesOut || st.Resets != 0 {
+		t.Errorf("stats %+v: want 17 accepted, in == out, no resets", st)
+	}
+}
+
+// uringChurn: connections that end by close, reset and half-close.
+func uringChurn(t *testing.T, m uringMode) {
+	checkFds(t)
+	s := startMode(t, m, netio.Config{Loops: 2})
+	const n = 600
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	work := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := churnOne(s, i); err != nil && failed.Add(1) < 5 {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	waitIdle(t, s)
+	if st := s.Stats(); st.Accepted != n || st.Resets > n/3 {
+		t.Errorf("stats %+v: want %d accepted, at most %d resets", st, n, n/3)
+	}
+}
+
+// uringLimit: the connection over MaxConns is closed at once and counted,
+// and a freed place is taken again.
+func uringLimit(t *testing.T, m uringMode) {
+	checkFds(t)
+	s := startMode(t, m, netio.Config{MaxConns: 3, Loops: 1})
+	var conns []*net.TCPConn
+	for i := range 3 {
+		c := dial(t, s)
+		defer c.Close()
+		ping(t, c, i)
+		conns = append(conns, c)
+	}
+	extra := dial(t, s)
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("connection over the limit read %d bytes", n)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("connection over the limit was left open")
+	}
+	if st := s.Stats(); st.Refused != 1 || st.Active != 3 {
+		t.Errorf("stats %+v: want 1 refused, 3 active", st)
+	}
+	conns[0].Close()
+	waitActive(t, s, 2)
+	c := dial(t, s)
+	defer c.Close()
+	ping(t, c, 9)
+}
+
+// uringSlowReader: a writer that never reads stalls, and the server holds
+// no more than BufSize for it (the conformance suite allows twice that).
+func uringSlowReader(t *testing.T, m uringMode) {
+	checkFds(t)
+	const bufSize = 64 << 10
+	s := startMode(t, m, netio.Config{BufSize: bufSize, Loops: 1})
+	c := dial(t, s)
+	defer c.Close()
+	c.SetReadBuffer(64 << 10)
+	var written atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 256<<10)
+		for written.Load() < 1<<30 {
+			n, err := c.Write(buf)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var last int64 = -1
+	for range 200 {
+		time.Sleep(50 * time.Millisecond)
+		if w := written.Load(); w == last {
+			break
+		} else {
+			last = w
+		}
+	}
+	st := s.Stats()
+	held := st.BytesIn - st.BytesOut
+	const bound = bufSize
+	t.Logf("writer stalled after %d KiB; server received %d KiB, holds %d KiB (bound %d KiB)", written.Load()>>10, st.BytesIn>>10, held>>10, bound>>10)
+	if written.Load() >= 1<<30 {
+		t.Fatal("the writer never stalled")
+	}
+	if held > bound {
+		t.Errorf("server holds %d bytes for one connection, bound %d", held, bound)
+	}
+	c.SetLinger(0)
+	c.Close()
+	<-done
+	waitIdle(t, s)
+}
+
+// uringShutdown: Shutdown with streams in flight echoes what it received,
+// sends FIN and returns once the peers close.
+func uringShutdown(t *testing.T, m uringMode) {
+	checkFds(t)
+	requireUring(t)
+	cfg := netio.Config{Loops: 2, FixedFiles: m.cfg.FixedFiles, SQPoll: m.cfg.SQPoll}
+	if m.params != nil {
+		defer m.params()()
+	}
+	s, err := netio.Listen("io_uring", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 4
+	var wg sync.WaitGroup
+	started := make(chan struct{}, conns)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			if err := drainClient(c, i, started); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for range conns {
+		<-started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	wg.Wait()
+	if st := s.Stats(); st.Active != 0 || st.Resets != 0 {
+		t.Errorf("stats %+v after Shutdown: want none active, no resets", st)
+	}
+}
+
+// uringDeadline: a peer that never closes is cut off at the deadline.
+func uringDeadline(t *testing.T, m uringMode) {
+	checkFds(t)
+	requireUring(t)
+	cfg := netio.Config{FixedFiles: m.cfg.FixedFiles, SQPoll: m.cfg.SQPoll}
+	if m.params != nil {
+		defer m.params()()
+	}
+	s, err := netio.Listen("io_uring", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s)
+	defer c.Close()
+	ping(t, c, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Error("the connection is still open after Shutdown's deadline")
+	}
+}
+
+// TestUringENOBUFS: with a buffer ring far too small for the traffic,
+// RECVs end with ENOBUFS; each is re-armed when buffers come back, and
+// every byte still comes back in order.
+func TestUringENOBUFS(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	restore := netio.SetUringTestParams(4, 64, 0, false)
+	s := start(t, "io_uring", netio.Config{Loops: 1})
+	restore()
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			rng := rand.New(rand.NewPCG(uint64(i), 5))
+			if err := echoStream(c, i, 200_000, rng); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitIdle(t, s)
+	_, enobufs, _ := netio.UringCounters(s)
+	st := s.Stats()
+	t.Logf("%d RECVs ended with ENOBUFS; stats %+v", enobufs, st)
+	if enobufs == 0 {
+		t.Error("no RECV ran out of buffers: the test did not test ENOBUFS")
+	}
+	if st.BytesIn != 6*200_000 || st.BytesOut != st.BytesIn || st.Resets != 0 {
+		t.Errorf("stats %+v: want %d bytes in and out, no resets", st, 6*200_000)
+	}
+}
+
+// TestUringFixedFilesUseNoFds: with FixedFiles the server's connections
+// are direct descriptors, in no fd table; without, each takes an fd.
+func TestUringFixedFilesUseNoFds(t *testing.T) {
+	requireUring(t)
+	const n = 40
+	for _, fixed := range []bool{false, true} {
+		t.Run("fixed="+strconv.FormatBool(fixed), func(t *testing.T) {
+			checkFds(t)
+			s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: fixed})
+			before := countFds(t)
+			var conns []*net.TCPConn
+			for i := range n {
+				c := dial(t, s)
+				defer c.Close()
+				ping(t, c, i)
+				conns = append(conns, c)
+			}
+			grew := countFds(t) - before
+			want := 2 * n // the client's socket and the server's
+			if fixed {
+				want = n // the client's only
+			}
+			if grew != want {
+				t.Errorf("%d connections took %d fds, want %d", n, grew, want)
+			}
+		})
+	}
+}
+
+// TestUringAcceptBackoff: when ACCEPT fails with EMFILE the loop stops
+// accepting for a moment instead of failing again at once, serves its
+// connections meanwhile, and accepts the waiting one once descriptors are
+// free.
+func TestUringAcceptBackoff(t *testing.T) {
+	requireUring(t)
+	var rl sys.Rlimit
+	if err := sys.Getrlimit(sys.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := 0
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil {
+			top = max(top, fd)
+		}
+	}
+	low := rl
+	low.Cur = uint64(top + 16)
+	if err := sys.Setrlimit(sys.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var fillers []int
+	restore := func() {
+		for _, fd := range fillers {
+			sys.Close(fd)
+		}
+		fillers = nil
+		sys.Setrlimit(sys.RLIMIT_NOFILE, &rl)
+	}
+	defer restore()
+	// The server starts under the lowered limit: an ACCEPT takes the
+	// limit in force when it is armed, not when it runs.
+	s := start(t, "io_uring", netio.Config{Loops: 1})
+	a := dial(t, s)
+	defer a.Close()
+	ping(t, a, 1)
+	// Take every descriptor under the limit, then give one back for the
+	// client's socket: the server's ACCEPT has none left.
+	for {
+		fd, err := sys.Open("/dev/null", sys.O_RDONLY)
+		if err != nil {
+			if e, _ := sys.Errno(err); e != sys.EMFILE {
+				t.Fatal(err)
+			}
+			break
+		}
+		fillers = append(fillers, fd)
+	}
+	if len(fillers) == 0 {
+		t.Fatal("no descriptor was free under the lowered limit")
+	}
+	sys.Close(fillers[len(fillers)-1])
+	fillers = fillers[:len(fillers)-1]
+	b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if p, _, _ := netio.UringCounters(s); p > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never hit EMFILE")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ping(t, a, 2) // open connections are still served
+	time.Sleep(300 * time.Millisecond)
+	// A retry every 10ms makes about 30 in 300 ms; a loop that re-armed
+	// at once would make thousands.
+	if p, _, _ := netio.UringCounters(s); p > 150 {
+		t.Errorf("%d failed accepts in 300 ms: the loop does not back off", p)
+	}
+	if st := s.Stats(); st.Accepted != 1 || st.Refused != 0 || st.Resets != 0 {
+		t.Errorf("stats %+v during EMFILE: want 1 accepted, nothing else counted", st)
+	}
+	restore()
+	ping(t, b, 3) // accepted once descriptors are free
+	if st := s.Stats(); st.Accepted != 2 || st.Active != 2 {
+		t.Errorf("stats %+v: want 2 accepted, 2 active", st)
+	}
+}
+
+// TestUringFixedTableFull: with fixed files, a connection for which the
+// file table has no slot is closed by the kernel (ACCEPT fails with
+// ENFILE after taking it from the queue); it is counted as refused, the
+// loop backs off, and accepts again once a slot is free.
+func TestUringFixedTableFull(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	restore := netio.SetUringTestParams(4096, 4096, 2, false)
+	s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: true})
+	restore()
+	a, b := dial(t, s), dial(t, s)
+	defer a.Close()
+	defer b.Close()
+	ping(t, a, 1)
+	ping(t, b, 2)
+	c := dial(t, s)
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("a connection beyond the file table read %d bytes", n)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("a connection beyond the file table was left open")
+	}
+	// The kernel closes the connection before the loop sees the CQE.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Refused == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if p, _, _ := netio.UringCounters(s); p == 0 {
+		t.Error("no back-off after ENFILE")
+	}
+	if st := s.Stats(); st.Refused != 1 || st.Active != 2 {
+		t.Errorf("stats %+v: want 1 refused, 2 active", st)
+	}
+	a.Close()
+	waitActive(t, s, 1)
+	d := dial(t, s)
+	defer d.Close()
+	ping(t, d, 4) // the freed slot is used again
+}
+
+// TestUringListenErrors: a port in use is an error naming the address, in
+// fixed-file and SQPOLL modes too, and nothing is left open.
+func TestUringListenErrors(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	s := start(t, "io_uring", netio.Config{})
+	for _, cfg := range []netio.Config{{}, {FixedFiles: true}, {SQPoll: true}} {
+		cfg.Addr = s.Addr().String()
+		_, err := netio.Listen("io_uring", cfg)
+		if err == nil || !strings.Contains(err.Error(), s.Addr().String()) {
+			t.Errorf("Listen(%+v) on a port in use: %v, want an error naming the address", cfg, err)
+		}
+	}
+}
+
+// TestUringManyLoops: as many loops as asked, each with its own ring and
+// listener; connections spread over them and all are served.
+func TestUringManyLoops(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	s := start(t, "io_uring", netio.Config{Loops: 4})
+	if n := len(netio.UringRingFlags(s)); n != 4 {
+		t.Fatalf("%d loops, want 4", n)
+	}
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			for j := range 20 {
+				ping(t, c, i*100+j)
+			}
+		}()
+	}
+	wg.Wait()
+	waitIdle(t, s)
+	if st := s.Stats(); st.Accepted != 64 {
+		t.Errorf("accepted %d, want 64", st.Accepted)
+	}
+	t.Log(fmt.Sprintf("ring flags %s", uring.FlagString(netio.UringRingFlags(s)[0])))
+}
+
+// TestUringFairness: streams that never pause share a buffer ring far too
+// small for them, so that RECVs keep running out of buffers. Connections
+// waiting for buffers take turns, each armed with a share of the buffers
+// that came back, and a connection armed for its turn must get data
+// before the ring runs dry again: nearly every turn is kept, where a loop
+// that let the first in line take every buffer loses most of them. Every
+// stream must also have 64 KiB echoed while the others keep writing.
+func TestUringFairness(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	var turns, lost int64
+	for round := range 10 {
+		restore := netio.SetUringTestParams(8, 128, 0, false)
+		s, err := netio.Listen("io_uring", netio.Config{Loops: 2})
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const conns = 4
+		started := make(chan struct{}, conns)
+		errs := make(chan error, conns)
+		for i := range conns {
+			go func() {
+				c := dial(t, s)
+				defer c.Close()
+				errs <- drainClient(c, i, started)
+			}()
+		}
+		timeout := time.After(20 * time.Second)
+		for range conns {
+			select {
+			case <-started:
+			case <-timeout:
+				t.Errorf("round %d: a stream had nothing echoed for 20 s", round)
+			}
+		}
+		s.Close()
+		for range conns {
+			<-errs // the server's close ends each client, EOF or reset
+		}
+		tr, lo := netio.UringTurns(s)
+		turns += tr
+		lost += lo
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("%d turns, %d lost", turns, lost)
+	if turns == 0 {
+		t.Fatal("no connection waited for buffers: the test did not test the queue")
+	}
+	if lost > turns/20 {
+		t.Errorf("%d of %d turns lost: connections armed for their turn find the ring dry", lost, turns)
+	}
+}
