@@ -237,13 +237,7 @@ func (s *epollServer) Addr() netip.AddrPort { return s.addr }
 func (s *epollServer) Stats() Stats {
 	var t Stats
 	for _, l := range s.loops {
-		st := l.st.snapshot()
-		t.Accepted += st.Accepted
-		t.Refused += st.Refused
-		t.Active += st.Active
-		t.Resets += st.Resets
-		t.BytesIn += st.BytesIn
-		t.BytesOut += st.BytesOut
+		t.add(l.st.snapshot())
 	}
 	return t
 }
@@ -253,23 +247,7 @@ func (s *epollServer) Stats() Stats {
 // close), and, if ctx ends first, to close everything at once.
 func (s *epollServer) Shutdown(ctx context.Context) error {
 	return s.shutdown.do(func() error {
-		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
-		var err error
-		if ctx.Err() != nil {
-			s.command(modeForce)
-			<-done
-			err = ctx.Err()
-		} else {
-			s.command(modeDrain)
-			select {
-			case <-done:
-			case <-ctx.Done():
-				s.command(modeForce)
-				<-done
-				err = ctx.Err()
-			}
-		}
+		err := drainThenForce(ctx, &s.wg, func() { s.command(modeDrain) }, func() { s.command(modeForce) })
 		// The loops have exited: their eventfds can go now, and not
 		// before, so that command never writes to a reused fd number.
 		for _, l := range s.loops {

@@ -218,3 +218,36 @@ func (o *onceErr) do(fn func() error) error {
 	<-o.done
 	return o.err
 }
+
+// add adds o's counters to s (a server's total over its loops).
+func (s *Stats) add(o Stats) {
+	s.Accepted += o.Accepted
+	s.Refused += o.Refused
+	s.Active += o.Active
+	s.Resets += o.Resets
+	s.BytesIn += o.BytesIn
+	s.BytesOut += o.BytesOut
+}
+
+// drainThenForce is the shutdown of a server made of loops: it asks them
+// to drain, and when ctx ends first (or has already ended) to close
+// everything at once; it returns when every loop has exited (wg), with
+// ctx.Err() if the drain was cut short.
+func drainThenForce(ctx context.Context, wg *sync.WaitGroup, drain, force func()) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if ctx.Err() != nil {
+		force()
+		<-done
+		return ctx.Err()
+	}
+	drain()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		force()
+		<-done
+		return ctx.Err()
+	}
+}
