@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestNetBadFlags(t *testing.T) {
 
 // startServeProcess runs `iopath net serve` in a process of its own and
 // returns it with the address it listens on.
-func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
+func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"net", "serve", "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(append(os.Environ(), cliEnv+"=1"), env...)
@@ -74,8 +75,8 @@ func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func startServeProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, s
 				for sc.Scan() {
 				}
 			}()
-			return cmd, m[1], &stderr
+			return cmd, m[1], stderr
 		}
 	}
 	cmd.Wait()
@@ -320,4 +321,23 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+// syncBuffer is a bytes.Buffer that a child's stderr copier and the test
+// may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
