@@ -24,89 +24,116 @@ func init() { register("io_uring", listenUring) }
 //
 // The steady state of a connection costs no system call of its own. A
 // multishot ACCEPT posts a completion (CQE) per new connection; each
-// connection has one multishot RECV that takes a buffer from the loop's
+// connection has one multishot RECV that takes buffers from the loop's
 // provided buffer ring for every chunk that arrives and posts a CQE naming
-// it; the loop sends the chunk back with a SEND straight from that buffer
-// (no copy in user space: the kernel copies it into the socket) and gives
-// the buffer back to the ring when the SEND's CQE says it went. Every
-// request prepared while the loop walks a batch of CQEs goes to the kernel
-// in the one io_uring_enter that also waits for the next batch, so under
-// load a thousand connections' echoes cost one system call.
+// them; the loop sends the chunk back straight from those buffers (no
+// copy in user space: the kernel copies them into the socket) and gives
+// them back when the send's CQE says they went. A pass over the ready
+// CQEs prepares the sends and RECVs they call for; then one io_uring_enter
+// submits them all and runs the completion work the kernel holds, and the
+// loop waits in io_uring_enter only when that brought no CQE.
 //
 // Kernel features, with the Linux version each needs:
 //
 //   - multishot ACCEPT: 5.19; provided buffer rings: 5.19; multishot RECV
 //     with a buffer group: 6.0. Listen probes for them (by trying a
 //     multishot recv on a socket pair) and fails with ErrNotSupported
-//     without them. SEND, RECV, ACCEPT, CLOSE: 5.6; SHUTDOWN: 5.11;
-//     ASYNC_CANCEL by fd: 5.19.
+//     without them. SEND, SENDMSG, RECV, ACCEPT, CLOSE: 5.6; SHUTDOWN:
+//     5.11; ASYNC_CANCEL by fd: 5.19; TIMEOUT: 5.4.
 //   - SINGLE_ISSUER (6.0) and DEFER_TASKRUN (6.1): the loop's thread is the
 //     only submitter, and the kernel runs completion work (the receive
-//     into a buffer, the CQE) only when that thread enters the ring to
-//     wait, in one batch, instead of interrupting it. COOP_TASKRUN (5.19)
-//     and TASKRUN_FLAG where DEFER_TASKRUN is refused. uring.New steps
-//     these down when the kernel refuses them.
-//   - the multishot RECV byte limits (sqe->len per receive, sqe->optlen
-//     over the request's life, Linux 6.16): exact backpressure with
-//     multishot RECVs, see below. Probed at Listen; without them the
-//     engine arms single RECVs instead.
+//     into a buffer, the CQE) only when that thread enters the ring, in
+//     one batch, instead of interrupting it. COOP_TASKRUN (5.19) and
+//     TASKRUN_FLAG (the kernel flags pending completion work, so that the
+//     loop enters the ring only when there is something to do) where
+//     DEFER_TASKRUN is refused. uring.New steps these down when the kernel
+//     refuses them.
+//   - multishot RECV bundles (6.10) and byte limits (sqe->len per receive,
+//     sqe->optlen over the request's life, 6.16): a receive fills several
+//     buffers at once, and the RECV takes an exact number of bytes, see
+//     Backpressure. Probed at Listen; without them the engine arms single
+//     RECVs of one buffer instead.
 //   - fixed files (Config.FixedFiles): ACCEPT into a sparse registered
 //     file table (5.19), so that connections are direct descriptors that
 //     cost no entry in the process's fd table and no fd lookup per
-//     request. The table has min(MaxConns, RLIMIT_NOFILE) slots per loop
-//     (the kernel caps it at RLIMIT_NOFILE): past that, ACCEPT fails with
-//     ENFILE and the loop backs off as for EMFILE.
+//     request. The table has min(MaxConns+64, RLIMIT_NOFILE) slots per
+//     loop (the kernel caps it at RLIMIT_NOFILE). A connection beyond a
+//     full table is closed by the kernel (ACCEPT takes it from the queue,
+//     then fails with ENFILE): the loop counts it as refused and backs
+//     off as for EMFILE.
 //   - SQPOLL (Config.SQPoll): a kernel thread per ring polls the SQ, so
 //     submitting costs no system call, at the price of a core that the
-//     thread keeps busy while the loop is (and that the process's CPU
-//     time does not show).
+//     thread keeps busy while the loop is.
 //
 // Backpressure: a connection holds at most Config.BufSize bytes received
 // and not yet sent, exactly. With the RECV limits the loop arms a
-// connection's RECV only when the budget left (BufSize minus what it
-// holds) has room for at least one receive of n = min(provided buffer
-// size, BufSize) bytes and a quarter of BufSize, with receives of at most
-// n bytes and a limit of budget-n+1: the kernel ends the RECV with the
-// receive that reaches the limit, so what the connection holds never
-// exceeds BufSize. When the peer does not read, the SEND waits in the
-// kernel, the RECV stays unarmed, the socket's receive queue fills and
-// TCP's window closes on the writer. Without the limits (Linux 6.0 to
-// 6.15) the loop uses single RECVs of one receive each, re-armed after
-// each CQE while a receive's worth of budget is left: a RECV more per
-// message, but the same exact bound. (Cancelling a multishot RECV at the
-// bound does not bound it: while data is waiting the kernel fills buffer
-// after buffer within one io_uring_enter, hundreds of KiB on loopback,
-// before the loop sees a CQE.) A connection also holds at most a fixed
-// number of buffers (twice what BufSize fills, at least 4), its multishot
-// RECV cancelled past that, so that a peer trickling one byte at a time
-// cannot take a whole buffer per byte.
+// connection's RECV when at least a quarter of BufSize is free, with a
+// limit of what is free: a bundle RECV cuts each receive to the limit
+// left, so what the connection holds never exceeds BufSize. When the peer
+// does not read, the send waits in the kernel, the RECV stays unarmed,
+// the socket's receive queue fills and TCP's window closes on the writer.
+// Without the limits (Linux 6.0 to 6.15) the loop uses single RECVs of
+// one buffer, re-armed after each CQE while a buffer's worth is free: a
+// RECV more per message, but the same exact bound. (Cancelling a
+// multishot RECV at the bound does not bound it: while data is waiting
+// the kernel fills buffer after buffer within one io_uring_enter, hundreds
+// of KiB on loopback, before the loop sees a CQE.) A connection also holds
+// at most twice the buffers BufSize fills (at least 4), its RECV cancelled
+// past that, so that a peer trickling bytes one at a time cannot take a
+// buffer per byte.
 //
-// The provided buffer ring is shared by a loop's connections: 4096
-// buffers of 4 KiB (16 MiB of address space per loop, resident as it is
-// used). A 4 KiB buffer takes a 64-byte message or a 64 KiB stream in 16
-// receives, and the ring holds the in-flight data of 4096 connections
-// with a message each. When it runs dry a RECV ends with ENOBUFS; the
-// connection waits in a queue and its RECV is re-armed once buffers come
-// back. The per-connection cap keeps one slow reader from taking more
-// than its share, but it is a cap, not a reservation: with the default 64
-// KiB BufSize, 256 connections whose peers write and never read hold the
-// whole ring, and the loop's other connections then wait for buffers
-// until those peers read or go (their data stays in the kernel's socket
-// queues meanwhile; nothing is lost).
+// Buffers: each loop has 4096 buffers of 4 KiB (16 MiB of address space;
+// resident as used). A 64-byte message takes one, a 16 KiB message one
+// receive of four; a receive takes up to BufSize at once (64 buffers at
+// most), as epoll's read does: receives of a quarter of it cost twice
+// the CPU on pipelined 16 KiB messages (each receive opens the peer's
+// TCP window a little, and its pending data comes in small pieces).
 //
-// Sends: a connection has at most one SEND in flight, so its echo goes
-// out in order without links; chunks that arrive meanwhile queue behind
-// it and go together in one SENDMSG (up to 16 buffers). Sends carry
-// MSG_WAITALL, so a send the socket cannot take at once is finished by
-// the kernel (which waits for room) rather than returned short; a short
-// result after an error is still handled (the rest is sent, or the
-// connection closed).
+// The ring itself is kept shallow, 256 buffers to start, refilled at each
+// pass from a stack of the buffers given back last, so that the kernel
+// fills buffers that are still in the CPU's cache: a ring holding all
+// 4096 would cycle through 16 MiB and miss the cache on every receive,
+// where epoll reads into one hot buffer (measured here: a full ring cost
+// about a tenth more CPU per 16 KiB message). Its depth doubles when a
+// RECV finds it empty (ENOBUFS) and decays slowly. A RECV that
+// ended with ENOBUFS waits in a queue and is re-armed when buffers come
+// back; while the free buffers could run out under every RECV waiting to
+// be armed, the loop arms only as many as the free buffers hold full
+// receives for, each limited to an equal share, and the rest wait their
+// turn, so that a dry ring is shared rather than taken whole by whichever
+// RECV comes first (measured: turns of a full receive rather than a
+// sliver each halve the CPU of 1000 streams of 16 KiB messages).
+// A connection whose peer does not read holds no provided buffer for
+// long (see Sends); the ring runs dry only when many connections receive
+// at once, and then they take turns.
+//
+// Sends: a connection has at most one send in flight, so its echo goes
+// out in order without links. The sends of a pass are prepared at its
+// end, so that the chunks of a message that arrived in several receives
+// go in one SENDMSG (up to 64 buffers), not one TCP segment per receive.
+// A send from the provided buffers tries once (MSG_DONTWAIT) rather than
+// wait for room while holding buffers the other connections need: what a
+// full socket does not take is copied into a buffer of the connection's
+// own (from bufpool, pinned while the kernel reads it; epoll's loop does
+// the same with what a partial send leaves), the provided buffers go
+// back, and the connection receives nothing more until that copy is sent,
+// by a send that waits for room (MSG_WAITALL: the kernel finishes it
+// rather than return it short). So only a connection whose peer reads
+// slowly holds memory (BufSize at most), and none of it is the ring's.
+//
+// Entering the ring: the io_uring_enter after a pass, which submits the
+// sends and runs the receives' completion work, does the work of a whole
+// batch and can take longer than 20 µs. Made as an ordinary Go system
+// call it would have the runtime's monitor take the loop's P and wake
+// another thread to run it, two context switches per batch. So it is made
+// as a raw system call (it never waits), and only a call that waits for
+// a CQE, when there is nothing to do, goes through the runtime.
 //
 // user_data: an op tag (8 bits), a generation (24 bits) and an index into
 // the loop's connection table (32 bits), never a Go pointer. A slot is
 // reused only after the CQEs of all its requests have been reaped, so a
 // CQE for a freed slot means a bug; the generation catches it anyway, and
-// the CQE is dropped (its buffer, if any, given back).
+// the CQE is dropped (its buffers, if any, given back).
 //
 // Closing: the loop cancels the connection's requests (ASYNC_CANCEL by
 // fd), waits for their last CQEs, gives its queued buffers back, then
@@ -121,7 +148,8 @@ func init() { register("io_uring", listenUring) }
 // every RECV, sends what each connection holds, half-closes it with
 // SHUTDOWN(SHUT_WR), then reads and drops whatever the peer still sends
 // until it closes. Shutdown wakes each loop through an eventfd the loop
-// keeps a READ posted on.
+// keeps a READ posted on. EMFILE and friends from ACCEPT stop accepting
+// for 10 ms (a TIMEOUT request) rather than fail again at once.
 type uringServer struct {
 	cfg   Config
 	addr  netip.AddrPort
@@ -162,12 +190,15 @@ var defaultUringParams = uringParams{bufEntries: 4096, bufSize: 4096}
 // Listen; only tests set it.
 var uringTestParams *uringParams
 
-// uringProbe is the result of probing the kernel for what the engine
-// needs, once per process.
+// uringProbe caches what probing the kernel found, once the answer is
+// conclusive: the probe worked, or the kernel lacks a feature. A probe
+// that failed for want of a resource (descriptors, memory) is tried again
+// at the next Listen.
 var uringProbe struct {
-	once      sync.Once
+	mu        sync.Mutex
+	done      bool
 	err       error // not nil: the engine cannot run here
-	recvLimit bool  // the multishot RECV limits work
+	recvLimit bool  // multishot RECV bundles with the byte limits work
 }
 
 func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
@@ -178,7 +209,9 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 	if uringTestParams != nil {
 		p = *uringTestParams
 	}
+	uringProbe.mu.Lock()
 	recvLimit := uringProbe.recvLimit && !p.noRecvLimit
+	uringProbe.mu.Unlock()
 	if cfg.FixedFiles && p.fileSlots == 0 {
 		soft, _, err := sys.Nofile()
 		if err != nil {
@@ -240,9 +273,15 @@ func uringSupported() error {
 			return fmt.Errorf("io_uring server: %w: kernel %s lacks IORING_OP_%s", ErrNotSupported, r.Kernel, op)
 		}
 	}
-	uringProbe.once.Do(func() {
-		uringProbe.recvLimit, uringProbe.err = probeRecvMultishot()
-	})
+	uringProbe.mu.Lock()
+	defer uringProbe.mu.Unlock()
+	if !uringProbe.done {
+		limits, err := probeRecvMultishot()
+		if err != nil && !errors.Is(err, ErrNotSupported) {
+			return err
+		}
+		uringProbe.done, uringProbe.recvLimit, uringProbe.err = true, limits, err
+	}
 	return uringProbe.err
 }
 
@@ -291,10 +330,12 @@ func probeRecvMultishot() (limits bool, err error) {
 			}
 		}
 	}
-	for _, withLimits := range []bool{true, false} {
-		// A byte is waiting, so the RECV completes at once: with the
-		// limit of 1 its first CQE is also its last; without, it stays
-		// armed and is cancelled.
+	// try arms a multishot RECV, with the limits or without, on a socket
+	// with a byte waiting, so that it completes at once: with the limit
+	// of 1 its first CQE is also its last; without, it stays armed and is
+	// cancelled. It reports -EINVAL (the kernel does not know the
+	// request) as einval.
+	try := func(withLimits bool) (einval bool, err error) {
 		if _, err := sys.Write(fds[1], []byte{1}); err != nil {
 			return false, fmt.Errorf("io_uring server: probe: write: %w", err)
 		}
@@ -312,12 +353,8 @@ func probeRecvMultishot() (limits bool, err error) {
 			return false, fmt.Errorf("io_uring server: probe: %w", err)
 		}
 		if c.Res == -int32(sys.EINVAL) {
-			if withLimits {
-				// Drain the byte: the next try finds one byte waiting.
-				sys.Read(fds[0], make([]byte, 1))
-				continue
-			}
-			return notSupported("multishot recv (Linux 6.0)", sys.EINVAL)
+			sys.Read(fds[0], make([]byte, 1)) // the byte is still there
+			return true, nil
 		}
 		if c.Res != 1 || c.Flags&uring.CQEFBuffer == 0 {
 			return false, fmt.Errorf("io_uring server: probe: multishot recv: result %d, flags %#x, want 1 byte in a provided buffer", c.Res, c.Flags)
@@ -332,9 +369,19 @@ func probeRecvMultishot() (limits bool, err error) {
 				}
 			}
 		}
-		return withLimits, nil
+		return false, nil
 	}
-	panic("unreachable")
+	einval, err := try(true)
+	if err != nil || !einval {
+		return err == nil, err
+	}
+	if einval, err = try(false); err != nil {
+		return false, err
+	}
+	if einval {
+		return notSupported("multishot recv (Linux 6.0)", sys.EINVAL)
+	}
+	return false, nil
 }
 
 func (s *uringServer) Engine() string       { return "io_uring" }

@@ -47,3 +47,14 @@ func UringTurns(s Server) (turns, lost int64) {
 	}
 	return
 }
+
+// UringStalled returns how many of an io_uring server's connections hold
+// a stall buffer (bytes their full socket would not take, copied out of
+// the provided buffers).
+func UringStalled(s Server) int64 {
+	var n int64
+	for _, l := range s.(*uringServer).loops {
+		n += l.stalled.Load()
+	}
+	return n
+}

@@ -3,10 +3,12 @@ package netio
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
 )
@@ -44,8 +46,8 @@ const (
 	uringCQEntries = 32768
 	// uringBatch is how many CQEs one pass handles.
 	uringBatch = 1024
-	// uringMaxIov is the most queued buffers one SENDMSG sends: 64 KiB
-	// of 1 KiB buffers, a TCP segment's worth on loopback.
+	// uringMaxIov is the most queued buffers one SENDMSG sends (256 KiB
+	// of 4 KiB buffers), and bounds a bundle receive (see setup).
 	uringMaxIov = 64
 	// uringIovBlocks is how many SENDMSGs with several buffers a loop
 	// keeps in flight at once; a connection that finds none free sends
@@ -92,11 +94,26 @@ type uconn struct {
 	turn       bool  // the RECV was armed for a share of scarce buffers and has had no data yet
 	dirty      bool  // on the loop's list of connections to send for at the end of the pass
 	iov        int16 // the arena block of the SENDMSG in flight, -1 when none
+	stallSend  bool  // the send in flight is from stall
+	sendLen    int32 // bytes the send in flight was asked to send
+	// stall holds bytes the socket would not take, copied out of the
+	// provided buffers (see stallConn); nil almost always.
+	stall *ustall
+}
+
+// ustall is a connection's own buffer for the bytes a full socket would
+// not take: from bufpool, pinned while a send reads it. Bytes [off, end)
+// are still to send.
+type ustall struct {
+	buf      *bufpool.Buf
+	off, end int32
+	pin      runtime.Pinner
 }
 
 // uloop is one completion loop. Only its goroutine touches its fields,
-// except st, pauses and stale (atomic) and efd (closed by Shutdown after
-// the goroutine has exited).
+// except st and the test counters (atomic), ringFlags (set before the
+// loop reports ready) and efd (closed by Shutdown after the goroutine has
+// exited).
 type uloop struct {
 	_  [64]byte
 	st counters
@@ -165,13 +182,19 @@ type uloop struct {
 	// recvQ queues the connections whose RECV is to be armed, oldest
 	// first: new ones, those whose RECV ended (its limit, ENOBUFS), those
 	// that have room again. endPass arms them. While the free buffers
-	// could run out under them all, it arms as many as there are free
-	// buffers, each for an equal share, and the rest wait for buffers to
-	// come back: so connections take turns at a dry ring, rather than
-	// the first armed taking every buffer each time it refills.
+	// could run out under them all, it arms only as many as the free
+	// buffers hold full receives for (at least one), each for an equal
+	// share, and the rest wait for buffers to come back: so connections
+	// take turns at a dry ring, rather than the first armed taking every
+	// buffer each time it refills, and a turn is a full receive, not a
+	// sliver of one (many small receives cost the peer's TCP more).
 	recvQ []int32
 	share int32   // while endPass arms the queue: the bytes each may take (0: no cap)
 	dirty []int32 // connections with bytes to send, see wantSend
+	// stalls are ustalls to reuse, and stalled counts the connections
+	// holding one (for tests).
+	stalls  []*ustall
+	stalled atomic.Int64
 
 	acceptArmed, acceptCancel bool
 	timerArmed, timerCancel   bool
@@ -283,12 +306,14 @@ func (l *uloop) setup() error {
 	l.cqes = make([]uring.CQE, uringBatch)
 	l.conns = make([]uconn, 0, 256)
 	// A single RECV takes one buffer. A bundle RECV (with the limits) may
-	// fill several with one receive: up to a quarter of BufSize, so that
-	// a stream takes a few receives per BufSize rather than one per
-	// buffer, and the RECV is armed again once a quarter is free.
+	// fill several with one receive, up to all the budget: as epoll's
+	// read of up to BufSize, one large receive per burst. Receives of a
+	// quarter of BufSize cost twice the CPU on pipelined 16 KiB messages:
+	// each receive opens the TCP window a little, and the peer's pending
+	// data then comes in small pieces.
 	l.recvLen = uint32(min(l.p.bufSize, cfg.BufSize))
 	if l.recvLimit {
-		l.recvLen = uint32(min(cfg.BufSize, max(l.p.bufSize, min(cfg.BufSize/4, uringMaxIov*l.p.bufSize))))
+		l.recvLen = uint32(min(cfg.BufSize, uringMaxIov*l.p.bufSize))
 	}
 	l.maxBufs = int32(max(4, 2*((cfg.BufSize+l.p.bufSize-1)/l.p.bufSize)))
 	return nil
@@ -326,6 +351,14 @@ func (l *uloop) abandon() {
 		if !l.fixed {
 			sys.Close(int(c.fd))
 		}
+		if st := c.stall; st != nil {
+			// Like the mappings, kept for good rather than reused.
+			st.pin.Unpin()
+			abandonedMu.Lock()
+			abandonedStalls = append(abandonedStalls, st.buf)
+			abandonedMu.Unlock()
+			c.stall = nil
+		}
 		c.state = ucFree
 		l.st.active.Add(-1)
 		l.s.open.Add(-1)
@@ -335,8 +368,16 @@ func (l *uloop) abandon() {
 	l.ring, l.br, l.arena = nil, nil, nil
 }
 
+// abandonedStalls keeps the stall buffers of loops whose ring failed,
+// which a send may still have been reading.
+var (
+	abandonedMu     sync.Mutex
+	abandonedStalls []*bufpool.Buf
+)
+
 // serve is the loop: handle every CQE ready, then submit what that
-// prepared and wait for more, in one io_uring_enter.
+// prepared and run the kernel's completion work, and wait only when that
+// brought nothing.
 func (l *uloop) serve() {
 	for {
 		n := l.ring.PeekBatch(l.cqes)
@@ -450,9 +491,7 @@ func (l *uloop) handle(cqe *uring.CQE) {
 func (l *uloop) dropStale(cqe *uring.CQE) {
 	l.stale.Add(1)
 	if cqe.Flags&uring.CQEFBuffer != 0 {
-		var gone uconn // not open: its buffers are given back
-		l.takeBuffers(&gone, cqe.BufferID(), max(cqe.Res, 1))
-		l.passIn -= int64(max(cqe.Res, 1)) // not this server's bytes any more
+		l.takeBuffers(nil, cqe.BufferID(), cqe.Res)
 	}
 }
 
@@ -499,16 +538,94 @@ func (l *uloop) onSend(i int32, c *uconn, cqe *uring.CQE) {
 		c.iov = -1
 	}
 	res := cqe.Res
+	if c.stallSend {
+		c.stallSend = false
+		if res > 0 {
+			l.passOut += int64(res)
+			c.held -= res
+			if st := c.stall; st.off+res < st.end {
+				st.off += res
+			} else {
+				l.releaseStall(c)
+			}
+			return
+		}
+		// -EPIPE, -ECONNRESET; -ECANCELED only comes while closing.
+		if res != -int32(sys.ECANCELED) {
+			l.closeConn(i, c, true)
+		}
+		return
+	}
 	if res > 0 {
 		l.passOut += int64(res)
 		l.consume(c, uint32(res))
-		return
+		if res == c.sendLen {
+			return
+		}
 	}
-	// -EPIPE, -ECONNRESET; 0 would mean no progress and is an error too.
-	// -ECANCELED only comes while closing.
-	if res != -int32(sys.ECANCELED) {
+	switch {
+	case res >= 0 || res == -int32(sys.EAGAIN):
+		// The socket is full (the send tried once, MSG_DONTWAIT): copy
+		// the rest out of the provided buffers and send it from there.
+		l.stallConn(i, c)
+	case res != -int32(sys.ECANCELED):
+		// -EPIPE, -ECONNRESET; -ECANCELED only comes while closing.
 		l.closeConn(i, c, true)
 	}
+}
+
+// stallConn copies what a connection holds in provided buffers into a
+// buffer of its own and gives the provided buffers back, when its socket
+// would not take them: a peer that reads slowly must not keep buffers the
+// loop's other connections receive into (epoll's loop does the same with
+// what a partial send leaves). The connection receives no more until the
+// copy is sent; its RECV, if armed, is cancelled.
+func (l *uloop) stallConn(i int32, c *uconn) {
+	n := c.held
+	if c.stall != nil {
+		n -= c.stall.end - c.stall.off // cannot happen: sends from the queue wait for the stall to drain
+	}
+	if n <= 0 || c.head < 0 {
+		return
+	}
+	var st *ustall
+	if k := len(l.stalls); k > 0 {
+		st = l.stalls[k-1]
+		l.stalls = l.stalls[:k-1]
+	} else {
+		st = new(ustall)
+	}
+	st.buf = bufpool.Get(int(n))
+	b := st.buf.Bytes()
+	st.off, st.end = 0, 0
+	for x := c.head; x >= 0; {
+		next := l.segNext[x]
+		st.end += int32(copy(b[st.end:], l.br.Buf(uint16(x))[l.segOff[x]:l.segEnd[x]]))
+		l.recycle(uint16(x))
+		x = next
+	}
+	c.head, c.tail, c.bufs = -1, -1, 0
+	st.pin.Pin(&b[0])
+	c.stall = st
+	l.stalled.Add(1)
+	if c.recv && !c.recvCancel {
+		l.cancelRecv(i, c)
+	}
+}
+
+// releaseStall frees a connection's stall buffer once sent, or at its
+// close (when no send is in flight).
+func (l *uloop) releaseStall(c *uconn) {
+	st := c.stall
+	if st == nil {
+		return
+	}
+	st.pin.Unpin()
+	st.buf.Release()
+	st.buf = nil
+	l.stalls = append(l.stalls, st)
+	c.stall = nil
+	l.stalled.Add(-1)
 }
 
 // advance moves a connection on after an event.
@@ -519,7 +636,7 @@ func (l *uloop) advance(i int32, c *uconn) {
 		if c.eof {
 			// The peer half-closed: when all it sent is echoed, close,
 			// which sends our FIN after the data.
-			if c.head < 0 && !c.sending {
+			if c.head < 0 && c.stall == nil && !c.sending {
 				l.closeConn(i, c, false)
 			}
 			return
@@ -533,7 +650,7 @@ func (l *uloop) advance(i int32, c *uconn) {
 		l.armRecv(i, c)
 	case ucDrain:
 		l.wantSend(i, c)
-		if c.head >= 0 || c.sending || c.recv || c.shut {
+		if c.head >= 0 || c.stall != nil || c.sending || c.recv || c.shut {
 			return
 		}
 		if c.eof {
@@ -593,7 +710,7 @@ func (l *uloop) armRecv(i int32, c *uconn) {
 }
 
 func (l *uloop) recvRoom(c *uconn) bool {
-	if c.recv || c.queued || c.eof || c.bufs > l.maxBufs/2 {
+	if c.recv || c.queued || c.eof || c.stall != nil || c.bufs > l.maxBufs/2 {
 		return false
 	}
 	bufSize := int32(l.s.cfg.BufSize)
@@ -660,19 +777,19 @@ func (l *uloop) cancelRecv(i int32, c *uconn) {
 
 // takeBuffers takes the buffers of a RECV's CQE: the first is bid, and a
 // bundle of res bytes runs on through the buffers after it in the ring.
-// Their bytes are queued to send, or dropped after our FIN or while
-// closing.
+// Their bytes are counted and queued to send, or counted and dropped
+// after our FIN or while closing. A stale CQE's buffers (c nil) are
+// dropped uncounted.
 func (l *uloop) takeBuffers(c *uconn, bid uint16, res int32) {
-	if res <= 0 {
-		l.outstanding++
-		l.recycle(bid) // cannot happen: a buffer with no data
-		return
+	keep := false
+	if c != nil && res > 0 {
+		l.passIn += int64(res)
+		keep = c.state == ucOpen || c.state == ucDrain
 	}
-	l.passIn += int64(res)
-	keep := c.state == ucOpen || c.state == ucDrain
 	size := int32(l.p.bufSize)
 	p := l.ringPos[bid]
-	for rest := res; rest > 0; rest -= size {
+	// A CQE with a buffer and no data cannot happen; its buffer goes back.
+	for rest := max(res, 1); rest > 0; rest -= size {
 		id := l.ringBid[p]
 		p++
 		l.inRing--
@@ -762,26 +879,43 @@ func (l *uloop) refill() {
 // 16 KiB message arrives as four 4 KiB receives in a row, and sending
 // each as it came would make four TCP segments of one.
 func (l *uloop) wantSend(i int32, c *uconn) {
-	if c.sending || c.dirty || c.head < 0 {
+	if c.sending || c.dirty || c.head < 0 && c.stall == nil {
 		return
 	}
 	c.dirty = true
 	l.dirty = append(l.dirty, i)
 }
 
-// startSend sends the head of the queue, from the provided buffers
-// themselves: one buffer with SEND, several with SENDMSG.
+// startSend sends what the connection holds: its stall buffer if it has
+// one, else the head of its queue, from the provided buffers themselves
+// (one buffer with SEND, several with SENDMSG). A send from the provided
+// buffers tries once (MSG_DONTWAIT) rather than wait for room while it
+// holds them: what the socket does not take goes to a stall buffer
+// (onSend). A send from the stall buffer waits, and with MSG_WAITALL the
+// kernel finishes it rather than return it short.
 func (l *uloop) startSend(i int32, c *uconn) {
 	c.dirty = false
-	if c.sending || c.head < 0 {
+	if c.sending {
 		return
 	}
-	const flags = sys.MSG_NOSIGNAL | sys.MSG_WAITALL
 	ud := udata(uopSend, i, c.gen)
+	if st := c.stall; st != nil {
+		sqe := l.sqe()
+		sqe.PrepSend(c.fd, st.buf.Bytes()[st.off:st.end], sys.MSG_NOSIGNAL|sys.MSG_WAITALL, ud)
+		l.fixFile(sqe)
+		c.sending, c.stallSend = true, true
+		c.inflight++
+		return
+	}
+	if c.head < 0 {
+		return
+	}
+	const flags = sys.MSG_NOSIGNAL | sys.MSG_DONTWAIT
 	b := c.head
 	sqe := l.sqe()
 	if l.segNext[b] < 0 || len(l.iovFree) == 0 {
 		sqe.PrepSend(c.fd, l.br.Buf(uint16(b))[l.segOff[b]:l.segEnd[b]], flags, ud)
+		c.sendLen = int32(l.segEnd[b] - l.segOff[b])
 	} else {
 		// The msghdr and iovecs live in an arena block that the
 		// connection keeps until this send's CQE.
@@ -792,10 +926,12 @@ func (l *uloop) startSend(i int32, c *uconn) {
 		msg := (*sys.Msghdr)(base)
 		iov := unsafe.Slice((*sys.Iovec)(unsafe.Add(base, 64)), uringMaxIov)
 		n := 0
+		c.sendLen = 0
 		for x := b; x >= 0 && n < uringMaxIov; x = l.segNext[x] {
 			seg := l.br.Buf(uint16(x))[l.segOff[x]:l.segEnd[x]]
 			iov[n].Base = &seg[0]
 			iov[n].SetLen(len(seg))
+			c.sendLen += int32(len(seg))
 			n++
 		}
 		*msg = sys.Msghdr{Iov: &iov[0]}
@@ -833,6 +969,7 @@ func (l *uloop) closeConn(i int32, c *uconn, reset bool) {
 // socket with a CLOSE request and frees the slot. Nothing of it is in
 // flight any more.
 func (l *uloop) finishClose(i int32, c *uconn) {
+	l.releaseStall(c)
 	for b := c.head; b >= 0; {
 		next := l.segNext[b]
 		l.recycle(uint16(b))
@@ -1022,7 +1159,7 @@ func (l *uloop) endPass() {
 		size := int32(l.p.bufSize)
 		k := int32(len(l.recvQ))
 		if perRecv := (int32(l.recvLen) + size - 1) / size; k*perRecv > free {
-			k = min(k, free)
+			k = min(k, max(1, free/perRecv))
 			l.share = max(1, free/k) * size
 		}
 		taken := 0

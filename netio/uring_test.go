@@ -621,3 +621,104 @@ func TestUringFairness(t *testing.T) {
 		t.Errorf("%d of %d turns lost: connections armed for their turn find the ring dry", lost, turns)
 	}
 }
+
+// TestUringFixedManyConns: thousands of connections as direct
+// descriptors, each served, with the server taking no fd for any.
+func TestUringFixedManyConns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: thousands of connections take a second or two")
+	}
+	checkFds(t)
+	requireUring(t)
+	const n = 3000
+	if got, err := sys.RaiseNofile(n + 500); got < n+500 {
+		t.Skipf("RLIMIT_NOFILE is %d and could not be raised to %d (%v)", got, n+500, err)
+	}
+	s := start(t, "io_uring", netio.Config{FixedFiles: true, Loops: 2})
+	before := countFds(t)
+	conns := make([]*net.TCPConn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 16 {
+				c, err := dialRetry(s.Addr())
+				if err != nil {
+					t.Errorf("conn %d: %v", i, err)
+					return
+				}
+				conns[i] = c
+				ping(t, c, i)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	if st := s.Stats(); st.Active != n || st.Accepted != n {
+		t.Errorf("stats %+v: want %d accepted and active", st, n)
+	}
+	if grew := countFds(t) - before; grew != n {
+		t.Errorf("%d connections took %d fds in this process, want %d (the clients' only)", n, grew, n)
+	}
+}
+
+// TestUringStalledPeerKeepsNoBuffers: the bytes of a connection whose
+// peer does not read are copied out of the provided buffers, so that with
+// a ring smaller than one connection's BufSize, another connection is
+// still echoed. Without the copy the stalled connection would hold every
+// buffer until its peer read.
+func TestUringStalledPeerKeepsNoBuffers(t *testing.T) {
+	checkFds(t)
+	requireUring(t)
+	restore := netio.SetUringTestParams(8, 4096, 0, false) // 32 KiB in all
+	s := start(t, "io_uring", netio.Config{Loops: 1, BufSize: 64 << 10})
+	restore()
+	slow := dial(t, s)
+	defer slow.Close()
+	slow.SetReadBuffer(16 << 10)
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := slow.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for netio.UringStalled(s) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection whose peer does not read never stalled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c := dial(t, s)
+	defer c.Close()
+	msg := make([]byte, 1000)
+	got := make([]byte, len(msg))
+	for i := range 100 {
+		pattern(msg, i, 0)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatalf("round %d beside a stalled connection: %v", i, err)
+		}
+		if string(got) != string(msg) {
+			t.Fatalf("round %d: wrong echo", i)
+		}
+	}
+	slow.SetLinger(0)
+	slow.Close()
+	waitActive(t, s, 1)
+}

@@ -340,7 +340,7 @@ func TestServerKeepsHalfOpen(t *testing.T) {
 				srv := startBroken(t, fault{kind: "nofin"})
 				res, err := Run(context.Background(), Config{
 					Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode), Client: client,
-					Duration: 100 * time.Millisecond, Drain: 200 * time.Millisecond,
+					Duration: 100 * time.Millisecond, Drain: time.Second,
 				})
 				clean(t, res, err)
 			})
