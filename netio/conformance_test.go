@@ -589,29 +589,7 @@ func TestShutdownDrains(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		const conns = 8
-		var wg sync.WaitGroup
-		started := make(chan struct{}, conns)
-		for i := range conns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := dial(t, s)
-				defer c.Close()
-				if err := drainClient(c, i, started); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		for range conns {
-			<-started
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		wg.Wait()
+		ctx := shutdownWhileStreaming(t, s, 8)
 		if _, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr())); err == nil {
 			t.Error("dial after Shutdown succeeded")
 		}
@@ -622,6 +600,36 @@ func TestShutdownDrains(t *testing.T) {
 			t.Errorf("second Shutdown: %v", err)
 		}
 	})
+}
+
+// shutdownWhileStreaming streams on conns connections (drainClient), and
+// once each has had an echo shuts s down with a 10 s deadline; it returns
+// when every client has seen its EOF, with that deadline's context.
+func shutdownWhileStreaming(t *testing.T, s netio.Server, conns int) context.Context {
+	t.Helper()
+	var wg sync.WaitGroup
+	started := make(chan struct{}, conns)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			if err := drainClient(c, i, started); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for range conns {
+		<-started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	wg.Wait()
+	return ctx
 }
 
 // drainClient writes a stream until the server's FIN, reading the echo

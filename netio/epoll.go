@@ -2,8 +2,6 @@ package netio
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -263,24 +261,13 @@ func (s *epollServer) Shutdown(ctx context.Context) error {
 }
 
 // Close is Shutdown with no grace.
-func (s *epollServer) Close() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := s.Shutdown(ctx)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
+func (s *epollServer) Close() error { return closeNow(s.Shutdown) }
 
 // command raises the mode and wakes every loop to act on it.
 func (s *epollServer) command(m int32) {
 	s.mode.Store(m)
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
 	for _, l := range s.loops {
-		// EAGAIN (the counter is full) is fine: the loop is woken anyway.
-		sys.Write(l.efd, one[:])
+		wake(l.efd)
 	}
 }
 

@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/iopath/iopath/internal/sys"
 )
 
 func epollStart(t *testing.T, cfg Config) *epollServer {
@@ -173,51 +170,8 @@ func TestEpollAcceptPause(t *testing.T) {
 	a := epollDial(t, s)
 	epollPing(t, a, "before")
 
-	var rl sys.Rlimit
-	if err := sys.Getrlimit(sys.RLIMIT_NOFILE, &rl); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := 0
-	for _, e := range ents {
-		if fd, err := strconv.Atoi(e.Name()); err == nil {
-			top = max(top, fd)
-		}
-	}
-	low := rl
-	low.Cur = uint64(top + 16)
-	if err := sys.Setrlimit(sys.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	// Take every descriptor under the limit, then give one back for the
-	// client's socket: the server's accept has none left.
-	var fillers []int
-	restore := func() {
-		for _, fd := range fillers {
-			sys.Close(fd)
-		}
-		fillers = nil
-		sys.Setrlimit(sys.RLIMIT_NOFILE, &rl)
-	}
-	defer restore()
-	for {
-		fd, err := sys.Open("/dev/null", sys.O_RDONLY)
-		if err != nil {
-			if e, _ := sys.Errno(err); e != sys.EMFILE {
-				t.Fatal(err)
-			}
-			break
-		}
-		fillers = append(fillers, fd)
-	}
-	if len(fillers) == 0 {
-		t.Fatal("no descriptor was free under the lowered limit")
-	}
-	sys.Close(fillers[len(fillers)-1])
-	fillers = fillers[:len(fillers)-1]
+	starve := LowerNofile(t)
+	starve.FillAllButOne()
 	b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +196,7 @@ func TestEpollAcceptPause(t *testing.T) {
 		t.Errorf("stats %+v during EMFILE: want 1 accepted, nothing else counted", st)
 	}
 
-	restore()
+	starve.Restore()
 	epollPing(t, b, "after") // accepted once descriptors are free
 	if st := s.Stats(); st.Accepted != 2 || st.Active != 2 {
 		t.Errorf("stats %+v: want 2 accepted, 2 active", st)

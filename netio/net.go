@@ -181,12 +181,4 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	})
 }
 
-func (s *netServer) Close() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := s.Shutdown(ctx)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
+func (s *netServer) Close() error { return closeNow(s.Shutdown) }

@@ -2,6 +2,7 @@ package netio
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // ErrNotSupported is wrapped by Listen's error when an engine cannot run on
@@ -250,4 +253,23 @@ func drainThenForce(ctx context.Context, wg *sync.WaitGroup, drain, force func()
 		<-done
 		return ctx.Err()
 	}
+}
+
+// closeNow is Close for every engine: Shutdown with no grace, where the
+// cancelled context's own error is not a failure.
+func closeNow(shutdown func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := shutdown(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// wake adds one to the eventfd efd, waking the loop waiting on it. EAGAIN
+// (the counter is full) is fine: the loop is woken anyway.
+func wake(efd int) {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	sys.Write(efd, one[:])
 }

@@ -2,7 +2,6 @@ package netio
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -391,13 +390,7 @@ func (s *uringServer) Addr() netip.AddrPort { return s.addr }
 func (s *uringServer) Stats() Stats {
 	var t Stats
 	for _, l := range s.loops {
-		st := l.st.snapshot()
-		t.Accepted += st.Accepted
-		t.Refused += st.Refused
-		t.Active += st.Active
-		t.Resets += st.Resets
-		t.BytesIn += st.BytesIn
-		t.BytesOut += st.BytesOut
+		t.add(l.st.snapshot())
 	}
 	return t
 }
@@ -406,23 +399,7 @@ func (s *uringServer) Stats() Stats {
 // and, if ctx ends first, to close everything at once.
 func (s *uringServer) Shutdown(ctx context.Context) error {
 	return s.shutdown.do(func() error {
-		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
-		var err error
-		if ctx.Err() != nil {
-			s.command(uringForce)
-			<-done
-			err = ctx.Err()
-		} else {
-			s.command(uringDrain)
-			select {
-			case <-done:
-			case <-ctx.Done():
-				s.command(uringForce)
-				<-done
-				err = ctx.Err()
-			}
-		}
+		err := drainThenForce(ctx, &s.wg, func() { s.command(uringDrain) }, func() { s.command(uringForce) })
 		s.closeEventfds()
 		if err == nil {
 			s.errMu.Lock()
@@ -434,25 +411,14 @@ func (s *uringServer) Shutdown(ctx context.Context) error {
 }
 
 // Close is Shutdown with no grace.
-func (s *uringServer) Close() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := s.Shutdown(ctx)
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
+func (s *uringServer) Close() error { return closeNow(s.Shutdown) }
 
 // command raises the mode and wakes every loop to act on it.
 func (s *uringServer) command(m int32) {
 	s.mode.Store(m)
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
 	for _, l := range s.loops {
 		if l.efd >= 0 {
-			// EAGAIN (the counter is full) is fine: the loop is woken.
-			sys.Write(l.efd, one[:])
+			wake(l.efd)
 		}
 	}
 }

@@ -269,29 +269,7 @@ func uringShutdown(t *testing.T, m uringMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const conns = 4
-	var wg sync.WaitGroup
-	started := make(chan struct{}, conns)
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := dial(t, s)
-			defer c.Close()
-			if err := drainClient(c, i, started); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	for range conns {
-		<-started
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
-	wg.Wait()
+	shutdownWhileStreaming(t, s, 4)
 	if st := s.Stats(); st.Active != 0 || st.Resets != 0 {
 		t.Errorf("stats %+v after Shutdown: want none active, no resets", st)
 	}
@@ -398,57 +376,14 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 // free.
 func TestUringAcceptBackoff(t *testing.T) {
 	requireUring(t)
-	var rl sys.Rlimit
-	if err := sys.Getrlimit(sys.RLIMIT_NOFILE, &rl); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top := 0
-	for _, e := range ents {
-		if fd, err := strconv.Atoi(e.Name()); err == nil {
-			top = max(top, fd)
-		}
-	}
-	low := rl
-	low.Cur = uint64(top + 16)
-	if err := sys.Setrlimit(sys.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var fillers []int
-	restore := func() {
-		for _, fd := range fillers {
-			sys.Close(fd)
-		}
-		fillers = nil
-		sys.Setrlimit(sys.RLIMIT_NOFILE, &rl)
-	}
-	defer restore()
+	starve := netio.LowerNofile(t)
 	// The server starts under the lowered limit: an ACCEPT takes the
 	// limit in force when it is armed, not when it runs.
 	s := start(t, "io_uring", netio.Config{Loops: 1})
 	a := dial(t, s)
 	defer a.Close()
 	ping(t, a, 1)
-	// Take every descriptor under the limit, then give one back for the
-	// client's socket: the server's ACCEPT has none left.
-	for {
-		fd, err := sys.Open("/dev/null", sys.O_RDONLY)
-		if err != nil {
-			if e, _ := sys.Errno(err); e != sys.EMFILE {
-				t.Fatal(err)
-			}
-			break
-		}
-		fillers = append(fillers, fd)
-	}
-	if len(fillers) == 0 {
-		t.Fatal("no descriptor was free under the lowered limit")
-	}
-	sys.Close(fillers[len(fillers)-1])
-	fillers = fillers[:len(fillers)-1]
+	starve.FillAllButOne() // the server's ACCEPT has no descriptor left
 	b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +409,7 @@ func TestUringAcceptBackoff(t *testing.T) {
 	if st := s.Stats(); st.Accepted != 1 || st.Refused != 0 || st.Resets != 0 {
 		t.Errorf("stats %+v during EMFILE: want 1 accepted, nothing else counted", st)
 	}
-	restore()
+	starve.Restore()
 	ping(t, b, 3) // accepted once descriptors are free
 	if st := s.Stats(); st.Accepted != 2 || st.Active != 2 {
 		t.Errorf("stats %+v: want 2 accepted, 2 active", st)

@@ -1009,14 +1009,7 @@ func (m *hModel) notes() []string {
 
 var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="{{.Generator}}">
-<link rel="icon" href="data:,">
-<title>{{.Title}}</title>
-<style>
+` + pageHead + `<style>
 :root{--fg:#1d232a;--muted:#5d6773;--line:#dfe3e8;--bg:#f6f7f9;--card:#fff;--err:#c0392b;--accent:#2f5d8a}
 *{box-sizing:border-box}
 html{color-scheme:light;-webkit-text-size-adjust:100%}
@@ -1041,21 +1034,7 @@ pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;paddin
 .grid .card{margin:0}
 figure{margin:0}
 figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
-svg.chart{display:block;width:100%;height:auto}
-.chart text{font-size:12px;fill:#2b333c}
-.chart .axis text{font-size:11px;fill:#5d6773}
-.chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
-.chart .grid{stroke:#e4e7eb;stroke-width:1}
-.chart .grid.minor{stroke:#f1f3f5}
-.chart .baseline{stroke:#7d8791;stroke-width:1.2}
-.chart .whisker{stroke:#1d232a;stroke-width:1.3}
-.chart .val{font-size:10.5px;fill:#1d232a}
-.chart .axis .bn{font-size:11px;fill:#2b333c}
-.chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
-.chart .bracket{stroke:#b7bfc8}
-.chart .err{fill:var(--err);font-weight:700;font-size:12px}
-.chart .errgap{fill:#fcebea;stroke:#e8aaa2;stroke-dasharray:3 3}
-.chart .noisy{fill:#f0b400;stroke:#7a5a00;stroke-width:.7}
+` + chartCSS + `.chart .noisy{fill:#f0b400;stroke:#7a5a00;stroke-width:.7}
 .chart .lg{font-size:12px}
 .chart .reflabel{font-size:10.5px;font-weight:600}
 .chart .bar:hover rect,.chart .pt:hover circle{opacity:.8}

@@ -812,14 +812,7 @@ func nfDefs(legend string) []hKV {
 
 var nfPageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="{{.Generator}}">
-<link rel="icon" href="data:,">
-<title>{{.Title}}</title>
-<style>
+` + pageHead + `<style>
 :root{--fg:#1d232a;--muted:#5d6773;--line:#dfe3e8;--bg:#f6f7f9;--card:#fff;--err:#c0392b;--accent:#2f5d8a}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif}
@@ -834,21 +827,7 @@ pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono
 pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
 figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
 p.target{font-weight:600}
-svg.chart{display:block;width:100%;height:auto}
-.chart text{font-size:12px;fill:#2b333c}
-.chart .axis text{font-size:11px;fill:#5d6773}
-.chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
-.chart .grid{stroke:#e4e7eb;stroke-width:1}
-.chart .grid.minor{stroke:#f1f3f5}
-.chart .baseline{stroke:#7d8791;stroke-width:1.2}
-.chart .whisker{stroke:#1d232a;stroke-width:1.3}
-.chart .val{font-size:10.5px;fill:#1d232a}
-.chart .axis .bn{font-size:11px;fill:#2b333c}
-.chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
-.chart .bracket{stroke:#b7bfc8}
-.chart .err{fill:var(--err);font-weight:700;font-size:12px}
-.chart .errgap{fill:#fcebea;stroke:#e8aaa2;stroke-dasharray:3 3}
-.chart .lg{font-size:12px}
+` + chartCSS + `.chart .lg{font-size:12px}
 .table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;margin:14px 0}
 table{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;width:100%}
 th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #edf0f3}

@@ -812,3 +812,32 @@ func hFiniteOr0(f float64) float64 {
 	}
 	return f
 }
+
+// pageHead opens every HTML page's head: the content security policy that
+// keeps a page offline and script-free, and the title. The pages' own
+// templates follow it with their <style>.
+const pageHead = `<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="{{.Generator}}">
+<link rel="icon" href="data:,">
+<title>{{.Title}}</title>
+`
+
+// chartCSS styles the inline SVG charts the same way on every page.
+const chartCSS = `svg.chart{display:block;width:100%;height:auto}
+.chart text{font-size:12px;fill:#2b333c}
+.chart .axis text{font-size:11px;fill:#5d6773}
+.chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
+.chart .grid{stroke:#e4e7eb;stroke-width:1}
+.chart .grid.minor{stroke:#f1f3f5}
+.chart .baseline{stroke:#7d8791;stroke-width:1.2}
+.chart .whisker{stroke:#1d232a;stroke-width:1.3}
+.chart .val{font-size:10.5px;fill:#1d232a}
+.chart .axis .bn{font-size:11px;fill:#2b333c}
+.chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
+.chart .bracket{stroke:#b7bfc8}
+.chart .err{fill:var(--err);font-weight:700;font-size:12px}
+.chart .errgap{fill:#fcebea;stroke:#e8aaa2;stroke-dasharray:3 3}
+`

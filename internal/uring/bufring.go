@@ -57,31 +57,9 @@ type BufRing struct {
 // power of two up to MaxBufRingEntries), registers them as buffer group
 // group, and hands them all to the kernel.
 func (r *Ring) RegisterBufRing(group uint16, entries int, size int) (*BufRing, error) {
-	if entries <= 0 || entries > MaxBufRingEntries || entries&(entries-1) != 0 {
-		return nil, fmt.Errorf("io_uring buffer ring: %d entries, want a power of two up to %d", entries, MaxBufRingEntries)
-	}
-	if size <= 0 || size > 1<<30 {
-		return nil, fmt.Errorf("io_uring buffer ring: buffer size %d", size)
-	}
-	ringMem, err := sys.MmapAnon(entries * int(unsafe.Sizeof(bufEntry{})))
+	b, err := r.RegisterBufRingEmpty(group, entries, size)
 	if err != nil {
-		return nil, fmt.Errorf("io_uring buffer ring: %w", err)
-	}
-	bufMem, err := sys.MmapAnon(entries * size)
-	if err != nil {
-		sys.Munmap(ringMem)
-		return nil, fmt.Errorf("io_uring buffer ring: %w", err)
-	}
-	b := &BufRing{r: r, group: group, mask: uint16(entries - 1), size: size, ringMem: ringMem, bufMem: bufMem}
-	reg := bufReg{RingAddr: uint64(uintptr(unsafe.Pointer(&ringMem[0]))), RingEntries: uint32(entries), Bgid: group}
-	var pin runtime.Pinner
-	pin.Pin(&reg)
-	_, err = r.register(registerPbufRing, unsafe.Pointer(&reg), 1)
-	pin.Unpin()
-	if err != nil {
-		sys.Munmap(ringMem)
-		sys.Munmap(bufMem)
-		return nil, fmt.Errorf("io_uring register buffer ring: %w", err)
+		return nil, err
 	}
 	for i := 0; i < entries; i++ {
 		b.Recycle(uint16(i))
