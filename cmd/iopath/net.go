@@ -250,39 +250,16 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	if err != nil {
 		return usagef("net load: --mode: %v", err)
 	}
-	if _, err := netio.ParseAddr(o.addr); err != nil {
-		return usagef("net load: --addr: %v", err)
-	}
 	client := o.client
-	switch client {
-	case "auto":
+	if client == "auto" {
 		client = ""
-	case load.ClientNet, load.ClientEpoll:
-	default:
-		return usagef("net load: --client %q: want auto, epoll or net", o.client)
-	}
-	if client == load.ClientEpoll && (mode.Kind == load.Stream || o.rate > 0) {
-		return usagef("net load: --client epoll drives closed-loop pingpong and pipeline only: use --client net (or auto) for %s", describeLoop(mode, o.rate))
-	}
-	switch {
-	case o.conns < 1 || o.conns > load.MaxConns:
-		return usagef("net load: --conns %d: want 1 to %d", o.conns, load.MaxConns)
-	case o.size < 1 || o.size > load.MaxSize:
-		return usagef("net load: --size %s: want 1 byte to %s", units.FormatSize(o.size), units.FormatSize(load.MaxSize))
-	case o.duration <= 0 || o.duration > load.MaxDuration:
-		return usagef("net load: --duration %v: want above 0 and at most %v", o.duration, load.MaxDuration)
-	case o.warmup < 0 || o.warmup > load.MaxDuration:
-		return usagef("net load: --warmup %v: want 0 to %v", o.warmup, load.MaxDuration)
-	case o.rate < 0 || o.rate > load.MaxRate:
-		return usagef("net load: --rate %v: want 0 (closed loop) to %g", o.rate, load.MaxRate)
-	case o.dialRate < 0 || o.dialRate > load.MaxDialRate:
-		return usagef("net load: --dial-rate %d: want 0 to %d", o.dialRate, load.MaxDialRate)
-	case o.serverPID < 0:
-		return usagef("net load: --server-pid %d: want a process id", o.serverPID)
 	}
 	cfg := load.Config{
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
 		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("net load: %v", err)
 	}
 	if o.format == "table" {
 		p := newProgress(stderr)
@@ -311,13 +288,6 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		return fmt.Errorf("net load: %w", ierr)
 	}
 	return nil
-}
-
-func describeLoop(m load.Mode, rate float64) string {
-	if m.Kind == load.Stream {
-		return "stream"
-	}
-	return "open loop (--rate)"
 }
 
 func fmtNs(ns int64) string {

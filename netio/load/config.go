@@ -106,7 +106,9 @@ func (c *Config) client() string {
 	return ClientNet
 }
 
-func (c *Config) check() error {
+// Validate checks every field of c, with an error naming the field, its
+// value and what is wanted. Run calls it first.
+func (c *Config) Validate() error {
 	if c.Addr == "" {
 		return errors.New("address not set: want host:port, such as 127.0.0.1:7000")
 	}

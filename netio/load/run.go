@@ -26,7 +26,7 @@ import (
 // When ctx ends during the run, Run stops at once, closes the connections
 // and returns the Result of the window so far together with ctx's error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
 	if cfg.Drain == 0 {

@@ -55,8 +55,6 @@ const (
 	DefaultDuration = time.Second
 	DefaultWarmup   = 300 * time.Millisecond
 	maxDuration     = time.Hour
-	maxConns        = 1_000_000
-	maxSize         = 64 << 20
 )
 
 // Validate fills defaults and checks every field, with one error per bad
@@ -74,15 +72,15 @@ func (o *Options) Validate() error {
 		o.Conns = slices.Clone(DefaultConns)
 	}
 	for _, c := range o.Conns {
-		if c < 1 || c > maxConns {
-			return fmt.Errorf("conns %d: want 1 to %d", c, maxConns)
+		if c < 1 || c > load.MaxConns {
+			return fmt.Errorf("conns %d: want 1 to %d", c, load.MaxConns)
 		}
 	}
 	if len(o.Sizes) == 0 {
 		o.Sizes = slices.Clone(DefaultSizes)
 	}
 	for _, s := range o.Sizes {
-		if s < 1 || s > maxSize {
+		if s < 1 || s > load.MaxSize {
 			return fmt.Errorf("size %d: want 1 byte to 64 MiB", s)
 		}
 	}
