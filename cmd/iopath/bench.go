@@ -46,6 +46,7 @@ type benchOptions struct {
 	consumeSet bool
 	html       string
 	profile    string
+	force      bool // overwrite existing output files (--html, --profile's)
 
 	tree  bool   // --tree: many files
 	files int    // --files: files in the temporary tree
@@ -117,6 +118,7 @@ noisy runs are kept in the figures and shown.`,
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
 	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory (open with go tool pprof -http)")
+	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --profile's files)")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
 	f.StringVar(&o.dist, "dist", "4KiB", "--tree without DIR: their sizes: 4KiB, a range 1KiB-64KiB, or lognormal:11KiB")
@@ -196,7 +198,7 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		return cfg, usagef("bench: --format %q: want one of %s", o.format, strings.Join(report.Formats(), ", "))
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html, args...); err != nil {
+		if err := checkOutputFile(o.html, o.force, args...); err != nil {
 			return cfg, usagef("bench: --html: %v", err)
 		}
 	}
@@ -269,7 +271,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	}
 	rerr := report.Write(stdout, o.format, rep)
 	if o.html != "" {
-		if herr := writeFileAtomic(o.html, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
+		if herr := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
 			rerr = errors.Join(rerr, herr)
 		} else {
 			fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)

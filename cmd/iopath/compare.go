@@ -16,6 +16,7 @@ func init() { subcommands = append(subcommands, newCompareCmd) }
 type compareOptions struct {
 	format  string
 	html    string
+	force   bool
 	failOn  float64 // --fail-on-regression, in percent
 	failSet bool    // whether --fail-on-regression was given
 }
@@ -69,6 +70,7 @@ It exits 2 on bad usage and 1 when a report cannot be read.`,
 	f := cmd.Flags()
 	f.StringVar(&o.format, "format", o.format, "output: table or json")
 	f.StringVar(&o.html, "html", "", "also write the comparison as a self-contained HTML page (table and chart) to this file")
+	f.BoolVar(&o.force, "force", false, "overwrite the --html file if it exists")
 	f.Float64Var(&o.failOn, "fail-on-regression", 0, "exit 1 when a row's GiB/s dropped by more than `PCT` percent beyond the noise (default: never fail)")
 	return cmd
 }
@@ -83,7 +85,7 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 		return usagef("compare: --fail-on-regression %v: want a percentage, 0 or more", o.failOn)
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html, oldPath, newPath); err != nil {
+		if err := checkOutputFile(o.html, o.force, oldPath, newPath); err != nil {
 			return usagef("compare: --html: %v", err)
 		}
 	}
@@ -99,7 +101,7 @@ func runCompare(o compareOptions, oldPath, newPath string, stdout io.Writer) err
 	c.Old.Path, c.New.Path = oldPath, newPath
 
 	if o.html != "" {
-		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
+		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.CompareHTML(w, c) }); err != nil {
 			return fmt.Errorf("compare: --html: %w", err)
 		}
 	}

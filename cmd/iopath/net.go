@@ -337,6 +337,7 @@ type netBenchOptions struct {
 	runs     int
 	format   string
 	html     string
+	force    bool // overwrite the --html file
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -397,6 +398,7 @@ response.`,
 	f.IntVar(&o.runs, "runs", 1, "runs per engine and point, interleaved")
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
+	f.BoolVar(&o.force, "force", false, "overwrite the --html file if it exists")
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
 	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated (default 4KiB,64KiB,1MiB,64MiB)")
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
@@ -412,7 +414,7 @@ func checkSideBench(name string, o netBenchOptions) error {
 		return usagef("net bench %s: --format %q: want table or json", name, o.format)
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html); err != nil {
+		if err := checkOutputFile(o.html, o.force); err != nil {
 			return usagef("net bench: --html: %v", err)
 		}
 	}
@@ -485,7 +487,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	}
 	if o.html != "" {
 		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), FileServe: med}
-		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
+		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
@@ -524,7 +526,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 	}
 	if o.html != "" {
 		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), Writev: med}
-		if err := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
+		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
@@ -555,7 +557,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		return usagef("net bench: --format %q: want one of %s", o.format, strings.Join(report.NetFormats(), ", "))
 	}
 	if o.html != "" {
-		if err := checkOutputFile(o.html); err != nil {
+		if err := checkOutputFile(o.html, o.force); err != nil {
 			return usagef("net bench: --html: %v", err)
 		}
 	}
@@ -595,7 +597,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		return werr
 	}
 	if o.html != "" {
-		if herr := writeFileAtomic(o.html, func(w io.Writer) error { return report.NetHTML(w, rep) }); herr != nil {
+		if herr := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetHTML(w, rep) }); herr != nil {
 			return fmt.Errorf("net bench: --html: %w", herr)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)

@@ -23,6 +23,7 @@ type packOptions struct {
 	output string
 	zstd   bool
 	level  string
+	force  bool
 }
 
 func init() { subcommands = append(subcommands, newPackCmd) }
@@ -55,6 +56,7 @@ summary is printed at the end.`,
 	f.StringVarP(&o.output, "output", "o", "", "archive to write (.tar, or .tar.zst/.tzst for zstd)")
 	f.BoolVar(&o.zstd, "zstd", false, "compress with zstd whatever FILE's name (not with a .tar name)")
 	f.StringVar(&o.level, "level", o.level, "zstd level: fastest, default or better")
+	f.BoolVar(&o.force, "force", false, "overwrite FILE if it exists")
 	return cmd
 }
 
@@ -87,7 +89,7 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 	if !dirInfo.IsDir() {
 		return fmt.Errorf("pack: %s: not a directory (pack takes a directory)", dir)
 	}
-	if err := checkOutputFile(out); err != nil {
+	if err := checkOutputFile(out, o.force); err != nil {
 		return usagef("pack: -o: %v", err)
 	}
 	if inside, err := pathInside(out, dirInfo); err != nil {
@@ -107,7 +109,7 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 	start := time.Now()
 	var st batch.PackStats
 	var packErr error
-	err = writeFileAtomic(out, func(w io.Writer) error {
+	err = writeFileAtomic(out, o.force, func(w io.Writer) error {
 		st, packErr = batch.Pack(ctx, dir, renameErrs{w, out}, opts)
 		return packErr
 	})

@@ -113,10 +113,19 @@ func TestPackCLI(t *testing.T) {
 			}
 			packNoTemp(t, outDir)
 
-			// Again, over the old archive.
-			if _, stderr, code := runCLI(append([]string{"pack", dir, "-o", out}, tc.args...)...); code != 0 {
-				t.Fatalf("overwriting: exit %d: %s", code, stderr)
+			// Again, over the old archive: refused without --force, the
+			// archive untouched; replaced with it.
+			before, _ := os.ReadFile(out)
+			if _, stderr, code := runCLI(append([]string{"pack", dir, "-o", out}, tc.args...)...); code != 2 || !strings.Contains(stderr, "already exists (use --force to overwrite)") {
+				t.Fatalf("over an existing archive without --force: exit %d, %q; want 2 and a refusal", code, stderr)
 			}
+			if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+				t.Fatal("the refused pack changed the existing archive")
+			}
+			if _, stderr, code := runCLI(append([]string{"pack", dir, "-o", out, "--force"}, tc.args...)...); code != 0 {
+				t.Fatalf("overwriting with --force: exit %d: %s", code, stderr)
+			}
+			packNoTemp(t, outDir)
 		})
 	}
 }

@@ -401,3 +401,21 @@ func Syncfs(fd int) error {
 		}
 	}
 }
+
+// RenameNoReplace renames oldpath to newpath, failing with EEXIST (inside
+// an *os.LinkError, as os.Rename's) when newpath exists: renameat2 with
+// RENAME_NOREPLACE, so that no check-then-rename race can overwrite a file
+// that appeared in between. Filesystems without renameat2 flags answer
+// EINVAL; the caller decides what to do then.
+func RenameNoReplace(oldpath, newpath string) error {
+	for {
+		err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+		return nil
+	}
+}
