@@ -37,6 +37,17 @@ var ErrNotRegular = engine.ErrNotRegular
 // as engine.ErrChanged.
 var ErrChanged = engine.ErrChanged
 
+// ErrLimit is wrapped (inside an *fs.PathError) by the error of a read of
+// a file whose size is not known in advance (a pseudo-file of procfs,
+// sysfs and the like, or a regular file that reports size 0) that went on
+// past the limit for such files: DefaultPseudoLimit unless the call raised
+// it. It is the same value as engine.ErrLimit and batch.ErrLimit.
+var ErrLimit = engine.ErrLimit
+
+// DefaultPseudoLimit is the most bytes read from a file whose size is not
+// known in advance unless the call sets another limit (see ErrLimit).
+const DefaultPseudoLimit = engine.DefaultPseudoLimit
+
 // ErrNilFunc is returned by Scan and ReadFiles when the callback is nil.
 // Nothing is opened or read.
 var ErrNilFunc = errors.New("iopath: nil callback")

@@ -107,6 +107,11 @@ type Engine interface {
 // that one errors.Is check matches both packages' errors.
 var ErrNotSupported = engine.ErrNotSupported
 
+// ErrLimit is wrapped (inside a file's *fs.PathError) when a file whose
+// size is not known in advance (a pseudo-file, or a regular file that
+// reports size 0) went on past Job.PseudoLimit. It is engine.ErrLimit.
+var ErrLimit = engine.ErrLimit
+
 var (
 	regMu    sync.RWMutex
 	registry = map[string]Engine{}

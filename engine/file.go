@@ -126,3 +126,17 @@ func (f *file) checkSize() error {
 func (f *file) shrunk(off int64) error {
 	return &fs.PathError{Op: "read", Path: f.path, Err: fmt.Errorf("%w: end of file at offset %d, expected %d bytes", ErrChanged, off, f.size)}
 }
+
+// ErrLimit is wrapped (inside an *fs.PathError) by the error of a read of
+// a file whose size is not known in advance — a pseudo-file of procfs,
+// sysfs and the like, or a regular file that reports size 0 — that went
+// on past the limit for such files (DefaultPseudoLimit unless the caller
+// raised it): /proc/self/pagemap or /proc/kcore would otherwise be read
+// until memory runs out.
+var ErrLimit = errors.New("file of unknown size is longer than the read limit")
+
+// DefaultPseudoLimit is the most bytes read from a file whose size is not
+// known in advance (see ErrLimit) unless the caller sets another limit.
+// Real pseudo-files are a few KiB (/proc/self/status) to a few MiB
+// (/proc/self/smaps of a large process).
+const DefaultPseudoLimit = 64 << 20
