@@ -286,17 +286,10 @@ func Statfs(path string) (fsType int64, avail, total uint64, err error) {
 	return int64(s.Type), s.Bavail * uint64(s.Bsize), s.Blocks * uint64(s.Bsize), nil
 }
 
-// Syscall numbers of io_uring, for internal/uring.
-const (
-	sysIoUringSetup    = unix.SYS_IO_URING_SETUP
-	sysIoUringEnter    = unix.SYS_IO_URING_ENTER
-	sysIoUringRegister = unix.SYS_IO_URING_REGISTER
-)
-
 // IoUringSetup is io_uring_setup(2). params points at a struct
 // io_uring_params owned by the caller.
 func IoUringSetup(entries uint32, params unsafe.Pointer) (int, error) {
-	fd, _, e := unix.Syscall(sysIoUringSetup, uintptr(entries), uintptr(params), 0)
+	fd, _, e := unix.Syscall(SYS_IO_URING_SETUP, uintptr(entries), uintptr(params), 0)
 	if e != 0 {
 		return -1, e
 	}
@@ -306,7 +299,7 @@ func IoUringSetup(entries uint32, params unsafe.Pointer) (int, error) {
 // IoUringEnter is io_uring_enter(2). It does not retry EINTR: the caller
 // decides, because a retried wait must recompute what it still waits for.
 func IoUringEnter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSize uintptr) (int, error) {
-	n, _, e := unix.Syscall6(sysIoUringEnter, uintptr(fd), uintptr(toSubmit), uintptr(minComplete),
+	n, _, e := unix.Syscall6(SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), uintptr(minComplete),
 		uintptr(flags), uintptr(arg), argSize)
 	if e != 0 {
 		return int(n), e
@@ -317,7 +310,7 @@ func IoUringEnter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointe
 // IoUringRegister is io_uring_register(2), retrying EINTR.
 func IoUringRegister(fd int, op uint32, arg unsafe.Pointer, nrArgs uint32) (int, error) {
 	for {
-		n, _, e := unix.Syscall6(sysIoUringRegister, uintptr(fd), uintptr(op), uintptr(arg), uintptr(nrArgs), 0, 0)
+		n, _, e := unix.Syscall6(SYS_IO_URING_REGISTER, uintptr(fd), uintptr(op), uintptr(arg), uintptr(nrArgs), 0, 0)
 		if e == unix.EINTR {
 			continue
 		}

@@ -14,7 +14,7 @@ import "golang.org/x/sys/unix"
 // block: a waiting io_uring_enter must go through IoUringEnter, so that
 // the runtime schedules other goroutines meanwhile.
 func IoUringEnterNoWait(fd int, toSubmit, flags uint32) (int, error) {
-	n, _, e := unix.RawSyscall6(sysIoUringEnter, uintptr(fd), uintptr(toSubmit), 0, uintptr(flags), 0, 0)
+	n, _, e := unix.RawSyscall6(SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), 0, uintptr(flags), 0, 0)
 	if e != 0 {
 		return int(n), e
 	}
