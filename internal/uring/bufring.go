@@ -1,7 +1,6 @@
 package uring
 
 import (
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -126,7 +125,7 @@ func (b *BufRing) Close() error {
 		_, err = b.r.register(unregisterPbufRing, unsafe.Pointer(&reg), 1)
 		pin.Unpin()
 		if err != nil {
-			err = fmt.Errorf("io_uring unregister buffer ring: %w", err)
+			err = registerError("unregister buffer ring", err)
 		}
 	}
 	sys.Munmap(b.ringMem)

@@ -111,7 +111,7 @@ func (r *Ring) RegisterBufRingEmpty(group uint16, entries int, size int) (*BufRi
 	if err != nil {
 		sys.Munmap(ringMem)
 		sys.Munmap(bufMem)
-		return nil, fmt.Errorf("io_uring register buffer ring: %w", err)
+		return nil, registerError("buffer ring", err)
 	}
 	return b, nil
 }
@@ -175,6 +175,6 @@ func (r *Ring) SubmitNoWait() (int, error) {
 			}
 			return consumed, nil
 		}
-		return consumed, fmt.Errorf("io_uring_enter: %w", err)
+		return consumed, enterError(err)
 	}
 }

@@ -25,7 +25,7 @@ func (r *Ring) RegisterFilesSparse(n uint32) error {
 		return nil
 	}
 	if err != sys.EINVAL {
-		return fmt.Errorf("io_uring register sparse files: %w", err)
+		return registerError("sparse files", err)
 	}
 	fds := make([]int32, n)
 	for i := range fds {
@@ -46,7 +46,7 @@ func (r *Ring) RegisterFiles(fds []int32) error {
 	pin.Pin(&fds[0])
 	defer pin.Unpin()
 	if _, err := r.register(registerFiles, unsafe.Pointer(&fds[0]), uint32(len(fds))); err != nil {
-		return fmt.Errorf("io_uring register files: %w", err)
+		return registerError("files", err)
 	}
 	r.files = true
 	return nil
@@ -65,7 +65,7 @@ func (r *Ring) UpdateFiles(off uint32, fds []int32) error {
 	up := filesUpdate{Offset: off, Fds: uint64(uintptr(unsafe.Pointer(&fds[0])))}
 	n, err := r.register(registerFilesUpdate, unsafe.Pointer(&up), uint32(len(fds)))
 	if err != nil {
-		return fmt.Errorf("io_uring update files: %w", err)
+		return registerError("update files", err)
 	}
 	if n != len(fds) {
 		return fmt.Errorf("io_uring update files: %d of %d slots updated", n, len(fds))
@@ -77,7 +77,7 @@ func (r *Ring) UpdateFiles(off uint32, fds []int32) error {
 func (r *Ring) UnregisterFiles() error {
 	r.files = false
 	if _, err := r.register(unregisterFiles, nil, 0); err != nil {
-		return fmt.Errorf("io_uring unregister files: %w", err)
+		return registerError("unregister files", err)
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 	pin.Pin(&iov[0])
 	defer pin.Unpin()
 	if _, err := r.register(registerBuffers, unsafe.Pointer(&iov[0]), uint32(len(iov))); err != nil {
-		return fmt.Errorf("io_uring register buffers: %w", err)
+		return registerError("buffers", err)
 	}
 	r.buffers = true
 	return nil
@@ -109,7 +109,7 @@ func (r *Ring) RegisterBuffers(bufs [][]byte) error {
 func (r *Ring) UnregisterBuffers() error {
 	r.buffers = false
 	if _, err := r.register(unregisterBuffers, nil, 0); err != nil {
-		return fmt.Errorf("io_uring unregister buffers: %w", err)
+		return registerError("unregister buffers", err)
 	}
 	return nil
 }
@@ -122,7 +122,7 @@ func (r *Ring) Probe() (*OpSet, error) {
 	pin.Pin(pb)
 	defer pin.Unpin()
 	if _, err := r.register(registerProbe, unsafe.Pointer(pb), probeOps); err != nil {
-		return nil, fmt.Errorf("io_uring probe: %w", err)
+		return nil, registerError("probe", err)
 	}
 	s := &OpSet{LastOp: Op(pb.LastOp)}
 	for i := 0; i < int(pb.OpsLen) && i < probeOps; i++ {

@@ -1,7 +1,6 @@
 package uring
 
 import (
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -126,7 +125,7 @@ func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
 			r.waitBriefly()
 			return consumed, nil
 		}
-		return consumed, fmt.Errorf("io_uring_enter: %w", err)
+		return consumed, enterError(err)
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	seccomptest.Install()
 	goleak.VerifyTestMain(m)
 }
 
