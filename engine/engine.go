@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -197,8 +198,9 @@ type Prepared interface {
 }
 
 // ErrNotSupported is wrapped by errors from engines that cannot run in this
-// kernel, process or configuration.
-var ErrNotSupported = errors.New("not supported")
+// kernel, process or configuration. It is features.ErrNotSupported, the
+// one sentinel every package wraps.
+var ErrNotSupported = features.ErrNotSupported
 
 // NotSupportedError says what is not supported and why.
 type NotSupportedError struct {

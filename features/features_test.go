@@ -2,14 +2,22 @@ package features
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/uring"
 )
+
+func TestMain(m *testing.M) {
+	seccomptest.Install()
+	os.Exit(m.Run())
+}
 
 func TestProbeAvailable(t *testing.T) {
 	t.Setenv(DisableEnv, "")
@@ -67,7 +75,10 @@ func TestExplain(t *testing.T) {
 		wantName        string
 		want            []string
 	}{
-		{"enosys", sys.ENOSYS, 0, 0, -1, "ENOSYS", []string{"5.1"}},
+		{"enosys", sys.ENOSYS, -1, -1, -1, "ENOSYS", []string{"5.1", "seccomp"}},
+		// The sysctl exists only in kernels with io_uring.
+		{"enosys with the sysctl", sys.ENOSYS, 0, 0, -1, "ENOSYS", []string{"seccomp", "io_uring_setup", "allows io_uring_setup, io_uring_enter and io_uring_register"}},
+		{"eacces", sys.EACCES, 0, 0, -1, "EACCES", []string{"security module", "io_uring_setup"}},
 		{"sysctl 2", sys.EPERM, 2, 0, -1, "EPERM", []string{"io_uring_disabled=2", "every process"}},
 		{"sysctl 1", sys.EPERM, 1, 1234, -1, "EPERM", []string{"io_uring_disabled=1", "group 1234"}},
 		{"seccomp", sys.EPERM, 0, -1, -1, "EPERM", []string{"seccomp", "Docker"}},
@@ -115,4 +126,148 @@ func TestDescribeMachine(t *testing.T) {
 		t.Errorf("unknown filesystem magic %s", m.Filesystem)
 	}
 	t.Logf("%+v", m)
+}
+
+func TestExplainCall(t *testing.T) {
+	for _, c := range []struct {
+		call     string
+		errno    syscall.Errno
+		wantName string
+		want     []string
+	}{
+		{"io_uring_enter", sys.EPERM, "EPERM", []string{"io_uring_enter was refused", "seccomp", "allows io_uring_setup, io_uring_enter and io_uring_register"}},
+		{"io_uring_register", sys.EPERM, "EPERM", []string{"io_uring_register was refused", "seccomp"}},
+		{"io_uring_register", sys.ENOSYS, "ENOSYS", []string{"io_uring_register was refused with ENOSYS", "seccomp"}},
+		{"io_uring_enter", sys.EACCES, "EACCES", []string{"io_uring_enter", "security module"}},
+		{"io_uring_enter", sys.EFAULT, "", []string{"io_uring_enter failed"}},
+	} {
+		t.Run(c.call+" "+c.errno.Error(), func(t *testing.T) {
+			name, reason := explainCall(c.call, c.errno, c.errno)
+			if name != c.wantName {
+				t.Errorf("errno name %q, want %q", name, c.wantName)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(reason, w) {
+					t.Errorf("reason %q lacks %q", reason, w)
+				}
+			}
+		})
+	}
+}
+
+// keepProbe restores the cached probe when the test ends, for tests that
+// make Classify change it.
+func keepProbe(t *testing.T) {
+	Probe()
+	probeMu.Lock()
+	saved := cached
+	probeMu.Unlock()
+	t.Cleanup(func() {
+		probeMu.Lock()
+		cached = saved
+		probeMu.Unlock()
+	})
+}
+
+// A refusal of any io_uring call becomes ErrNotSupported with a reason
+// naming the call, and Probe says so from then on; a resource error is
+// returned as itself.
+func TestClassify(t *testing.T) {
+	t.Setenv(DisableEnv, "")
+	for _, c := range []struct {
+		name    string
+		err     error
+		refusal bool
+		call    string
+	}{
+		{"setup EPERM", &uring.SetupError{Err: sys.EPERM}, true, "io_uring_setup"},
+		{"setup ENOSYS", &uring.SetupError{Err: sys.ENOSYS}, true, "io_uring_setup"},
+		{"enter EPERM", fmt.Errorf("wrapped: %w", &uring.SyscallError{Syscall: "io_uring_enter", Err: sys.EPERM}), true, "io_uring_enter"},
+		{"register EACCES", &uring.SyscallError{Syscall: "io_uring_register", Op: "probe", Err: sys.EACCES}, true, "io_uring_register"},
+		{"register ENOSYS", &uring.SyscallError{Syscall: "io_uring_register", Op: "buffers", Err: sys.ENOSYS}, true, "io_uring_register"},
+		{"setup EMFILE", &uring.SetupError{Err: syscall.EMFILE}, false, ""},
+		{"setup ENFILE", &uring.SetupError{Err: syscall.ENFILE}, false, ""},
+		{"setup ENOMEM", &uring.SetupError{Err: sys.ENOMEM}, false, ""},
+		{"register ENOMEM", &uring.SyscallError{Syscall: "io_uring_register", Op: "buffers", Err: sys.ENOMEM}, false, ""},
+		{"enter EBADF", &uring.SyscallError{Syscall: "io_uring_enter", Err: sys.EBADF}, false, ""},
+		{"not an io_uring call", fmt.Errorf("mmap sq ring: %w", sys.EPERM), false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			keepProbe(t)
+			err := Classify(c.err)
+			if !c.refusal {
+				if err != c.err {
+					t.Errorf("Classify(%v) = %v, want the error unchanged", c.err, err)
+				}
+				if errors.Is(err, ErrNotSupported) {
+					t.Errorf("a resource error wraps ErrNotSupported: %v", err)
+				}
+				if u := Probe().IOURing; !u.Available && u.Syscall != "" {
+					t.Errorf("a resource error changed the probe: %+v", u)
+				}
+				return
+			}
+			var ue *UnavailableError
+			if !errors.As(err, &ue) || !errors.Is(err, ErrNotSupported) {
+				t.Fatalf("Classify(%v) = %v, want an *UnavailableError wrapping ErrNotSupported", c.err, err)
+			}
+			if ue.IOURing.Syscall != c.call || !strings.Contains(ue.IOURing.Reason, c.call) || ue.IOURing.Available {
+				t.Errorf("refusal %+v does not name %s", ue.IOURing, c.call)
+			}
+			// Auto and every caller now see io_uring as unavailable, with
+			// that reason.
+			if u := Probe().IOURing; u.Available || u != ue.IOURing {
+				t.Errorf("Probe after the refusal: %+v, want %+v", u, ue.IOURing)
+			}
+			if err := IOURingError(); !errors.Is(err, ErrNotSupported) {
+				t.Errorf("IOURingError after the refusal: %v", err)
+			}
+		})
+	}
+}
+
+// With a seccomp filter that forbids one io_uring call, Probe says
+// io_uring is unavailable, names the call and closes the ring it made.
+func TestProbeForbidden(t *testing.T) {
+	for _, call := range seccomptest.Calls() {
+		t.Run(call, func(t *testing.T) {
+			seccomptest.Run(t, "TestProbeForbiddenChild", []string{call})
+		})
+	}
+}
+
+func TestProbeForbiddenChild(t *testing.T) {
+	if !seccomptest.InChild() {
+		t.Skip("the child half of TestProbeForbidden: runs only under its seccomp filter")
+	}
+	t.Setenv(DisableEnv, "")
+	call := seccomptest.Denied()[0]
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	// The runtime poller's descriptors stay open once made (the probe
+	// reads /proc and /sys files): make them before counting.
+	if f, err := os.Open(os.DevNull); err == nil {
+		f.Close()
+	}
+	before := fds()
+	u := Probe().IOURing
+	if after := fds(); after != before {
+		t.Errorf("the probe left %d descriptors open", after-before)
+	}
+	if u.Available || u.Errno != "EPERM" || u.Syscall != call {
+		t.Errorf("with %s forbidden: %+v", call, u)
+	}
+	for _, w := range []string{call, "seccomp", "allows io_uring_setup, io_uring_enter and io_uring_register"} {
+		if !strings.Contains(u.Reason, w) {
+			t.Errorf("reason %q lacks %q", u.Reason, w)
+		}
+	}
+	if err := IOURingError(); !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), call) {
+		t.Errorf("IOURingError = %v", err)
+	}
 }

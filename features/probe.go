@@ -23,8 +23,12 @@ const disabledReason = "disabled by " + DisableEnv + "=1"
 // IOURing says whether this process can use io_uring, and why not.
 type IOURing struct {
 	Available bool   `json:"available"`
-	Errno     string `json:"errno,omitempty"`  // "ENOSYS", "EPERM", "ENOMEM", or "" (other or none)
-	Reason    string `json:"reason,omitempty"` // a sentence a user can act on; "" when available
+	Errno     string `json:"errno,omitempty"` // "ENOSYS", "EPERM", "EACCES", "ENOMEM", or "" (other or none)
+	// Syscall is the io_uring system call that failed: "io_uring_setup",
+	// "io_uring_register" or "io_uring_enter"; "" when available or
+	// disabled by DisableEnv.
+	Syscall string `json:"syscall,omitempty"`
+	Reason  string `json:"reason,omitempty"` // a sentence a user can act on; "" when available
 }
 
 // Flag is one io_uring setup flag and whether the kernel accepts it.
@@ -72,6 +76,13 @@ var (
 )
 
 // Probe reports what this process can use. The result must not be modified.
+//
+// io_uring is available only when all three of its system calls work: a
+// ring is set up (io_uring_setup), asked for its opcodes
+// (IORING_REGISTER_PROBE through io_uring_register) and made to complete
+// a NOP (io_uring_enter), since a seccomp profile can forbid any one of
+// them. Otherwise IOURing says which call was refused and why. Classify
+// updates the cached answer when a ring creator is refused later.
 func Probe() *Report {
 	probeMu.Lock()
 	r := cached
@@ -93,11 +104,23 @@ func Probe() *Report {
 // conclusive reports whether a probe's answer will not change during the
 // process's life.
 func conclusive(r *Report) bool {
-	return r.IOURing.Available || r.IOURing.Errno == "ENOSYS" || r.IOURing.Errno == "EPERM"
+	switch r.IOURing.Errno {
+	case "ENOSYS", "EPERM", "EACCES":
+		return true
+	}
+	return r.IOURing.Available
 }
 
-// IOURingError returns nil when io_uring is available, or an error saying
-// why not. engine wraps it into an *engine.NotSupportedError.
+// ErrNotSupported is wrapped by every error that says a path cannot run
+// in this kernel, process or configuration (io_uring refused, an opcode
+// missing, O_DIRECT refused). It is iopath's one such sentinel:
+// engine.ErrNotSupported, batch.ErrNotSupported, netio.ErrNotSupported
+// and iopath.ErrNotSupported are this value.
+var ErrNotSupported = errors.New("not supported")
+
+// IOURingError returns nil when io_uring is available, or an
+// *UnavailableError saying why not. engine wraps it into an
+// *engine.NotSupportedError.
 func IOURingError() error {
 	u := Probe().IOURing
 	if u.Available {
@@ -106,10 +129,82 @@ func IOURingError() error {
 	return &UnavailableError{IOURing: u}
 }
 
-// UnavailableError says why io_uring cannot be used.
+// UnavailableError says why io_uring cannot be used. It wraps
+// ErrNotSupported.
 type UnavailableError struct{ IOURing IOURing }
 
 func (e *UnavailableError) Error() string { return "io_uring is not available: " + e.IOURing.Reason }
+
+// Is makes errors.Is(err, ErrNotSupported) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrNotSupported }
+
+// Classify sorts an error from a ring creator's io_uring system calls
+// (uring.New, a register, a submit: see uring.FailedCall), so that every
+// caller falls back on the same errors and reports the rest as they are:
+//
+//   - a refusal by policy or absence (EPERM, EACCES or ENOSYS: seccomp,
+//     the kernel.io_uring_disabled sysctl, a security module, a kernel
+//     without io_uring) becomes an *UnavailableError, which wraps
+//     ErrNotSupported, with the reason Probe gives for it; and Probe says
+//     io_uring is unavailable from then on, so that Auto stops choosing
+//     it (the sysctl may have been set after the first probe);
+//   - anything else, resource errors included (EMFILE, ENFILE, ENOMEM,
+//     EAGAIN), is returned unchanged, so that errors.Is(err,
+//     syscall.EMFILE) holds and nothing falls back from a limit the user
+//     should hear about.
+//
+// An io_uring_setup refused only for the flags it asked (plain rings
+// still work: SQPOLL needed CAP_SYS_ADMIN before Linux 5.11) is an
+// *UnavailableError too, but leaves Probe's answer alone.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return err
+	}
+	call, errno, flags, ok := uring.FailedCall(err)
+	if !ok || !refusal(errno) {
+		return err
+	}
+	if call == "io_uring_setup" && flags != 0 && uring.TrySetup(2, 0) == nil {
+		return &UnavailableError{IOURing: IOURing{
+			Errno:   errnoName(errno),
+			Syscall: call,
+			Reason: fmt.Sprintf("io_uring_setup refused the flags %s with %s while plain rings work (SQPOLL needs CAP_SYS_ADMIN before Linux 5.11)",
+				uring.FlagString(flags), errnoName(errno)),
+		}}
+	}
+	u := refused(call, errno, err, memlock())
+	markUnavailable(u)
+	return &UnavailableError{IOURing: u}
+}
+
+// refusal reports whether errno from an io_uring system call means that
+// this process may not use io_uring at all (policy), or that the kernel
+// has none (absence), rather than that something ran short.
+func refusal(errno syscall.Errno) bool {
+	return errno == sys.EPERM || errno == sys.EACCES || errno == sys.ENOSYS
+}
+
+// markUnavailable makes Probe answer u from now on, keeping the rest of
+// the report (kernel, ops, flags: what the kernel offers).
+func markUnavailable(u IOURing) {
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	if cached != nil && !cached.IOURing.Available {
+		return // already known (the first refusal's reason stays)
+	}
+	var r Report
+	if cached != nil {
+		r = *cached // a copy: callers hold the old one, which must not change
+	} else {
+		r = Report{Kernel: kernelRelease(), PageSize: sys.PageSize(), THP: thpMode(), MemlockBytes: memlock()}
+	}
+	r.IOURing = u
+	cached = &r
+}
 
 // probedFlags are the setup flags Probe tries, each with the flags it needs.
 var probedFlags = []struct {
@@ -136,28 +231,12 @@ func probe() *Report {
 		THP:          thpMode(),
 		MemlockBytes: memlock(),
 	}
-	err := uring.TrySetup(4, 0)
-	if err != nil {
-		errno, _ := sys.Errno(err)
-		name, reason := explain(errno, err, readSysctlInt("/proc/sys/kernel/io_uring_disabled"),
-			readSysctlInt("/proc/sys/kernel/io_uring_group"), r.MemlockBytes)
-		r.IOURing = IOURing{Errno: name, Reason: reason}
-		return r
+	r.IOURing, r.Ops = probeRing(r.MemlockBytes)
+	if r.IOURing.Syscall == "io_uring_setup" || (!r.IOURing.Available && r.IOURing.Syscall == "") {
+		return r // no ring could be set up: no flag can be tried
 	}
-	ring, err := uring.New(4, uring.Options{})
-	if err != nil {
-		// setup worked a moment ago; mapping failed: not conclusive.
-		r.IOURing = IOURing{Reason: fmt.Sprintf("io_uring ring could not be set up: %v", err)}
-		return r
-	}
-	ops, perr := ring.Probe()
-	ring.Close()
-	r.IOURing.Available = true
-	if perr == nil {
-		for _, op := range ops.List() {
-			r.Ops = append(r.Ops, op.String())
-		}
-	}
+	// io_uring_setup works (whether or not its other calls do): say which
+	// flags the kernel accepts.
 	for _, f := range probedFlags {
 		fl := Flag{Name: f.name, Note: f.note}
 		if err := uring.TrySetup(4, f.flags); err != nil {
@@ -170,6 +249,65 @@ func probe() *Report {
 	return r
 }
 
+// probeRing sets up a ring, asks it for its opcodes (io_uring_register)
+// and completes a NOP through it (io_uring_enter), and says whether all
+// of that worked and, if not, which call failed and why. ops is the
+// kernel's opcode list when the register call answered. The ring is
+// closed on every path.
+func probeRing(memlock int64) (u IOURing, ops []string) {
+	ring, err := uring.New(4, uring.Options{})
+	if err != nil {
+		if call, errno, _, ok := uring.FailedCall(err); ok {
+			return refused(call, errno, err, memlock), nil
+		}
+		// io_uring_setup worked; mapping the ring failed: not conclusive.
+		return IOURing{Reason: fmt.Sprintf("io_uring ring could not be set up: %v", err)}, nil
+	}
+	defer ring.Close()
+	set, err := ring.Probe()
+	switch {
+	case err == nil:
+		for _, op := range set.List() {
+			ops = append(ops, op.String())
+		}
+	case errors.Is(err, sys.EINVAL):
+		// A kernel before 5.6 has no IORING_REGISTER_PROBE; the call ran,
+		// so io_uring_register is allowed. The opcodes stay unknown.
+	default:
+		call, errno, _, _ := uring.FailedCall(err)
+		return refused(call, errno, err, memlock), nil
+	}
+	ring.GetSQE().PrepNop(1)
+	if _, err := ring.SubmitAndWait(1); err != nil {
+		call, errno, _, _ := uring.FailedCall(err)
+		return refused(call, errno, err, memlock), ops
+	}
+	var cqe [1]uring.CQE
+	if n := ring.PeekBatch(cqe[:]); n != 1 || cqe[0].UserData != 1 || cqe[0].Res != 0 {
+		return IOURing{Syscall: "io_uring_enter",
+			Reason: fmt.Sprintf("io_uring did not complete a NOP (%d completions, result %d)", n, cqe[0].Res)}, ops
+	}
+	ring.Advance(1)
+	return IOURing{Available: true}, ops
+}
+
+// refused describes the failure err (errno) of the io_uring system call
+// call, reading the sysctls that explain an io_uring_setup refusal.
+func refused(call string, errno syscall.Errno, err error, memlock int64) IOURing {
+	var name, reason string
+	if call == "io_uring_setup" {
+		name, reason = explain(errno, err, readSysctlInt("/proc/sys/kernel/io_uring_disabled"),
+			readSysctlInt("/proc/sys/kernel/io_uring_group"), memlock)
+	} else {
+		name, reason = explainCall(call, errno, err)
+	}
+	return IOURing{Errno: name, Syscall: call, Reason: reason}
+}
+
+// allowAll is the advice that ends every reason for a refusal by a
+// seccomp profile.
+const allowAll = "run with a profile that allows io_uring_setup, io_uring_enter and io_uring_register"
+
 // explain maps io_uring_setup's failure to an errno name and a reason a
 // user can act on. disabled is kernel.io_uring_disabled (-1 if unknown),
 // group kernel.io_uring_group (-1 if unknown), memlock the RLIMIT_MEMLOCK
@@ -177,7 +315,12 @@ func probe() *Report {
 func explain(errno syscall.Errno, err error, disabled, group int, memlock int64) (name, reason string) {
 	switch errno {
 	case sys.ENOSYS:
-		return "ENOSYS", "this kernel has no io_uring (older than 5.1, or built without CONFIG_IO_URING); iopath falls back to pread"
+		if disabled >= 0 {
+			// The sysctl exists, so the kernel has io_uring: something
+			// answers for it.
+			return "ENOSYS", "io_uring_setup returned ENOSYS though this kernel has io_uring (kernel.io_uring_disabled exists): a seccomp profile forbids io_uring_setup; " + allowAll
+		}
+		return "ENOSYS", "this kernel has no io_uring (older than 5.1, or built without CONFIG_IO_URING), or a seccomp profile forbids io_uring_setup with ENOSYS; iopath falls back to pread"
 	case sys.EPERM:
 		switch disabled {
 		case 2:
@@ -189,7 +332,9 @@ func explain(errno syscall.Errno, err error, disabled, group int, memlock int64)
 			}
 			return "EPERM", fmt.Sprintf("the sysctl kernel.io_uring_disabled=1 lets only members of %s and CAP_SYS_ADMIN use io_uring; join that group or set the sysctl to 0", g)
 		}
-		return "EPERM", "io_uring_setup was refused with EPERM while kernel.io_uring_disabled allows it: a seccomp profile (e.g. Docker's default) forbids io_uring_setup; run with a profile that allows io_uring_setup, io_uring_enter and io_uring_register"
+		return "EPERM", "io_uring_setup was refused with EPERM while kernel.io_uring_disabled allows it: a seccomp profile (e.g. Docker's default) forbids io_uring_setup; " + allowAll
+	case sys.EACCES:
+		return "EACCES", "io_uring_setup was refused with EACCES: a security module (SELinux, AppArmor) or seccomp profile forbids io_uring; allow io_uring_setup, io_uring_enter and io_uring_register for this program"
 	case sys.ENOMEM:
 		lim := "unlimited"
 		if memlock >= 0 {
@@ -205,6 +350,45 @@ func explain(errno syscall.Errno, err error, disabled, group int, memlock int64)
 		err = se.Err
 	}
 	return "", fmt.Sprintf("io_uring_setup failed: %v", err)
+}
+
+// explainCall maps the failure of io_uring_enter or io_uring_register,
+// made on a ring io_uring_setup created, to an errno name and a reason.
+// The sysctl kernel.io_uring_disabled only ever refuses io_uring_setup,
+// so a refusal here comes from a seccomp profile or a security module.
+func explainCall(call string, errno syscall.Errno, err error) (name, reason string) {
+	switch errno {
+	case sys.EPERM, sys.ENOSYS:
+		name = errnoName(errno)
+		return name, fmt.Sprintf("%s was refused with %s although io_uring_setup worked: a seccomp profile forbids %s (kernel.io_uring_disabled refuses only io_uring_setup); %s",
+			call, name, call, allowAll)
+	case sys.EACCES:
+		return "EACCES", fmt.Sprintf("%s was refused with EACCES although io_uring_setup worked: a security module (SELinux, AppArmor) or seccomp profile forbids %s; allow io_uring_setup, io_uring_enter and io_uring_register for this program",
+			call, call)
+	}
+	if call == "" {
+		call = "io_uring"
+	}
+	if err == nil {
+		err = errno
+	}
+	return errnoName(errno), fmt.Sprintf("%s failed: %v", call, err)
+}
+
+// errnoName is the symbolic name of the errnos a reason mentions, "" for
+// the others.
+func errnoName(errno syscall.Errno) string {
+	switch errno {
+	case sys.EPERM:
+		return "EPERM"
+	case sys.EACCES:
+		return "EACCES"
+	case sys.ENOSYS:
+		return "ENOSYS"
+	case sys.ENOMEM:
+		return "ENOMEM"
+	}
+	return ""
 }
 
 func readSysctlInt(path string) int {

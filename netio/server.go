@@ -12,12 +12,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 )
 
 // ErrNotSupported is wrapped by Listen's error when an engine cannot run on
 // this kernel or under this policy (io_uring disabled, an opcode missing).
-var ErrNotSupported = errors.New("not supported")
+// It is features.ErrNotSupported, the one sentinel every package wraps.
+var ErrNotSupported = features.ErrNotSupported
 
 // Defaults for the zero Config.
 const (
