@@ -84,8 +84,13 @@ var testHookReading func()
 // file is in the page cache, O_DIRECT, what the kernel supports) unless
 // WithEngine says "pread", "io_uring" or "mmap". With io_uring, Open
 // creates the first ring, so an explicit WithEngine("io_uring") that
-// cannot run here fails now with an error wrapping ErrNotSupported; under
-// Auto the File falls back to pread. With mmap, Open maps the file's size
+// cannot run here fails now with an error wrapping ErrNotSupported and
+// the reason (io_uring_setup, io_uring_register or io_uring_enter refused
+// by a seccomp profile or the kernel.io_uring_disabled sysctl); under
+// Auto the File falls back to pread then. A ring that cannot be made for
+// want of a resource fails Open either way with that error:
+// errors.Is(err, syscall.EMFILE) (or ENFILE, ENOMEM) holds, and it does
+// not wrap ErrNotSupported. With mmap, Open maps the file's size
 // at Open read-only and shared (an empty file is not mapped); a mapping
 // that fails is an *fs.PathError with Op "mmap" for WithEngine("mmap"),
 // and pread under Auto. mmap cannot be had WithDirect (an error wrapping
@@ -116,7 +121,9 @@ func Open(path string, opts ...Option) (*File, error) {
 	if c.Engine == "io_uring" {
 		rp, err := newRingPool(c.Workers, c.QueueDepth)
 		if err != nil {
-			if o.engine != "" {
+			// Auto falls back only from a refusal; a resource error
+			// (EMFILE, ENOMEM) is the caller's to hear.
+			if o.engine != "" || !errors.Is(err, ErrNotSupported) {
 				sys.Close(fd)
 				return nil, fmt.Errorf("iopath: Open %s: %w", path, err)
 			}
@@ -1053,7 +1060,13 @@ func newRing(depth int) (*ring, error) {
 	}
 	r, err := uring.New(entries, uring.Options{CQSize: 2 * entries, SubmitAll: true})
 	if err != nil {
-		return nil, &engine.NotSupportedError{What: "io_uring", Reason: err.Error()}
+		// A refusal (seccomp, the sysctl set since the probe) wraps
+		// ErrNotSupported, and Auto falls back; running out of
+		// descriptors or memory is reported as itself (EMFILE, ENOMEM).
+		if err := engine.UringError(err); errors.Is(err, ErrNotSupported) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("io_uring: %w", err)
 	}
 	return &ring{r: r, depth: min(depth, int(r.SQEntries())), cqes: make([]uring.CQE, r.CQEntries())}, nil
 }
@@ -1095,6 +1108,20 @@ func keepForever(b *bufpool.Buf) {
 	leakedMu.Lock()
 	leakedBufs = append(leakedBufs, b)
 	leakedMu.Unlock()
+}
+
+// discard closes a ring that failed with nothing in the kernel's hands
+// and unpins the buffers; the ring is marked broken so that it is never
+// used again (a ring pool drops it). It returns err, put in the engine
+// vocabulary (engine.UringError).
+func (g *ring) discard(err error) error {
+	g.pin.Unpin()
+	g.r.Close()
+	g.broken = true
+	if err := engine.UringError(err); errors.Is(err, ErrNotSupported) {
+		return err
+	}
+	return fmt.Errorf("io_uring: %w", err)
 }
 
 // fail marks the ring broken after err, keeping the ring and its pinned
@@ -1199,6 +1226,13 @@ func (g *ring) read(fd int32, reqs []Request, idx []int32, direct bool) error {
 			err = testHookSubmit()
 		}
 		if err != nil {
+			if inflight == int(g.r.SQReady()) {
+				// The kernel took none of the reads (io_uring_enter was
+				// refused outright: a seccomp filter): none can write a
+				// buffer now, so the ring is closed, not kept forever,
+				// and a refusal says so (ErrNotSupported).
+				return g.discard(err)
+			}
 			return g.fail(err)
 		}
 		g.reap(fd, reqs, direct)

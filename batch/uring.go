@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bufpool"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
@@ -126,6 +127,18 @@ var errUringReplaced = errors.New("file replaced while read")
 
 // uringOps are the opcodes the engine uses.
 var uringOps = []string{"OPENAT", "STATX", "READ_FIXED", "READ", "CLOSE", "ASYNC_CANCEL"}
+
+// uringSetupError is the error of a worker whose ring could not be set
+// up: one wrapping ErrNotSupported with the reason when io_uring is
+// refused by policy or absent (engine.UringError), so that ReadFiles
+// under Auto falls back before any file is read; the error itself
+// (EMFILE, ENOMEM, ...) otherwise.
+func uringSetupError(err error) error {
+	if err := engine.UringError(err); errors.Is(err, ErrNotSupported) {
+		return err
+	}
+	return fmt.Errorf("io_uring: %w", err)
+}
 
 // uringSupported returns nil when this process can run the engine, or an
 // error wrapping ErrNotSupported with the reason.
@@ -340,7 +353,7 @@ func (w *uringWorker) setup() error {
 		NoSQArray:    true,
 	})
 	if err != nil {
-		return fmt.Errorf("io_uring: %w", err)
+		return uringSetupError(err)
 	}
 	w.ring = r
 	if d := r.Dropped(); len(d) > 0 {
@@ -351,7 +364,7 @@ func (w *uringWorker) setup() error {
 			ErrNotSupported)
 	}
 	if err := r.RegisterFilesSparse(uint32(w.depth)); err != nil {
-		return fmt.Errorf("io_uring: %w", err)
+		return uringSetupError(err)
 	}
 
 	a, err := getUringArena(w.depth, w.bufSize)
@@ -368,6 +381,11 @@ func (w *uringWorker) setup() error {
 		w.paths[i] = a.path(i)
 	}
 	if err := r.RegisterBuffers(w.bufs); err != nil {
+		// Short of memlock, the chains read with READ; a refusal of
+		// io_uring_register itself means io_uring is not usable here.
+		if err := engine.UringError(err); errors.Is(err, ErrNotSupported) {
+			return err
+		}
 		w.st.Notes = append(w.st.Notes, fmt.Sprintf("io_uring: %v; reading with READ instead of READ_FIXED (raise `ulimit -l`)", err))
 	} else {
 		w.fixed = true

@@ -32,11 +32,7 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 		return nil, err
 	}
 	if err := features.IOURingError(); err != nil {
-		var ue *features.UnavailableError
-		if errors.As(err, &ue) {
-			return nil, &NotSupportedError{What: "io_uring", Reason: ue.IOURing.Reason}
-		}
-		return nil, &NotSupportedError{What: "io_uring", Reason: err.Error()}
+		return nil, UringError(err)
 	}
 	a, err := newArena(job.Workers*job.QueueDepth, job.BlockSize, job.Direct)
 	if err != nil {
@@ -61,6 +57,22 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 	}
 	u.notes = workerNotes(u.workers)
 	return u, nil
+}
+
+// UringError puts an error from setting up or driving an io_uring ring
+// into this package's vocabulary: a refusal by policy or absence
+// (features.Classify: EPERM, EACCES, ENOSYS; also features'
+// *UnavailableError) becomes a *NotSupportedError for "io_uring" with the
+// probe's reason, and makes the probe say io_uring is unavailable from
+// then on; any other error, resource limits included (EMFILE, ENOMEM), is
+// returned as it is. Every ring creator of the packages that speak
+// NotSupportedError (engine, batch, iopath) passes its errors through it.
+func UringError(err error) error {
+	var ue *features.UnavailableError
+	if errors.As(features.Classify(err), &ue) {
+		return &NotSupportedError{What: "io_uring", Reason: ue.IOURing.Reason}
+	}
+	return err
 }
 
 // workerNotes merges the workers' notes, each once.
@@ -253,6 +265,9 @@ func (w *uringWorker) setup() error {
 	}
 	r, err := uring.New(entries, opts)
 	if err != nil {
+		if err := UringError(err); errors.Is(err, ErrNotSupported) {
+			return err // refused by policy: the caller may fall back
+		}
 		if w.job.SQPoll {
 			return &NotSupportedError{What: "io_uring with SQPOLL", Reason: err.Error()}
 		}
@@ -262,12 +277,21 @@ func (w *uringWorker) setup() error {
 	if d := r.Dropped(); len(d) > 0 {
 		w.notes = append(w.notes, fmt.Sprintf("io_uring: the kernel refused setup flags %v; they were dropped", d))
 	}
+	// Registering buffers or files can fail for want of memory (memlock)
+	// or descriptors, and the engine then reads without them; a refusal
+	// of io_uring_register itself is io_uring not being usable here.
 	if err := r.RegisterBuffers(w.bufs); err != nil {
+		if err := UringError(err); errors.Is(err, ErrNotSupported) {
+			return err
+		}
 		w.notes = append(w.notes, fmt.Sprintf("io_uring: %v; reading with READ instead of READ_FIXED (raise `ulimit -l`)", err))
 	} else {
 		w.fixed = true
 	}
 	if err := r.RegisterFilesSparse(1); err != nil {
+		if err := UringError(err); errors.Is(err, ErrNotSupported) {
+			return err
+		}
 		w.notes = append(w.notes, fmt.Sprintf("io_uring: %v; using the plain fd", err))
 	} else {
 		w.files = true

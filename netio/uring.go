@@ -261,7 +261,9 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 }
 
 // uringSupported says why the engine cannot run here, wrapping
-// ErrNotSupported, or returns nil.
+// ErrNotSupported, or returns nil. The probe (features.Probe) has set up
+// a ring, registered with it and entered it: a refusal of any of the
+// three io_uring calls is its reason, never a missing opcode.
 func uringSupported() error {
 	r := features.Probe()
 	if !r.IOURing.Available {
@@ -293,13 +295,22 @@ func probeRecvMultishot() (limits bool, err error) {
 	notSupported := func(why string, err error) (bool, error) {
 		return false, fmt.Errorf("io_uring server: %w: %s: %v", ErrNotSupported, why, err)
 	}
+	// classified is err from an io_uring call: a refusal by policy wraps
+	// ErrNotSupported with the probe's reason; a resource error (EMFILE,
+	// ENOMEM) is itself, and is probed again at the next Listen.
+	classified := func(err error) (bool, error) {
+		return false, fmt.Errorf("io_uring server: probe: %w", features.Classify(err))
+	}
 	r, err := uring.New(8, uring.Options{})
 	if err != nil {
-		return notSupported("io_uring setup", err)
+		return classified(err)
 	}
 	defer r.Close()
 	br, err := r.RegisterBufRing(0, 2, 64)
 	if err != nil {
+		if !errors.Is(err, sys.EINVAL) {
+			return classified(err)
+		}
 		return notSupported("provided buffer rings (Linux 5.19)", err)
 	}
 	defer br.Close()
@@ -349,7 +360,7 @@ func probeRecvMultishot() (limits bool, err error) {
 		}
 		c, err := reap(1)
 		if err != nil {
-			return false, fmt.Errorf("io_uring server: probe: %w", err)
+			return classified(err)
 		}
 		if c.Res == -int32(sys.EINVAL) {
 			sys.Read(fds[0], make([]byte, 1)) // the byte is still there
@@ -364,7 +375,7 @@ func probeRecvMultishot() (limits bool, err error) {
 			r.GetSQE().PrepCancel(1, 0, 2)
 			for c.More() {
 				if c, err = reap(1); err != nil {
-					return false, fmt.Errorf("io_uring server: probe: %w", err)
+					return classified(err)
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/bufpool"
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
 )
@@ -243,7 +244,9 @@ func (l *uloop) run(ready chan<- error) {
 func (l *uloop) setup() error {
 	cfg := l.s.cfg
 	fail := func(what string, err error) error {
-		return fmt.Errorf("io_uring server on %s: %s: %w", l.s.addr, what, err)
+		// A refusal of io_uring (seccomp, sysctl) wraps ErrNotSupported;
+		// a resource error (EMFILE, ENOMEM) stays itself.
+		return fmt.Errorf("io_uring server on %s: %s: %w", l.s.addr, what, features.Classify(err))
 	}
 	sqpoll := cfg.SQPoll
 	r, err := uring.New(uringSQEntries, uring.Options{
