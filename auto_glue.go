@@ -1,7 +1,6 @@
 package iopath
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/iopath/iopath/engine"
@@ -86,14 +85,11 @@ func fitEngine(c call, name string, direct bool) string {
 }
 
 // uringUsable returns nil when call c can read through io_uring here, or
-// an error wrapping ErrNotSupported with the probe's reason.
+// an error wrapping ErrNotSupported with the probe's reason (the probe's
+// own error when it ran short of a resource: see engine.UringError).
 func uringUsable(c call) error {
 	if err := features.IOURingError(); err != nil {
-		var ue *features.UnavailableError
-		if errors.As(err, &ue) {
-			return &engine.NotSupportedError{What: "io_uring", Reason: ue.IOURing.Reason}
-		}
-		return &engine.NotSupportedError{What: "io_uring", Reason: err.Error()}
+		return engine.UringError(err)
 	}
 	if c != callReadFiles && !features.Probe().HasOp("READ") {
 		return &engine.NotSupportedError{What: "io_uring", Reason: "the kernel lacks IORING_OP_READ (Linux 5.6)"}

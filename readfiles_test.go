@@ -18,11 +18,14 @@ import (
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/seccomptest"
 	"go.uber.org/goleak"
 )
 
 // TestMain fails the run if goroutines or descriptors outlive the tests.
 func TestMain(m *testing.M) {
+	// A child process of the io_uring refusal tests: forbid what it says.
+	seccomptest.Install()
 	// The runtime poller's descriptors (epoll, eventfd) stay open once
 	// made: make them before counting.
 	if f, err := os.Open(os.DevNull); err == nil {

@@ -141,11 +141,16 @@ func uringSetupError(err error) error {
 }
 
 // uringSupported returns nil when this process can run the engine, or an
-// error wrapping ErrNotSupported with the reason.
+// error wrapping ErrNotSupported with the reason; or the probe's own
+// error when it ran short of a resource (EMFILE, ENOMEM), which is not a
+// reason to fall back.
 func uringSupported() error {
 	p := features.Probe()
-	if !p.IOURing.Available {
-		return fmt.Errorf("io_uring: %w: %s", ErrNotSupported, p.IOURing.Reason)
+	if err := features.IOURingError(); err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			return fmt.Errorf("io_uring: %w: %s", ErrNotSupported, p.IOURing.Reason)
+		}
+		return err
 	}
 	for _, op := range uringOps {
 		if !p.HasOp(op) {

@@ -59,17 +59,17 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 	return u, nil
 }
 
-// UringError puts an error from setting up or driving an io_uring ring
-// into this package's vocabulary: a refusal by policy or absence
-// (features.Classify: EPERM, EACCES, ENOSYS; also features'
-// *UnavailableError) becomes a *NotSupportedError for "io_uring" with the
-// probe's reason, and makes the probe say io_uring is unavailable from
-// then on; any other error, resource limits included (EMFILE, ENOMEM), is
-// returned as it is. Every ring creator of the packages that speak
+// UringError puts an error from setting up or driving an io_uring ring,
+// or features.IOURingError's, into this package's vocabulary: a refusal
+// by policy or absence (features.Classify: EPERM, EACCES, ENOSYS) becomes
+// a *NotSupportedError for "io_uring" with the probe's reason, and makes
+// the probe say io_uring is unavailable from then on; any other error,
+// resource limits included (EMFILE, ENOMEM), is returned as it is. Every ring creator of the packages that speak
 // NotSupportedError (engine, batch, iopath) passes its errors through it.
 func UringError(err error) error {
+	err = features.Classify(err)
 	var ue *features.UnavailableError
-	if errors.As(features.Classify(err), &ue) {
+	if errors.Is(err, ErrNotSupported) && errors.As(err, &ue) {
 		return &NotSupportedError{What: "io_uring", Reason: ue.IOURing.Reason}
 	}
 	return err

@@ -271,3 +271,23 @@ func TestProbeForbiddenChild(t *testing.T) {
 		t.Errorf("IOURingError = %v", err)
 	}
 }
+
+// A probe that ran short of a resource says so with that error, which
+// does not wrap ErrNotSupported: nothing falls back from a limit.
+func TestIOURingErrorResource(t *testing.T) {
+	t.Setenv(DisableEnv, "")
+	keepProbe(t)
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, sys.ENOMEM} {
+		u := refused("io_uring_setup", errno, &uring.SetupError{Err: errno}, -1)
+		if conclusive(&Report{IOURing: u}) {
+			t.Errorf("%v: a resource error is cached for good", errno)
+		}
+		probeMu.Lock()
+		cached = &Report{IOURing: u}
+		probeMu.Unlock()
+		err := IOURingError()
+		if !errors.Is(err, errno) || errors.Is(err, ErrNotSupported) {
+			t.Errorf("%v: IOURingError = %v; want it to wrap %v and not ErrNotSupported", errno, err, errno)
+		}
+	}
+}

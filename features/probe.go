@@ -29,6 +29,11 @@ type IOURing struct {
 	// disabled by DisableEnv.
 	Syscall string `json:"syscall,omitempty"`
 	Reason  string `json:"reason,omitempty"` // a sentence a user can act on; "" when available
+
+	// err is the failure when it was not a refusal (a resource ran
+	// short, or something unexpected): such an answer is not cached,
+	// and IOURingError wraps err rather than ErrNotSupported.
+	err error
 }
 
 // Flag is one io_uring setup flag and whether the kernel accepts it.
@@ -119,24 +124,34 @@ func conclusive(r *Report) bool {
 var ErrNotSupported = errors.New("not supported")
 
 // IOURingError returns nil when io_uring is available, or an
-// *UnavailableError saying why not. engine wraps it into an
+// *UnavailableError saying why not. engine.UringError puts it into an
 // *engine.NotSupportedError.
 func IOURingError() error {
 	u := Probe().IOURing
 	if u.Available {
 		return nil
 	}
-	return &UnavailableError{IOURing: u}
+	return &UnavailableError{IOURing: u, Err: u.err}
 }
 
-// UnavailableError says why io_uring cannot be used. It wraps
-// ErrNotSupported.
-type UnavailableError struct{ IOURing IOURing }
+// UnavailableError says why io_uring cannot be used. When io_uring is
+// refused (a seccomp profile, the sysctl, a kernel without it,
+// DisableEnv) it wraps ErrNotSupported, and callers fall back. When the
+// probe ran short of a resource (descriptors, memory) Err is that error
+// and it is wrapped instead of ErrNotSupported, so that
+// errors.Is(err, syscall.EMFILE) holds and nothing falls back from a
+// limit the user should hear about.
+type UnavailableError struct {
+	IOURing IOURing
+	Err     error // nil for a refusal
+}
 
 func (e *UnavailableError) Error() string { return "io_uring is not available: " + e.IOURing.Reason }
 
-// Is makes errors.Is(err, ErrNotSupported) true.
-func (e *UnavailableError) Is(target error) bool { return target == ErrNotSupported }
+// Is makes errors.Is(err, ErrNotSupported) true for a refusal.
+func (e *UnavailableError) Is(target error) bool { return target == ErrNotSupported && e.Err == nil }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Classify sorts an error from a ring creator's io_uring system calls
 // (uring.New, a register, a submit: see uring.FailedCall), so that every
@@ -261,7 +276,7 @@ func probeRing(memlock int64) (u IOURing, ops []string) {
 			return refused(call, errno, err, memlock), nil
 		}
 		// io_uring_setup worked; mapping the ring failed: not conclusive.
-		return IOURing{Reason: fmt.Sprintf("io_uring ring could not be set up: %v", err)}, nil
+		return IOURing{Reason: fmt.Sprintf("io_uring ring could not be set up: %v", err), err: err}, nil
 	}
 	defer ring.Close()
 	set, err := ring.Probe()
@@ -284,8 +299,8 @@ func probeRing(memlock int64) (u IOURing, ops []string) {
 	}
 	var cqe [1]uring.CQE
 	if n := ring.PeekBatch(cqe[:]); n != 1 || cqe[0].UserData != 1 || cqe[0].Res != 0 {
-		return IOURing{Syscall: "io_uring_enter",
-			Reason: fmt.Sprintf("io_uring did not complete a NOP (%d completions, result %d)", n, cqe[0].Res)}, ops
+		err := fmt.Errorf("io_uring did not complete a NOP (%d completions, result %d)", n, cqe[0].Res)
+		return IOURing{Syscall: "io_uring_enter", Reason: err.Error(), err: err}, ops
 	}
 	ring.Advance(1)
 	return IOURing{Available: true}, ops
@@ -301,7 +316,11 @@ func refused(call string, errno syscall.Errno, err error, memlock int64) IOURing
 	} else {
 		name, reason = explainCall(call, errno, err)
 	}
-	return IOURing{Errno: name, Syscall: call, Reason: reason}
+	u := IOURing{Errno: name, Syscall: call, Reason: reason}
+	if !refusal(errno) {
+		u.err = err
+	}
+	return u
 }
 
 // allowAll is the advice that ends every reason for a refusal by a

@@ -261,13 +261,17 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 }
 
 // uringSupported says why the engine cannot run here, wrapping
-// ErrNotSupported, or returns nil. The probe (features.Probe) has set up
+// ErrNotSupported (or, when the probe ran short of a resource, that
+// error), or returns nil. The probe (features.Probe) has set up
 // a ring, registered with it and entered it: a refusal of any of the
 // three io_uring calls is its reason, never a missing opcode.
 func uringSupported() error {
 	r := features.Probe()
-	if !r.IOURing.Available {
-		return fmt.Errorf("io_uring server: %w: %s", ErrNotSupported, r.IOURing.Reason)
+	if err := features.IOURingError(); err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			return fmt.Errorf("io_uring server: %w: %s", ErrNotSupported, r.IOURing.Reason)
+		}
+		return fmt.Errorf("io_uring server: %w", err) // short of a resource: not cached
 	}
 	for _, op := range []string{"ACCEPT", "RECV", "SEND", "SENDMSG", "ASYNC_CANCEL", "CLOSE", "SHUTDOWN", "READ", "TIMEOUT"} {
 		if !r.HasOp(op) {

@@ -15,9 +15,13 @@ import (
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/seccomptest"
 )
 
 func TestMain(m *testing.M) {
+	// Started under a seccomp filter by a test (seccomp_test.go): forbid
+	// what it says before anything runs.
+	seccomptest.Install()
 	if bench.IsChild() {
 		// `iopath bench` starts this test binary as its child process.
 		os.Exit(exitCode(bench.ChildMain(context.Background(), os.Stdin, os.Stdout), os.Stderr))
