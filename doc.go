@@ -69,7 +69,9 @@
 // that cannot run here (io_uring disabled, O_DIRECT with mmap or on a
 // filesystem that refuses it) gives an error wrapping ErrNotSupported
 // with the reason, when it was asked for with WithEngine; Auto never asks
-// for one.
+// for one. An io_uring ring that cannot be made for want of a resource
+// is not "not supported": the call fails with that error, under Auto too
+// (errors.Is(err, syscall.EMFILE), ENFILE, ENOMEM hold).
 // Misuse has its own errors: ErrNilFunc (nil callback), ErrNegativeOffset,
 // ErrOverlap (ReadBatch buffers sharing memory), ErrUnaligned (O_DIRECT),
 // fs.ErrClosed (a closed File, as os reports it), ctx.Err() for a context
@@ -97,6 +99,12 @@
 // file and 5.18 or later for ReadFiles' batched open/statx/read/close
 // chains (direct descriptors, sparse file tables); on older kernels, or
 // where io_uring is disabled (the kernel.io_uring_disabled sysctl, a
-// container's seccomp profile), Auto falls back to the synchronous paths,
-// which run on any Linux that Go supports.
+// container's seccomp profile forbidding any of io_uring_setup,
+// io_uring_register and io_uring_enter: the probe makes all three), Auto
+// does not choose it and uses the synchronous paths, which run on any
+// Linux that Go supports. Where io_uring is refused only after the
+// process first probed it (the sysctl set meanwhile), the call that
+// meets the refusal falls back before it has read anything (ReadFile,
+// Scan and Open to pread, ReadFiles to raw) and Auto stops choosing
+// io_uring for the rest of the process.
 package iopath

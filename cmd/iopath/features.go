@@ -29,10 +29,13 @@ func newFeaturesCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "features",
 		Short: "Show what this kernel and process support (io_uring, its ops and flags), and why not",
-		Long: `features probes io_uring by creating tiny rings and prints whether this
-process can use it (and, if not, why: kernel, sysctl, seccomp or memlock
-limit), which setup flags and opcodes the kernel accepts, and the kernel,
-page size, transparent hugepage mode and memlock limit.
+		Long: `features probes io_uring by setting up a tiny ring, asking it for its
+opcodes and completing a NOP through it (io_uring_setup, io_uring_register
+and io_uring_enter: a seccomp profile can forbid any one of them), and
+prints whether this process can use it (and, if not, which call was
+refused and why: kernel, sysctl, seccomp or memlock limit), which setup
+flags and opcodes the kernel accepts, and the kernel, page size,
+transparent hugepage mode and memlock limit.
 IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
