@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/seccomptest"
@@ -325,6 +326,30 @@ func TestIOURingOutOfDescriptorsChild(t *testing.T) {
 		if !errors.Is(err, syscall.EMFILE) || errors.Is(err, ErrNotSupported) {
 			t.Errorf("%s with one descriptor free: %v; want EMFILE, not ErrNotSupported", c.name, err)
 		}
+	}
+	// No descriptor free: the io_uring engine's rings (with SQPOLL too)
+	// and the batch engine's fail with EMFILE at setup.
+	fd, err := sys.Open(os.DevNull, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillers = append(fillers, fd)
+	e, err := engine.Lookup("io_uring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sqpoll := range []bool{false, true} {
+		p, err := e.Prepare(engine.Job{Path: path, BlockSize: 4096, QueueDepth: 4, SQPoll: sqpoll})
+		if err == nil {
+			p.Close()
+		}
+		if !errors.Is(err, syscall.EMFILE) || errors.Is(err, ErrNotSupported) {
+			t.Errorf("engine Prepare (SQPOLL %v) with no descriptor free: %v; want EMFILE, not ErrNotSupported", sqpoll, err)
+		}
+	}
+	err = ReadFiles(context.Background(), []string{path}, func(string, []byte, error) error { return nil }, WithEngine("io_uring"))
+	if !errors.Is(err, syscall.EMFILE) || errors.Is(err, ErrNotSupported) {
+		t.Errorf("ReadFiles with no descriptor free: %v; want EMFILE, not ErrNotSupported", err)
 	}
 	if u := features.Probe().IOURing; !u.Available {
 		t.Errorf("running out of descriptors made io_uring unavailable: %s", u.Reason)

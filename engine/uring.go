@@ -64,8 +64,9 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 // by policy or absence (features.Classify: EPERM, EACCES, ENOSYS) becomes
 // a *NotSupportedError for "io_uring" with the probe's reason, and makes
 // the probe say io_uring is unavailable from then on; any other error,
-// resource limits included (EMFILE, ENOMEM), is returned as it is. Every ring creator of the packages that speak
-// NotSupportedError (engine, batch, iopath) passes its errors through it.
+// resource limits included (EMFILE, ENOMEM), is returned as it is. Every
+// ring creator of the packages that speak NotSupportedError (engine,
+// batch, iopath) passes its errors through it.
 func UringError(err error) error {
 	err = features.Classify(err)
 	var ue *features.UnavailableError
@@ -268,7 +269,9 @@ func (w *uringWorker) setup() error {
 		if err := UringError(err); errors.Is(err, ErrNotSupported) {
 			return err // refused by policy: the caller may fall back
 		}
-		if w.job.SQPoll {
+		if w.job.SQPoll && errors.Is(err, syscall.EINVAL) {
+			// The kernel does not take SQPOLL with these flags; a
+			// resource error is not that, and stays itself.
 			return &NotSupportedError{What: "io_uring with SQPOLL", Reason: err.Error()}
 		}
 		return fmt.Errorf("io_uring: %w", err)
