@@ -2,44 +2,22 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/seccomptest"
 )
 
-// runDenied runs the iopath command in a process of its own under a
-// seccomp filter that forbids call (see seccomptest), and returns its
-// output and exit status. A command that has not ended after a minute
-// is killed and fails the test (a hang guard, not a measurement).
+// runDenied runs the iopath command in a process of its own
+// (runCLIProcess) under a seccomp filter that forbids call: TestMain
+// installs it (seccomptest.Install) before the command runs.
 func runDenied(t *testing.T, call string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), cliEnv+"=1", seccomptest.ChildEnv+"=1", seccomptest.DenyEnv+"="+call)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("iopath %s with %s forbidden did not end: %s", strings.Join(args, " "), call, stderr.String())
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
+	return runCLIProcess(t, []string{seccomptest.ChildEnv + "=1", seccomptest.DenyEnv + "=" + call}, args...)
 }
 
 // With a seccomp filter that forbids one of io_uring's three system
