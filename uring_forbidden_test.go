@@ -103,6 +103,7 @@ func TestIOURingForbidden(t *testing.T) {
 	requireUring(t)
 	for _, call := range seccomptest.Calls() {
 		t.Run(call, func(t *testing.T) {
+			t.Parallel() // each runs in a process of its own
 			seccomptest.Run(t, "TestIOURingForbiddenChild", []string{call})
 		})
 	}
@@ -182,6 +183,7 @@ func TestIOURingRefusedAfterProbe(t *testing.T) {
 	requireUring(t)
 	for _, api := range []string{"ReadFiles", "Scan", "ordered Scan", "ReadFile", "Open"} {
 		t.Run(api, func(t *testing.T) {
+			t.Parallel() // each runs in a process of its own
 			seccomptest.Run(t, "TestIOURingRefusedAfterProbeChild", nil, "IOPATH_TEST_API="+api)
 		})
 	}
@@ -260,6 +262,7 @@ func TestIOURingOutOfDescriptors(t *testing.T) {
 	requireUring(t)
 	for _, first := range []string{"probed before", "probed after"} {
 		t.Run(first, func(t *testing.T) {
+			t.Parallel() // each runs in a process of its own
 			seccomptest.Run(t, "TestIOURingOutOfDescriptorsChild", nil, "IOPATH_TEST_PROBE="+first)
 		})
 	}

@@ -235,6 +235,7 @@ func TestProbeForbidden(t *testing.T) {
 	}
 	for _, call := range seccomptest.Calls() {
 		t.Run(call, func(t *testing.T) {
+			t.Parallel() // each runs in a process of its own
 			seccomptest.Run(t, "TestProbeForbiddenChild", []string{call})
 		})
 	}

@@ -57,6 +57,7 @@ func TestForbiddenCallsAreNamed(t *testing.T) {
 	requireRing(t)
 	for _, call := range seccomptest.Calls() {
 		t.Run(call, func(t *testing.T) {
+			t.Parallel() // each runs in a process of its own
 			seccomptest.Run(t, "TestForbiddenCallsAreNamedChild", []string{call})
 		})
 	}
