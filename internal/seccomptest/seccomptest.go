@@ -10,8 +10,8 @@
 // runs. A child test that must do something before the filter comes (probe
 // io_uring, say) is started without DenyEnv and calls Deny itself.
 //
-// Linux only; the process needs CAP_SYS_ADMIN or sets PR_SET_NO_NEW_PRIVS
-// (Deny does), which seccomp allows any process.
+// Linux only. Deny sets PR_SET_NO_NEW_PRIVS first, which lets a process
+// without CAP_SYS_ADMIN install a filter: root is not needed.
 package seccomptest
 
 import (
