@@ -45,8 +45,12 @@ func Limit(n int64) int64 {
 
 // Error is the error of a read of path that went on past limit bytes: an
 // *fs.PathError wrapping ErrLimit whose message says the limit and what
-// raises it (raise names the option or field: "iopath.WithPseudoLimit").
+// raises it (raise names the option or field: "iopath.WithPseudoLimit";
+// "" when nothing does).
 func Error(path string, limit int64, raise string) error {
+	if raise == "" {
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrLimit, units.FormatSize(limit))}
+	}
 	return &fs.PathError{Op: "read", Path: path,
 		Err: fmt.Errorf("%w (%s; %s raises it)", ErrLimit, units.FormatSize(limit), raise)}
 }
