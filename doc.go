@@ -40,9 +40,14 @@
 //
 // Scan's fn is called from several goroutines at once, one per worker,
 // with blocks out of order; WithOrdered makes it one call at a time, in
-// offset order. A panic in Scan's fn reaches Scan's caller, on the
-// caller's goroutine, once Scan has stopped and released everything.
-// ReadFiles' fn is called from several goroutines at once.
+// offset order. ReadFiles' fn is called from several goroutines at once.
+//
+// A panic in a callback (Scan's fn, ReadFiles' fn, an engine.Sink) never
+// ends the process from a goroutine the caller cannot reach: it stops the
+// call as an error would, and is raised again on the caller's goroutine,
+// with the value the callback panicked with, once every worker has
+// stopped, every read in flight is reaped and every file is closed, so
+// that a deferred recover in the caller catches it and nothing leaks.
 // A *File is safe for concurrent use by any number of goroutines, and
 // its Close waits for the reads in progress. ReadFile, ReadFileBuf, Open
 // and the Options are safe to use from any goroutine.
@@ -65,7 +70,11 @@
 // errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.EISDIR work;
 // ReadFile, Scan and Open refuse a FIFO, socket or device with
 // ErrNotRegular (nothing here ever blocks on a FIFO; see ErrNotRegular for
-// ReadFiles), and a file that shrinks under Scan gives ErrChanged. A path
+// ReadFiles), and a file that shrinks under Scan gives ErrChanged. A
+// file whose size is not known in advance (/proc, /sys, a regular file
+// that reports size 0) is read to its end up to a limit
+// (DefaultPseudoLimit, WithPseudoLimit), past which the error wraps
+// ErrLimit: /proc/self/pagemap never fills memory. A path
 // that cannot run here (io_uring disabled, O_DIRECT with mmap or on a
 // filesystem that refuses it) gives an error wrapping ErrNotSupported
 // with the reason, when it was asked for with WithEngine; Auto never asks

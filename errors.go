@@ -41,7 +41,8 @@ var ErrChanged = engine.ErrChanged
 // a file whose size is not known in advance (a pseudo-file of procfs,
 // sysfs and the like, or a regular file that reports size 0) that went on
 // past the limit for such files: DefaultPseudoLimit unless the call raised
-// it. It is the same value as engine.ErrLimit and batch.ErrLimit.
+// it with WithPseudoLimit. It is the same value as engine.ErrLimit,
+// batch.ErrLimit and bufpool.ErrLimit.
 var ErrLimit = engine.ErrLimit
 
 // DefaultPseudoLimit is the most bytes read from a file whose size is not

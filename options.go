@@ -7,6 +7,7 @@ import (
 
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 // An Option changes how ReadFile, ReadFileBuf, Scan, Open or ReadFiles
@@ -17,14 +18,15 @@ import (
 //
 // What each call accepts:
 //
-//	option          ReadFile(Buf)  Scan  Open  ReadFiles
-//	WithEngine      yes            yes   yes   yes (batch engines)
-//	WithAuto        yes            yes   yes   yes
-//	WithWorkers     yes            yes   yes   yes
-//	WithBlockSize   yes            yes   -     yes (first read per file)
-//	WithQueueDepth  yes            yes   yes   yes
-//	WithDirect      yes            yes   yes   -
-//	WithOrdered     -              yes   -     -
+//	option           ReadFile(Buf)  Scan  Open  ReadFiles
+//	WithEngine       yes            yes   yes   yes (batch engines)
+//	WithAuto         yes            yes   yes   yes
+//	WithWorkers      yes            yes   yes   yes
+//	WithBlockSize    yes            yes   -     yes (first read per file)
+//	WithQueueDepth   yes            yes   yes   yes
+//	WithDirect       yes            yes   yes   -
+//	WithOrdered      -              yes   -     -
+//	WithPseudoLimit  yes            yes   -     yes
 type Option func(*options)
 
 // options is what the Options of one call say. Zero values mean "not
@@ -36,8 +38,10 @@ type options struct {
 	queueDepth int
 	direct     bool
 	ordered    bool
+	// pseudoLimit is WithPseudoLimit's n; 0: DefaultPseudoLimit.
+	pseudoLimit int64
 
-	workersSet, blockSizeSet, queueDepthSet bool
+	workersSet, blockSizeSet, queueDepthSet, pseudoLimitSet bool
 }
 
 // WithEngine makes the call use the named path instead of Auto's choice.
@@ -110,6 +114,27 @@ func WithOrdered() Option {
 	return func(o *options) { o.ordered = true }
 }
 
+// WithPseudoLimit sets the most bytes read from a file whose size is not
+// known in advance: a file of a pseudo-filesystem (procfs, sysfs,
+// debugfs, tracefs, configfs, securityfs, cgroup), whose stated size
+// means nothing, or a regular file that reports size 0. Such a file is
+// read until a read returns 0 bytes, and some never end in practice
+// (/proc/self/pagemap is as long as the address space): past n bytes the
+// call fails with an *fs.PathError wrapping ErrLimit. 0 means
+// DefaultPseudoLimit (64 MiB); n must not be negative. A regular file
+// that states its size is not limited, even if it grows while it is
+// read. Open does not take it (a File reads what its requests ask for).
+// For ReadFiles it applies to each file.
+func WithPseudoLimit(n int64) Option {
+	return func(o *options) { o.pseudoLimit, o.pseudoLimitSet = n, true }
+}
+
+// limitErr is the error of a read of path, a file of unknown size, past
+// the limit o sets.
+func (o *options) limitErr(path string) error {
+	return unsized.Error(path, unsized.Limit(o.pseudoLimit), "iopath.WithPseudoLimit")
+}
+
 // call names an entry point, for its options' checks and error messages.
 type call uint8
 
@@ -179,6 +204,10 @@ func (o *options) check(c call) error {
 		return fmt.Errorf("iopath: %s: WithBlockSize does not apply (each request says its own size)", c)
 	case o.direct && c == callReadFiles:
 		return fmt.Errorf("iopath: %s: WithDirect does not apply (the batch engines read through the page cache)", c)
+	case o.pseudoLimit < 0:
+		return fmt.Errorf("iopath: pseudo-file limit %d is negative", o.pseudoLimit)
+	case o.pseudoLimitSet && c == callOpen:
+		return fmt.Errorf("iopath: %s: WithPseudoLimit does not apply (a File reads what its requests ask for)", c)
 	}
 	if o.engine != "" && !slices.Contains(c.engines(), o.engine) {
 		return fmt.Errorf("iopath: %s: unknown engine %q (have %s)", c, o.engine, strings.Join(c.engines(), ", "))

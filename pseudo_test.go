@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/iopath/iopath/features"
 )
@@ -103,5 +108,154 @@ func TestExplicitEngineUnavailableShortcuts(t *testing.T) {
 				t.Errorf("Scan %s: %v, want ErrNotSupported", path, err)
 			}
 		}
+	}
+}
+
+// memoryGuard ends the test process if the heap grows past max bytes
+// while the test runs: a read that does not stop would otherwise take the
+// machine's memory. It returns the function that stops it.
+func memoryGuard(t *testing.T, max uint64) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if h := sample[0].Value.Uint64(); h > max {
+				panic(fmt.Sprintf("%s: the heap holds %d MiB, over the %d MiB this test allows: a read is not bounded", t.Name(), h>>20, max>>20))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// keep appends b to got up to 1 MiB, all the checks need: collecting
+// 64 MiB of pagemap would cost more than reading it.
+func keep(got, b []byte) []byte {
+	return append(got, b[:min(len(b), max(0, 1<<20-len(got)))]...)
+}
+
+// No read of a file of unknown size grows without bound: /proc/self/pagemap
+// (as long as the address space) fails with ErrLimit through ReadFile,
+// ReadFileBuf and Scan, at the default limit or one set with
+// WithPseudoLimit, whatever the engine, with an error that names the path,
+// the limit and the option that raises it.
+func TestPseudoLimit(t *testing.T) {
+	checkFDs(t)
+	const pagemap = "/proc/self/pagemap"
+	if _, err := os.Stat(pagemap); err != nil {
+		t.Skipf("%s: %v", pagemap, err)
+	}
+	defer memoryGuard(t, 1<<30)()
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		call func(path string, opts ...Option) ([]byte, error)
+	}{
+		{"ReadFile", func(path string, opts ...Option) ([]byte, error) { return ReadFile(path, opts...) }},
+		{"ReadFileBuf", func(path string, opts ...Option) ([]byte, error) {
+			b, err := ReadFileBuf(path, opts...)
+			if err != nil {
+				return nil, err
+			}
+			defer b.Release()
+			return bytes.Clone(b.Bytes()), nil
+		}},
+		{"Scan", func(path string, opts ...Option) ([]byte, error) {
+			var mu sync.Mutex
+			var got []byte
+			err := Scan(ctx, path, opts, func(off int64, b []byte) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got = keep(got, b)
+				return nil
+			})
+			return got, err
+		}},
+		{"Scan-ordered", func(path string, opts ...Option) ([]byte, error) {
+			var got []byte
+			err := Scan(ctx, path, append(opts, WithOrdered()), func(off int64, b []byte) error {
+				got = keep(got, b)
+				return nil
+			})
+			return got, err
+		}},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tc := range []struct {
+				limit string
+				opts  []Option
+			}{
+				{"64MiB", nil},
+				{"1MiB", []Option{WithPseudoLimit(1 << 20)}},
+				{"1MiB", []Option{WithPseudoLimit(1 << 20), WithEngine("mmap"), WithWorkers(2)}},
+			} {
+				if tc.opts == nil && c.name == "Scan-ordered" {
+					continue // the same path as Scan's: spare the time
+				}
+				_, err := c.call(pagemap, tc.opts...)
+				var pe *fs.PathError
+				if !errors.Is(err, ErrLimit) || !errors.As(err, &pe) || pe.Path != pagemap {
+					t.Fatalf("%s: %v, want an *fs.PathError for %s wrapping ErrLimit", tc.limit, err, pagemap)
+				}
+				for _, want := range []string{tc.limit, "WithPseudoLimit"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%q does not say %q", err, want)
+					}
+				}
+			}
+			// The limit is inclusive: a file of unknown size of exactly
+			// n bytes is read whole, one byte more is too much.
+			const version = "/proc/version"
+			want, err := os.ReadFile(version)
+			if err != nil {
+				t.Skip(err)
+			}
+			n := int64(len(want))
+			got, err := c.call(version, WithPseudoLimit(n), WithBlockSize(512))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s with limit %d (its size): %v, %q", version, n, err, got)
+			}
+			if _, err := c.call(version, WithPseudoLimit(n-1)); !errors.Is(err, ErrLimit) {
+				t.Errorf("%s with limit %d: %v, want ErrLimit", version, n-1, err)
+			}
+			// A sysfs attribute states 4096 bytes, which means nothing: it
+			// is limited too.
+			const thp = "/sys/kernel/mm/transparent_hugepage/enabled"
+			if _, err := os.Stat(thp); err == nil {
+				if _, err := c.call(thp, WithPseudoLimit(10)); !errors.Is(err, ErrLimit) {
+					t.Errorf("%s with limit 10: %v, want ErrLimit", thp, err)
+				}
+			}
+			// A regular file that states its size is not limited.
+			data := content(3000, 5)
+			path := writeFile(t, t.TempDir(), data)
+			if got, err := c.call(path, WithPseudoLimit(1000)); err != nil || !bytes.Equal(got, data) {
+				t.Errorf("a regular file of 3000 bytes with limit 1000: %v, %d bytes", err, len(got))
+			}
+		})
+	}
+}
+
+func TestPseudoLimitOption(t *testing.T) {
+	if _, err := ReadFile("/proc/version", WithPseudoLimit(-1)); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("WithPseudoLimit(-1): %v", err)
+	}
+	if f, err := Open("/proc/version", WithPseudoLimit(1)); err == nil {
+		f.Close()
+		t.Error("Open took WithPseudoLimit")
+	}
+	err := ReadFiles(context.Background(), []string{"/proc/version"}, func(string, []byte, error) error { return nil }, WithPseudoLimit(1<<20))
+	if err != nil {
+		t.Errorf("ReadFiles refused WithPseudoLimit: %v", err)
 	}
 }

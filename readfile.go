@@ -15,6 +15,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 // smallFile is the size below which ReadFile reads a file with read(2)
@@ -59,13 +60,16 @@ var testHookAfterStat func(path string)
 // that reports size 0, and any file of a pseudo-filesystem (procfs,
 // sysfs, debugfs, tracefs, configfs, securityfs, cgroup), whose size
 // means nothing (4096 for a sysfs attribute), is read with read(2) until
-// it returns 0, whatever the engine. An empty file gives an empty,
-// non-nil slice.
+// it returns 0, whatever the engine, up to WithPseudoLimit's limit
+// (DefaultPseudoLimit by default): /proc/self/pagemap, as long as the
+// address space, gives an error wrapping ErrLimit rather than filling
+// memory. An empty file gives an empty, non-nil slice.
 //
 // Errors are *fs.PathError naming path: from open or fstat, a read error,
 // EISDIR for a directory (as os.ReadFile reports it), ErrNotRegular for
 // a FIFO, socket or device (ReadFile never blocks on a FIFO and never
-// reads /dev/zero forever; use os.ReadFile for those), and errors wrapping
+// reads /dev/zero forever; use os.ReadFile for those), ErrLimit for a
+// file of unknown size past the limit, and errors wrapping
 // ErrNotSupported for an explicit engine that cannot run here. A bad
 // option gives an error before the file is opened.
 func ReadFile(path string, opts ...Option) ([]byte, error) {
@@ -75,11 +79,11 @@ func ReadFile(path string, opts ...Option) ([]byte, error) {
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
 	if o.small(st.Size) {
-		return readSmall(fd, path, int(st.Size))
+		return readSmall(fd, path, int(st.Size), &o)
 	}
-	if !o.direct && pseudoFile(fd) {
+	if !o.direct && unsized.PseudoFD(fd) {
 		// The size means nothing here: read to the end.
-		return readSmall(fd, path, 0)
+		return readSmall(fd, path, 0, &o)
 	}
 	w := wholeBuf{direct: o.direct}
 	w.alloc(int(st.Size))
@@ -130,11 +134,11 @@ func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
 	if o.small(st.Size) {
-		return readSmallBuf(fd, path, int(st.Size))
+		return readSmallBuf(fd, path, int(st.Size), &o)
 	}
-	if !o.direct && pseudoFile(fd) {
+	if !o.direct && unsized.PseudoFD(fd) {
 		// The size means nothing here: read to the end.
-		return readSmallBuf(fd, path, 0)
+		return readSmallBuf(fd, path, 0, &o)
 	}
 	w := wholeBuf{pooled: true, direct: o.direct}
 	w.alloc(int(st.Size))
@@ -157,15 +161,6 @@ func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
 	copy(b.Bytes(), w.b[:n])
 	w.buf.Release()
 	return b, nil
-}
-
-// pseudoFile reports whether fd is a file of a pseudo-filesystem (procfs,
-// sysfs, debugfs...: see sys.PseudoFS), whose st_size is no guide to its
-// content (4096 for a sysfs attribute) and which cannot be mapped. An
-// fstatfs error answers false: the reads then report what is wrong.
-func pseudoFile(fd int) bool {
-	typ, err := sys.FstatfsType(fd)
-	return err == nil && sys.PseudoFS(typ)
 }
 
 // small reports whether a file of size bytes takes the small-file path:
@@ -199,16 +194,20 @@ func readNB(fd int, b []byte) (int, error) {
 // readSmall reads fd to its end into a new slice. A regular file is read
 // into a buffer of size+1 bytes, so that one short read shows the end (on
 // Linux a read of a regular file comes up short only at its end); a file
-// that states no size grows its buffer from 512 bytes as os.ReadFile does.
-func readSmall(fd int, path string, size int) ([]byte, error) {
+// that states no size grows its buffer from 512 bytes as os.ReadFile does,
+// up to o's limit (see unsized.Bound).
+func readSmall(fd int, path string, size int, o *options) ([]byte, error) {
 	c := size + 1
 	if size == 0 {
 		c = 512
 	}
+	lim := unsized.NewBound(fd, int64(size), o.pseudoLimit)
 	buf := make([]byte, 0, c)
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			nb := make([]byte, len(buf), min(2*cap(buf), lim.MaxCap()))
+			copy(nb, buf)
+			buf = nb
 		}
 		want := cap(buf) - len(buf)
 		k, err := readNB(fd, buf[len(buf):cap(buf)])
@@ -219,6 +218,9 @@ func readSmall(fd int, path string, size int) ([]byte, error) {
 			return buf, nil
 		}
 		buf = buf[:len(buf)+k]
+		if lim.Over(int64(len(buf))) {
+			return nil, o.limitErr(path)
+		}
 		if size > 0 && k < want && len(buf) >= size {
 			return buf, nil
 		}
@@ -233,6 +235,7 @@ type fdReader struct {
 	fd   int
 	size int // 0: unknown
 	n    int
+	lim  unsized.Bound
 }
 
 type sizedReader struct{ fdReader }
@@ -241,7 +244,8 @@ type sizedReader struct{ fdReader }
 func (r *sizedReader) Len() int { return r.size }
 
 // Read reads once. It reports io.EOF with the short read past the stated
-// size that ends a regular file, sparing the read of 0 bytes.
+// size that ends a regular file, sparing the read of 0 bytes, and
+// unsized.ErrLimit past the limit of a file of unknown size.
 func (r *fdReader) Read(p []byte) (int, error) {
 	k, err := readNB(r.fd, p)
 	if err != nil {
@@ -251,6 +255,9 @@ func (r *fdReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	r.n += k
+	if r.lim.Over(int64(r.n)) {
+		return 0, unsized.ErrLimit
+	}
 	if r.size > 0 && k < len(p) && r.n >= r.size {
 		return k, io.EOF
 	}
@@ -263,19 +270,23 @@ var (
 )
 
 // readSmallBuf is readSmall into a pooled buffer, through bufpool.ReadAll.
-func readSmallBuf(fd int, path string, size int) (*bufpool.Buf, error) {
+func readSmallBuf(fd int, path string, size int, o *options) (*bufpool.Buf, error) {
 	var b *bufpool.Buf
 	var err error
+	lim := unsized.NewBound(fd, int64(size), o.pseudoLimit)
 	if size > 0 {
 		r := sizedReaders.Get().(*sizedReader)
-		r.fdReader = fdReader{fd: fd, size: size}
+		r.fdReader = fdReader{fd: fd, size: size, lim: lim}
 		b, err = bufpool.ReadAll(r)
 		sizedReaders.Put(r)
 	} else {
 		r := fdReaders.Get().(*fdReader)
-		*r = fdReader{fd: fd}
+		*r = fdReader{fd: fd, lim: lim}
 		b, err = bufpool.ReadAll(r)
 		fdReaders.Put(r)
+	}
+	if err == unsized.ErrLimit {
+		return nil, o.limitErr(path)
 	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}

@@ -31,6 +31,12 @@ import (
 //
 // data is valid only during the call: the buffer is reused afterwards, so
 // copy what you keep. fn may be called from several goroutines at once.
+// A panic in fn stops the batch and goes on in ReadFiles' caller, on the
+// caller's goroutine, with fn's value, once every reader has stopped and
+// every file is closed (see the package documentation). A file whose
+// size is not known in advance (/proc, /sys) is read up to
+// WithPseudoLimit's limit, DefaultPseudoLimit by default; past it its
+// err wraps ErrLimit.
 //
 // err, when not nil, is that file's own error, an *fs.PathError naming
 // path (errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.ELOOP,

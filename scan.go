@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 // errNilContext is returned for a nil ctx, rather than a panic.
@@ -72,14 +74,16 @@ func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, err
 // read, pread, readv, mmap or io_uring, run through package engine. A
 // regular file that reports size 0, and any file of a pseudo-filesystem
 // (procfs, sysfs, debugfs, tracefs, configfs, securityfs, cgroup), whose
-// size means nothing (4096 for a sysfs attribute), is read with read(2)
-// to its end, in order, on the calling goroutine, whatever the engine
-// (an explicit io_uring that cannot run here is still an error). Errors are *fs.PathError naming path (EISDIR for
-// a directory, ErrNotRegular for a FIFO, socket or device, ErrChanged
-// when the file shrank or changed size while it was read — a shrinking
-// mapped file is an error, never a crash), ErrNilFunc for a nil fn, and
-// errors wrapping ErrNotSupported for an explicit engine that cannot run
-// here.
+// size means nothing (4096 for a sysfs attribute), is read by the read
+// engine with read(2) to its end, in order, on the calling goroutine,
+// whatever the engine (an explicit io_uring that cannot run here is still
+// an error), up to WithPseudoLimit's limit (DefaultPseudoLimit by
+// default; ErrLimit past it). Errors are *fs.PathError naming path
+// (EISDIR for a directory, ErrNotRegular for a FIFO, socket or device,
+// ErrChanged when the file shrank or changed size while it was read — a
+// shrinking mapped file is an error, never a crash — and ErrLimit),
+// ErrNilFunc for a nil fn, and errors wrapping ErrNotSupported for an
+// explicit engine that cannot run here.
 func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b []byte) error) error {
 	o, err := begin(ctx, callScan, fn == nil, opts)
 	if err != nil {
@@ -96,15 +100,19 @@ func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b 
 	default:
 		return &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
 	}
-	if !o.direct && (st.Size == 0 || pseudoPath(path)) {
+	var c auto.Choice
+	if !o.direct && (st.Size == 0 || unsized.PseudoPath(path)) {
 		// Without O_DIRECT (which these files refuse anyway) a file that
-		// states no size, or whose size means nothing, is read to its end.
+		// states no size, or whose size means nothing, is read to its end
+		// by the read engine, in order, on the calling goroutine.
 		if err := o.checkEngine(callScan); err != nil {
 			return err
 		}
-		return scanUnsized(ctx, path, &o, fn)
+		c = auto.Choice{Engine: "read", Workers: 1, BlockSize: o.blockSize, Rule: ruleUnsized}
+		_, err = scanEngine(ctx, path, &c, &o, fn)
+		return scanErr(ctx, err)
 	}
-	c, err := plan(callScan, &o, auto.Workload{Kind: auto.Blocks, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
+	c, err = plan(callScan, &o, auto.Workload{Kind: auto.Blocks, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
 	if err != nil {
 		return err
 	}
@@ -127,6 +135,14 @@ func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b 
 			_, err = scanEngine(ctx, path, &c, &o, fn)
 		}
 	}
+	return scanErr(ctx, err)
+}
+
+// ruleUnsized is the Choice's Rule for a file of unknown size.
+const ruleUnsized = "unsized"
+
+// scanErr is Scan's error: ctx.Err() itself when the error is ctx's.
+func scanErr(ctx context.Context, err error) error {
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return ctx.Err()
 	}
@@ -135,24 +151,25 @@ func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b 
 
 // scanEngine runs c's engine over the file; ran says whether it got past
 // Prepare (a fallback is only taken before that).
+//
+// A panic in fn is caught by the engine where fn ran (an engine's
+// goroutine, where nothing could recover it), stops the engine like an
+// error, and is raised again by Run on this goroutine once the engine
+// has stopped its workers, reaped its reads and closed the file; p.Close
+// then runs as the panic goes on.
 func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn func(int64, []byte) error) (ran bool, err error) {
 	e, err := engine.Lookup(c.Engine)
 	if err != nil {
 		return false, err
 	}
-	p, err := e.Prepare(engine.Job{Path: path, BlockSize: c.BlockSize, Workers: c.Workers, QueueDepth: c.QueueDepth, Direct: o.direct})
+	p, err := e.Prepare(engine.Job{Path: path, BlockSize: c.BlockSize, Workers: c.Workers, QueueDepth: c.QueueDepth, Direct: o.direct, PseudoLimit: o.pseudoLimit})
 	if err != nil {
 		return false, fmt.Errorf("iopath: Scan %s: %w", path, err)
 	}
-	// A panic in fn is caught where fn ran (an engine's goroutine, where
-	// nothing could recover it), stops the engine like an error, and is
-	// raised again on the caller's goroutine once the engine has ended
-	// and closed everything: deferred after p.Close, it runs after it.
-	var fp fnPanicked
-	defer fp.raise()
 	defer p.Close()
 	done := ctx.Done()
-	_, err = p.Run(ctx, engine.SinkFunc(func(_ int, off int64, b []byte) (err error) {
+	var fnLimit atomic.Bool // fn returned an ErrLimit of its own
+	_, err = p.Run(ctx, engine.SinkFunc(func(_ int, off int64, b []byte) error {
 		// The engines look at ctx every 64 blocks; a slow fn must not
 		// make a cancel wait for 64 of its calls.
 		select {
@@ -160,50 +177,18 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 			return ctx.Err()
 		default:
 		}
-		defer fp.catch(&err)
-		return fn(off, b)
+		err := fn(off, b)
+		if err != nil && errors.Is(err, ErrLimit) {
+			fnLimit.Store(true)
+		}
+		return err
 	}))
+	if err != nil && !fnLimit.Load() && errors.Is(err, ErrLimit) {
+		// The engine's limit error names its Job field; Scan's caller
+		// raises the limit with an option.
+		err = o.limitErr(path)
+	}
 	return true, err
-}
-
-// fnPanicked holds the first panic of a Scan's fn called by an engine.
-type fnPanicked struct {
-	mu  sync.Mutex
-	set bool
-	v   any
-}
-
-// errFnPanicked stops an engine whose sink caught a panic in fn.
-var errFnPanicked = errors.New("iopath: fn panicked")
-
-// catch, deferred in the sink, recovers a panic in fn, keeps the first,
-// and makes the sink return errFnPanicked.
-func (p *fnPanicked) catch(err *error) {
-	r := recover()
-	if r == nil {
-		return // since Go 1.21 panic(nil) recovers a *runtime.PanicNilError
-	}
-	if _, ok := r.(interface{ Addr() uintptr }); ok {
-		// A fault reading a mapping of a file that shrank (mmap sets
-		// SetPanicOnFault): the engine turns it into ErrChanged.
-		panic(r)
-	}
-	p.mu.Lock()
-	if !p.set {
-		p.set, p.v = true, r
-	}
-	p.mu.Unlock()
-	*err = errFnPanicked
-}
-
-// raise panics again with the value fn panicked with, if it did.
-func (p *fnPanicked) raise() {
-	p.mu.Lock()
-	set, v := p.set, p.v
-	p.mu.Unlock()
-	if set {
-		panic(v)
-	}
 }
 
 // scanOrdered delivers the blocks in offset order (see Scan).
@@ -508,54 +493,4 @@ func scanOrderedUring(ctx context.Context, path string, c *auto.Choice, o *optio
 		}
 	}
 	return true, err
-}
-
-// pseudoPath reports whether path is on a pseudo-filesystem (procfs,
-// sysfs, debugfs...: see sys.PseudoFS), whose st_size is no guide to its
-// content. An error answers false: the engines then report it.
-func pseudoPath(path string) bool {
-	typ, err := sys.StatfsType(path)
-	return err == nil && sys.PseudoFS(typ)
-}
-
-// scanUnsized scans a regular file that reports size 0 (empty, or a
-// pseudo-file whose content the kernel makes as it is read), or any file
-// of a pseudo-filesystem (a sysfs attribute reports 4096 bytes). It is
-// read with read(2) to its end, and delivered in blocks of the block size
-// in order, on the calling goroutine.
-func scanUnsized(ctx context.Context, path string, o *options, fn func(int64, []byte) error) error {
-	fd, _, err := openRegular(path, false, "read")
-	if err != nil {
-		return err
-	}
-	defer sys.Close(fd)
-	bs := o.blockSize
-	if bs == 0 {
-		bs = engine.DefaultBlockSize
-	}
-	b := bufpool.Get(bs)
-	defer b.Release()
-	buf := b.Bytes()
-	var off int64
-	n := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		k, err := readNB(fd, buf[n:])
-		if err != nil {
-			return &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		n += k
-		if n == len(buf) || (k == 0 && n > 0) {
-			if err := fn(off, buf[:n]); err != nil {
-				return err
-			}
-			off += int64(n)
-			n = 0
-		}
-		if k == 0 {
-			return nil
-		}
-	}
 }

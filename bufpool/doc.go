@@ -64,6 +64,12 @@
 // unknown-size read (at most 1 MiB), so that a program that reads similar
 // inputs reads each into one buffer without copying.
 //
+// ReadFile reads a file that states no size (a device, a pipe, a file of
+// /proc or /sys) to its end, up to DefaultLimit (64 MiB) bytes, past
+// which it fails with ErrLimit rather than fill memory from
+// /proc/self/pagemap or /dev/zero; ReadFileLimit sets another limit.
+// ReadAll has no limit: wrap the reader in an io.LimitReader.
+//
 // # Concurrency
 //
 // A Pool, and the package-level functions that use the default pool, are

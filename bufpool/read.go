@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 const (
@@ -54,6 +55,22 @@ func ReadAll(r io.Reader) (*Buf, error) { return defaultPool.ReadAll(r) }
 // ReadFile reads the named file into a Buf from the default pool. See
 // Pool.ReadFile.
 func ReadFile(path string) (*Buf, error) { return defaultPool.ReadFile(path) }
+
+// ReadFileLimit is ReadFile with another limit for a file of unknown
+// size. See Pool.ReadFileLimit.
+func ReadFileLimit(path string, limit int64) (*Buf, error) {
+	return defaultPool.ReadFileLimit(path, limit)
+}
+
+// ErrLimit is wrapped (inside an *fs.PathError) by ReadFile's error for a
+// file that states no size and goes on past the limit (DefaultLimit, or
+// ReadFileLimit's). It is the same value as engine.ErrLimit and
+// iopath.ErrLimit.
+var ErrLimit = unsized.ErrLimit
+
+// DefaultLimit is the most bytes ReadFile reads from a file that states
+// no size.
+const DefaultLimit = unsized.DefaultLimit
 
 // ReadAll reads from r until io.EOF and returns exactly the bytes read, in a
 // Buf the caller must Release. A read error other than io.EOF is returned
@@ -213,13 +230,25 @@ func (p *Pool) finish(b *Buf, n int) *Buf {
 // or a read of 0 bytes; a file that changes size during the read yields what
 // was read by then (more than the stated size if it grew, less if it shrank).
 // A file that states no size (a regular file of size 0, as in /proc, or a
-// device or pipe) is read until a read returns 0 bytes. The file is read
-// with blocking reads on the calling goroutine's thread, as *os.File does
-// for regular files; reading a pipe or device that never ends never returns.
+// device or pipe), and a file of a pseudo-filesystem (procfs, sysfs...),
+// whose stated size means nothing, is read until a read returns 0 bytes,
+// up to DefaultLimit bytes: past it ReadFile fails with an error wrapping
+// ErrLimit (so /proc/self/pagemap or /dev/zero cannot fill memory), and
+// ReadFileLimit sets another limit. The file is read with blocking reads
+// on the calling goroutine's thread, as *os.File does for regular files;
+// a pipe with no writer blocks it.
 //
 // In steady state ReadFile allocates nothing: the NUL-terminated copy of
 // path that open needs is made in a pooled buffer too.
-func (p *Pool) ReadFile(path string) (*Buf, error) {
+func (p *Pool) ReadFile(path string) (*Buf, error) { return p.ReadFileLimit(path, 0) }
+
+// ReadFileLimit is ReadFile reading at most limit bytes (0: DefaultLimit)
+// from a file that states no size (see ReadFile). A regular file that
+// states its size is read whole, whatever the limit.
+func (p *Pool) ReadFileLimit(path string, limit int64) (*Buf, error) {
+	if limit < 0 {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: errNegativeLimit}
+	}
 	pz := p.get(len(path) + 1)
 	z, err := sys.AppendPathZ(pz.data[:0], path)
 	fd := -1
@@ -230,12 +259,14 @@ func (p *Pool) ReadFile(path string) (*Buf, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	b, err := p.readFD(fd, path)
+	b, err := p.readFD(fd, path, limit)
 	sys.Close(fd)
 	return b, err
 }
 
-func (p *Pool) readFD(fd int, path string) (*Buf, error) {
+var errNegativeLimit = errors.New("bufpool: negative limit")
+
+func (p *Pool) readFD(fd int, path string, limit int64) (*Buf, error) {
 	var st sys.Stat_t
 	if err := sys.Fstat(fd, &st); err != nil {
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
@@ -256,6 +287,7 @@ func (p *Pool) readFD(fd int, path string) (*Buf, error) {
 		expected = int(st.Size)
 		first = presize(expected)
 	}
+	bound := unsized.NewBound(fd, int64(expected), limit)
 	b := p.get(first)
 	n := 0
 	probing := true
@@ -278,6 +310,10 @@ func (p *Pool) readFD(fd int, path string) (*Buf, error) {
 				copy(b.data[n:], pb.data[:k])
 				n += k
 				pb.Release()
+				if bound.Over(int64(n)) {
+					b.Release()
+					return nil, unsized.Error(path, bound.Limit(), "bufpool.ReadFileLimit")
+				}
 				if sized && k < probeSize {
 					break
 				}
@@ -295,6 +331,10 @@ func (p *Pool) readFD(fd int, path string) (*Buf, error) {
 			break
 		}
 		n += k
+		if bound.Over(int64(n)) {
+			b.Release()
+			return nil, unsized.Error(path, bound.Limit(), "bufpool.ReadFileLimit")
+		}
 		if sized && k < want && n >= expected {
 			break
 		}

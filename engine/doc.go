@@ -24,6 +24,25 @@
 // across workers, out of order. The slice passed to Block is valid only for
 // the duration of the call.
 //
+// Ending early: the first error (a failed read, a Sink's error, ctx
+// cancelled) stops every worker. A Sink whose Block may wait for another
+// worker (a reorder buffer) implements Stopper, and the engine calls its
+// Stop as soon as the run is ending early, so that nothing waits for a
+// block that will never come. A panic in Block stops the run as an error
+// does and is raised again on Run's caller's goroutine, with the same
+// value, once every worker has stopped, every read in flight is reaped
+// and the file is closed (internal/panics carries it there).
+//
+// Files of unknown size: a file on a pseudo-filesystem (procfs, sysfs,
+// debugfs...), whose st_size means nothing, or a regular file that
+// reports size 0, is read by read, pread and readv with read(2) to its
+// end, in order, by one worker, in blocks of BlockSize, up to
+// Job.PseudoLimit bytes (ErrLimit past it). mmap, io_uring and null need
+// a size: they return an error wrapping ErrNotSupported before
+// delivering anything, so that the caller can read it with another
+// engine (an empty regular file, found so with one read, is read as
+// empty by all).
+//
 // Minimum kernel: 5.1 for io_uring (5.6 for OPENAT/STATX/CLOSE, 5.19 for
 // single mmap); the other engines run on any Linux that Go supports.
 package engine

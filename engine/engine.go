@@ -76,6 +76,10 @@ type Job struct {
 	// to the sink, as fio's mmap engine does, so that a consumer that reads
 	// nothing still pays for moving the data (fio's semantics).
 	CopyMapped bool
+	// PseudoLimit is the most bytes read from a file whose size is not
+	// known in advance (see ErrLimit); past it Run fails with an error
+	// wrapping ErrLimit. 0 means DefaultPseudoLimit.
+	PseudoLimit int64
 }
 
 // WithDefaults returns j with zero fields set to their defaults.
@@ -94,6 +98,9 @@ func (j Job) WithDefaults() Job {
 	}
 	if j.Seed == 0 {
 		j.Seed = DefaultSeed
+	}
+	if j.PseudoLimit == 0 {
+		j.PseudoLimit = DefaultPseudoLimit
 	}
 	return j
 }
@@ -115,6 +122,8 @@ func (j Job) Validate() error {
 		return fmt.Errorf("vectors %d out of range [1, %d]", j.Vectors, MaxVectors)
 	case j.Pattern != Sequential && j.Pattern != Random:
 		return fmt.Errorf("unknown pattern %d", j.Pattern)
+	case j.PseudoLimit < 0:
+		return fmt.Errorf("pseudo-file limit %d is negative", j.PseudoLimit)
 	}
 	return nil
 }
@@ -122,9 +131,22 @@ func (j Job) Validate() error {
 // Sink consumes blocks. Block is called from worker w's goroutine with the
 // block at offset off; b is valid only during the call. A non-nil error stops
 // the run and is returned by Run.
+//
+// A panic in Block stops the run as an error does, and Run panics again
+// with the same value on its caller's goroutine once every worker has
+// stopped, every read in flight is reaped and the file is closed, so that
+// the caller can recover it (a panic on a worker's goroutine would
+// otherwise end the process).
 type Sink interface {
 	Block(w int, off int64, b []byte) error
 }
+
+// Stopper is implemented by a Sink that may block in Block (waiting for
+// another worker's block, say). An engine calls Stop once, from any
+// goroutine, as soon as a run is ending early (a worker failed, a Sink
+// returned an error or panicked, ctx was cancelled), so that the sink
+// stops waiting and returns err from every blocked and later Block.
+type Stopper interface{ Stop(err error) }
 
 // SinkFunc adapts a function to a Sink.
 type SinkFunc func(w int, off int64, b []byte) error
@@ -191,7 +213,16 @@ type Engine interface {
 type Prepared interface {
 	// Run opens the job's file, delivers every block to sink and closes the
 	// file. It may be called again after it returns. Cancelling ctx stops
-	// the workers promptly; Run then returns ctx.Err().
+	// the workers promptly; Run then returns ctx.Err(). When the run ends
+	// early and sink is a Stopper, Run calls its Stop (see Stopper), and
+	// returns only after Stop has returned. A panic in sink goes on in
+	// Run's caller (see Sink).
+	//
+	// A file whose size is not known in advance (see ErrLimit) is read to
+	// its end by the engines that read (read, pread, readv); the others
+	// return an error wrapping ErrNotSupported for it. Run returns an error
+	// wrapping ErrNotSupported only before it has handed any block to
+	// sink, so that a caller may read that file with another engine.
 	Run(ctx context.Context, sink Sink) (*Stats, error)
 	// Close releases what Prepare set up. It is safe to call more than once.
 	Close() error

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 // ErrNotRegular is returned (inside an *fs.PathError) for directories,
@@ -22,6 +23,12 @@ type file struct {
 	fd   int
 	path string
 	size int64
+	// unsized: the size is not known in advance (see ErrLimit): the file
+	// is on a pseudo-filesystem (pseudo), or it reported size 0. Never
+	// set with O_DIRECT, which pseudo-filesystems refuse at open and
+	// with which a file of size 0 is read as empty.
+	unsized bool
+	pseudo  bool
 }
 
 // openFile opens job.Path read-only (O_DIRECT when asked), and checks that
@@ -53,7 +60,39 @@ func openFile(job *Job) (*file, error) {
 		sys.Close(fd)
 		return nil, &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular}
 	}
-	return &file{fd: fd, path: job.Path, size: st.Size}, nil
+	f := &file{fd: fd, path: job.Path, size: st.Size}
+	if !job.Direct {
+		f.pseudo = unsized.PseudoFD(fd)
+		f.unsized = f.pseudo || st.Size == 0
+	}
+	return f, nil
+}
+
+// needSize is where an engine that reads only files of known size (it
+// maps them, or queues reads of their blocks) starts: nil when f's size
+// is known, else an error wrapping ErrNotSupported that says so, for
+// which the caller may read the file with another engine. A regular file
+// that reports size 0 is empty unless a read of one byte finds data; a
+// file of a pseudo-filesystem never has a size. what is the engine's
+// name, to what it would do with a size ("to map").
+func (f *file) needSize(what, to string) error {
+	if !f.unsized {
+		return nil
+	}
+	reason := "a pseudo-file has no size " + to
+	if !f.pseudo {
+		var b [1]byte
+		n, err := sys.Pread(f.fd, b[:], 0)
+		if err != nil {
+			return f.readErr(0, err)
+		}
+		if n == 0 {
+			f.unsized = false // empty: zero blocks
+			return nil
+		}
+		reason = "the file reports size 0 but has data, so there is no size " + to
+	}
+	return &fs.PathError{Op: "read", Path: f.path, Err: &NotSupportedError{What: what, Reason: reason}}
 }
 
 // openFd opens job.Path read-only and non-blocking (O_DIRECT when asked).
@@ -130,13 +169,14 @@ func (f *file) shrunk(off int64) error {
 // ErrLimit is wrapped (inside an *fs.PathError) by the error of a read of
 // a file whose size is not known in advance — a pseudo-file of procfs,
 // sysfs and the like, or a regular file that reports size 0 — that went
-// on past the limit for such files (DefaultPseudoLimit unless the caller
-// raised it): /proc/self/pagemap or /proc/kcore would otherwise be read
-// until memory runs out.
-var ErrLimit = errors.New("file of unknown size is longer than the read limit")
+// on past the limit for such files (Job.PseudoLimit, DefaultPseudoLimit
+// unless the caller raised it): /proc/self/pagemap would otherwise be
+// read until memory runs out. It is the same value as iopath.ErrLimit,
+// batch.ErrLimit and bufpool.ErrLimit.
+var ErrLimit = unsized.ErrLimit
 
 // DefaultPseudoLimit is the most bytes read from a file whose size is not
 // known in advance (see ErrLimit) unless the caller sets another limit.
 // Real pseudo-files are a few KiB (/proc/self/status) to a few MiB
 // (/proc/self/smaps of a large process).
-const DefaultPseudoLimit = 64 << 20
+const DefaultPseudoLimit = unsized.DefaultLimit

@@ -24,7 +24,8 @@ import (
 // A file truncated under the mapping raises SIGBUS when a page past its new
 // end is touched; each worker turns that fault into an error wrapping
 // ErrChanged. O_DIRECT does not apply: a mapping always goes through the
-// page cache.
+// page cache. A file of unknown size (a pseudo-file) cannot be mapped:
+// Run returns an error wrapping ErrNotSupported for it (see Prepared.Run).
 type mmapEngine struct{}
 
 func init() { register(mmapEngine{}) }
@@ -59,7 +60,7 @@ type mmapRun struct {
 func (r *mmapRun) Close() error { r.bufs.free(); return nil }
 
 func (r *mmapRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+	return readFile(ctx, &r.job, sink, sizeOnly("mmap", "to map"), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		return r.worker(ctx, f, p, w, ws, sink)
 	})
 }

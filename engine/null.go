@@ -9,7 +9,9 @@ import (
 // nullEngine does no I/O: it opens and stats the file to learn its size,
 // then hands the sink a zeroed buffer for every block of the plan. What it
 // measures is the runner's own cost per block (plan, sink call, counters,
-// latency clock), as fio's null engine does. O_DIRECT does not apply.
+// latency clock), as fio's null engine does. O_DIRECT does not apply, nor
+// does a file of unknown size (a pseudo-file): it has no blocks to hand
+// out, and Run returns an error wrapping ErrNotSupported.
 type nullEngine struct{}
 
 func init() { register(nullEngine{}) }
@@ -41,7 +43,7 @@ func (r *nullRun) Close() error { r.zero.free(); return nil }
 
 func (r *nullRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	zero := r.zero.buf(0)
-	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+	return readFile(ctx, &r.job, sink, sizeOnly("null", "to make blocks of"), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		c := p.cursor(w)
 		for k := 0; ; k++ {
 			if k%checkEvery == 0 && ctx.Err() != nil {

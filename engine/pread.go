@@ -36,7 +36,7 @@ type preadRun struct {
 func (r *preadRun) Close() error { r.bufs.free(); return nil }
 
 func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+	return readFile(ctx, &r.job, sink, toEOF(r.bufs.buf(0)), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		buf := r.bufs.buf(w)
 		nw := newNowait(&r.job)
 		var iov [1]sys.Iovec

@@ -41,7 +41,7 @@ type readRun struct {
 func (r *readRun) Close() error { r.bufs.free(); return nil }
 
 func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
-	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+	return readFile(ctx, &r.job, sink, toEOF(r.bufs.buf(0)), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		c := p.cursor(w)
 		if c.remaining() == 0 {
 			return nil

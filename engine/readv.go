@@ -72,7 +72,7 @@ func (r *readvRun) Close() error { r.bufs.free(); return nil }
 
 func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	direct := r.job.Direct
-	return readFile(ctx, &r.job, func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
+	return readFile(ctx, &r.job, sink, toEOF(r.ws[0].bufs[0]), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		v := &r.ws[w]
 		nw := newNowait(&r.job)
 		c := p.cursor(w)

@@ -18,7 +18,8 @@ import (
 // own OS thread with its own ring, QueueDepth registered buffers and a
 // one-slot registered file table. It keeps QueueDepth READ_FIXED requests
 // in flight over its share of the blocks, submitting and reaping in batches
-// with one io_uring_enter per round.
+// with one io_uring_enter per round. It reads files of known size only:
+// for a pseudo-file Run returns an error wrapping ErrNotSupported.
 type uringEngine struct{}
 
 func init() { register(uringEngine{}) }
@@ -102,7 +103,7 @@ type uringRun struct {
 
 // uringReq is one Run's work for one worker.
 type uringReq struct {
-	ctx  context.Context
+	c    *control // c.ctx is the workers' context
 	f    *file
 	p    *plan
 	sink Sink
@@ -150,23 +151,26 @@ func (u *uringRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 		return nil, err
 	}
 	defer f.close()
+	if err := f.needSize("io_uring", "to queue reads for"); err != nil {
+		return nil, err
+	}
 	p := newPlan(&u.job, f.size)
 	st := newStats(&u.job)
 	st.Notes = append(st.Notes, u.notes...)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	c := begin(ctx, sink)
 	done := make(chan uringDone, len(u.workers))
 	for i, w := range u.workers {
-		w.reqs <- uringReq{ctx: ctx, f: f, p: &p, sink: sink, ws: &st.Workers[i], done: done}
+		w.reqs <- uringReq{c: c, f: f, p: &p, sink: sink, ws: &st.Workers[i], done: done}
 	}
 	errs := make([]error, len(u.workers))
 	for range u.workers {
 		d := <-done
 		if d.err != nil {
 			errs[d.w] = d.err
-			cancel()
+			c.fail(d.err)
 		}
 	}
+	c.end()
 	err = firstError(errs)
 	if err == nil {
 		st.Workers[0].Syscalls++
@@ -175,6 +179,7 @@ func (u *uringRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	if cerr := f.close(); err == nil {
 		err = cerr
 	}
+	c.pan.Raise()
 	return st, err
 }
 
@@ -243,8 +248,7 @@ func (w *uringWorker) loop(ready chan<- error) {
 	}
 	ready <- nil
 	for q := range w.reqs {
-		err := w.run(&q)
-		q.done <- uringDone{w: w.id, err: err}
+		q.done <- uringDone{w: w.id, err: w.runCaught(&q)}
 	}
 	if !w.broken {
 		w.ring.Close()
@@ -324,6 +328,21 @@ func (w *uringWorker) prep(slot uint16, fd int32) bool {
 	return true
 }
 
+// runCaught is run, carrying a panic in it to Run's caller. A panic in
+// the sink is caught where it is called, and the worker goes on to reap
+// its reads; one anywhere else in run (a bug) may leave reads in flight
+// whose memory the kernel still writes, so the ring counts as broken.
+func (w *uringWorker) runCaught(q *uringReq) (err error) {
+	defer q.c.pan.Catch(&err)
+	defer func() {
+		if r := recover(); r != nil {
+			w.broken = true
+			panic(r)
+		}
+	}()
+	return w.run(q)
+}
+
 // run reads this worker's share of one Run's blocks.
 func (w *uringWorker) run(q *uringReq) (err error) {
 	if w.broken {
@@ -351,7 +370,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 
 	f, sink, id := q.f, q.sink, w.id
 	c := q.p.cursor(id)
-	done := q.ctx.Done()
+	done := q.c.ctx.Done()
 	lat := ws.Lat
 	w.free = w.free[:0]
 	for i := w.qd - 1; i >= 0; i-- {
@@ -371,7 +390,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 		if !stop {
 			select {
 			case <-done:
-				fail(q.ctx.Err())
+				fail(q.c.ctx.Err())
 			default:
 			}
 		}
@@ -458,7 +477,7 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 			if lat != nil {
 				lat.RecordTicks(now - w.issued[slot])
 			}
-			if err := sink.Block(id, w.off[slot], w.bufs[slot][:need]); err != nil {
+			if err := q.c.block(sink, id, w.off[slot], w.bufs[slot][:need]); err != nil {
 				fail(err)
 			} else {
 				ws.Bytes += int64(need)

@@ -7,8 +7,11 @@
 // length, right bytes, each block exactly once, the whole file covered. It
 // also checks O_DIRECT (when the engine's Caps say it supports it), latency
 // recording, the errors for missing, directory, non-regular and shrinking
-// files, sink errors and cancellation, and that the engine leaks neither
-// file descriptors nor goroutines.
+// files, sink errors, panics in the sink (recovered by Run's caller),
+// cancellation, Stop on a sink that implements engine.Stopper, files of
+// unknown size (pseudo-files of /proc and /sys: read completely, or
+// refused with ErrNotSupported before any block) and their limit, and
+// that the engine leaks neither file descriptors nor goroutines.
 //
 // An engine whose Prepare returns an error wrapping engine.ErrNotSupported
 // is skipped with that error as the reason; any other Prepare error fails.
@@ -141,6 +144,9 @@ func Run(t *testing.T, e engine.Engine) {
 	t.Run("shrink", func(t *testing.T) { checkShrink(t, e, dir) })
 	t.Run("sink-error", func(t *testing.T) { checkSinkError(t, e, big) })
 	t.Run("cancel", func(t *testing.T) { checkCancel(t, e, big) })
+	t.Run("panic", func(t *testing.T) { checkPanic(t, e, big) })
+	t.Run("stop", func(t *testing.T) { checkStop(t, e, big) })
+	t.Run("pseudo", func(t *testing.T) { checkPseudo(t, e) })
 
 	if after := countFDs(t); after != fds {
 		t.Errorf("%s leaked file descriptors: %d open before, %d after", e.Name(), fds, after)

@@ -10,8 +10,11 @@ import (
 // FailAfter wraps e in an engine named name that behaves like e until it
 // has delivered n bytes in a run, and then fails that run with err, as an
 // engine that breaks mid-run would: some blocks have been delivered, the
-// rest never will be. Tests register it to check that everything above the
-// engines (the runner, the reports) copes.
+// rest never will be. The worker that would deliver the block past n
+// fails with err instead, so the engine ends the run as it does when one
+// of its workers fails (calling Stop on a sink that is an
+// engine.Stopper). Tests register it to check that everything above the
+// engines (the runner, the reports, a sink that waits) copes.
 func FailAfter(e engine.Engine, name string, n int64, err error) engine.Engine {
 	return &faulty{Engine: e, name: name, after: n, err: err}
 }
@@ -39,16 +42,32 @@ type faultyRun struct {
 }
 
 func (r *faultyRun) Run(ctx context.Context, s engine.Sink) (*engine.Stats, error) {
-	var delivered atomic.Int64
-	st, err := r.Prepared.Run(ctx, engine.SinkFunc(func(w int, off int64, b []byte) error {
-		if delivered.Add(int64(len(b))) > r.f.after {
-			return r.f.err
-		}
-		return s.Block(w, off, b)
-	}))
+	st, err := r.Prepared.Run(ctx, &faultySink{Sink: s, after: r.f.after, err: r.f.err})
 	if err != nil {
 		return st, err
 	}
 	// Fewer bytes than n in the whole file: fail at the end instead.
 	return st, r.f.err
+}
+
+// faultySink fails the block that goes past after bytes, and every later
+// one. It passes Stop on to a sink that takes it.
+type faultySink struct {
+	engine.Sink
+	after     int64
+	err       error
+	delivered atomic.Int64
+}
+
+func (s *faultySink) Block(w int, off int64, b []byte) error {
+	if s.delivered.Add(int64(len(b))) > s.after {
+		return s.err
+	}
+	return s.Sink.Block(w, off, b)
+}
+
+func (s *faultySink) Stop(err error) {
+	if st, ok := s.Sink.(engine.Stopper); ok {
+		st.Stop(err)
+	}
 }

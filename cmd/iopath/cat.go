@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/unsized"
 )
 
 // catOptions are the flags of "iopath cat".
@@ -36,7 +37,10 @@ func newCatCmd(stdout, stderr io.Writer) *cobra.Command {
 through the chosen engine. Blocks that an engine delivers out of order
 (io_uring, several workers) are held in a bounded reorder buffer until
 their turn. An engine this kernel cannot run falls back to pread, saying so
-on stderr.`,
+on stderr. Files of /proc and /sys, whose size is not known in advance,
+are read to their end (up to 64 MiB each) by read, pread and readv; mmap
+and io_uring need a size, so such a file is read with read instead,
+saying so on stderr.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCat(cmd.Context(), o, args, stdout, stderr)
 		},
@@ -86,12 +90,7 @@ func runCat(ctx context.Context, o catOptions, paths []string, stdout, stderr io
 		pr, err := e.Prepare(job)
 		if err != nil && errors.Is(err, engine.ErrNotSupported) && e.Name() != "pread" {
 			// Fall back, and stay on pread for the remaining files.
-			reason := err.Error()
-			var ns *engine.NotSupportedError
-			if errors.As(err, &ns) && ns.Reason != "" {
-				reason = ns.Reason
-			}
-			fmt.Fprintf(stderr, "iopath: cat: %s not supported (%s); falling back to pread\n", e.Name(), reason)
+			fmt.Fprintf(stderr, "iopath: cat: %s not supported (%s); falling back to pread\n", e.Name(), notSupportedReason(err))
 			if e, err = engine.Lookup("pread"); err != nil {
 				return fmt.Errorf("cat: %w", err)
 			}
@@ -102,6 +101,20 @@ func runCat(ctx context.Context, o catOptions, paths []string, stdout, stderr io
 		}
 		err = catFile(ctx, pr, job, stdout)
 		pr.Close()
+		if err != nil && errors.Is(err, engine.ErrNotSupported) && !job.Direct && e.Name() != "read" {
+			// The engine cannot read this file (mmap and io_uring need a
+			// size, which a file of /proc or /sys does not have). It says
+			// so before delivering any block (engine.Prepared.Run), so
+			// nothing of the file has been written: read(2) reads it to
+			// its end. With O_DIRECT the refusal is the filesystem's, and
+			// read would meet it too.
+			fmt.Fprintf(stderr, "iopath: cat: %s cannot read %s (%s); reading it with read\n", e.Name(), quotePath(path), notSupportedReason(err))
+			err = catWith(ctx, "read", job, stdout)
+		}
+		if errors.Is(err, engine.ErrLimit) {
+			// Without the engine's hint for programmers (Job.PseudoLimit).
+			err = unsized.Error(path, engine.DefaultPseudoLimit, "")
+		}
 		if errors.Is(err, syscall.EPIPE) {
 			return nil // the reader went away: stop quietly, like cat
 		}
@@ -110,6 +123,30 @@ func runCat(ctx context.Context, o catOptions, paths []string, stdout, stderr io
 		}
 	}
 	return nil
+}
+
+// notSupportedReason is the reason an error wrapping ErrNotSupported
+// gives, or its whole text.
+func notSupportedReason(err error) string {
+	var ns *engine.NotSupportedError
+	if errors.As(err, &ns) && ns.Reason != "" {
+		return ns.Reason
+	}
+	return err.Error()
+}
+
+// catWith reads job's file into out with the engine called name.
+func catWith(ctx context.Context, name string, job engine.Job, out io.Writer) error {
+	e, err := engine.Lookup(name)
+	if err != nil {
+		return err
+	}
+	pr, err := e.Prepare(job)
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	return catFile(ctx, pr, job, out)
 }
 
 // catFile runs one prepared engine over job's file into out, in order.
