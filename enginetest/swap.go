@@ -94,7 +94,7 @@ func NewSwap(t testing.TB, sizes ...int) *Swap {
 		seen[size] = true
 		data := swapVersion(v, size)
 		p := filepath.Join(vdir, fmt.Sprintf("v%d", v))
-		if err := os.WriteFile(p, data, 0o644); err != nil {
+		if err := writeSynced(p, data); err != nil {
 			t.Fatal(err)
 		}
 		s.vers = append(s.vers, data)
@@ -104,6 +104,23 @@ func NewSwap(t testing.TB, sizes ...int) *Swap {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// writeSynced writes a file and flushes it to the disk, so that
+// POSIX_FADV_DONTNEED can drop its pages (it leaves dirty ones).
+func writeSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // swapVersion is version v's content: word i (8 bytes, little endian) is
