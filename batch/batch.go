@@ -13,11 +13,13 @@ package batch
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -65,6 +67,13 @@ type Job struct {
 	// Archive is the packed archive (tar or tar.zst, see Pack) the archive
 	// engine reads; Paths then selects nothing and may be empty.
 	Archive string
+	// PseudoLimit is the most bytes read of a file whose size is not known
+	// in advance: a file of a pseudo-filesystem (procfs, sysfs...: see
+	// Read) or one that reports size 0. Such a file is read until a read
+	// returns 0 bytes; past the limit it is that file's error, wrapping
+	// ErrLimit (/proc/self/pagemap would otherwise be read until memory
+	// runs out). 0 means engine.DefaultPseudoLimit (64 MiB).
+	PseudoLimit int64
 
 	// walk makes the engines walk Paths as directories (Read's second
 	// pass) instead of reading them as files.
@@ -111,6 +120,21 @@ var ErrNotSupported = engine.ErrNotSupported
 // size is not known in advance (a pseudo-file, or a regular file that
 // reports size 0) went on past Job.PseudoLimit. It is engine.ErrLimit.
 var ErrLimit = engine.ErrLimit
+
+// pseudoLimit is the job's PseudoLimit, with its default.
+func (j *Job) pseudoLimit() int {
+	if j.PseudoLimit <= 0 {
+		return engine.DefaultPseudoLimit
+	}
+	return int(min(j.PseudoLimit, 1<<40))
+}
+
+// limitErr is the error of a file of unknown size that went on past limit
+// bytes.
+func limitErr(path string, limit int) error {
+	return &fs.PathError{Op: "read", Path: path,
+		Err: fmt.Errorf("%w (%s; raise it with iopath.WithPseudoLimit, or batch.Job.PseudoLimit)", ErrLimit, units.FormatSize(int64(limit)))}
+}
 
 var (
 	regMu    sync.RWMutex

@@ -14,6 +14,10 @@ import (
 type item struct {
 	path string
 	err  error
+	// unsized: the file's size is not known in advance (see
+	// Job.PseudoLimit): it is read until a read returns 0, up to
+	// Job.PseudoLimit.
+	unsized bool
 }
 
 // chunkSize is how many paths travel to a worker at once: enough that the
