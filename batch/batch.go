@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/callback"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
 )
@@ -41,8 +42,23 @@ type File struct {
 // several goroutines at once. Returning a non-nil error stops the batch:
 // Run returns that error (files already in flight are finished, not
 // delivered). An unreadable file does not stop the batch unless Func
-// returns its Err.
+// returns its Err. A panic in Func stops the batch too, and goes on in
+// the goroutine that called Run (or Read) once every worker has ended,
+// every request has been reaped and every descriptor closed, so that a
+// deferred recover there catches it, with the value Func panicked with.
 type Func func(f *File) error
+
+// guard wraps fn for the engines that call it from their own goroutines:
+// a panic in fn is caught where it ran, stops the run like an error, and
+// is raised again by the returned Guard's Raise, which Run calls on its
+// caller's goroutine once everything has stopped.
+func guard(fn Func) (Func, *callback.Guard) {
+	g := new(callback.Guard)
+	return func(f *File) (err error) {
+		defer g.Catch(&err)
+		return fn(f)
+	}, g
+}
 
 // Job is what to read and how.
 type Job struct {

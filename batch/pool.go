@@ -53,12 +53,18 @@ type pathReader interface {
 // each file to fn. One worker runs in the caller's goroutine.
 //
 // It returns fn's first error, else ctx's error if ctx was cancelled (the
-// feed may then have been cut short), else nil. After an error or a
+// feed may then have been cut short), else nil; a panic in fn stops the
+// workers as an error does and is raised again on the caller's goroutine
+// once they have all ended. After an error or a
 // cancellation no new file is started; a worker already inside a read
 // finishes it but, unless it was past its last check, does not deliver it.
 // Every goroutine it starts has ended when it returns, and every fd it
 // opened is closed.
 func runReaders(ctx context.Context, name string, job *Job, workers int, newReader func() pathReader, fn Func) (*Stats, error) {
+	fn, panicked := guard(fn)
+	// Deferred first, so that it runs last: after the workers have ended
+	// and the feed has stopped.
+	defer panicked.Raise()
 	st := &Stats{}
 	if budget, note := nofileBudget(name, workers); budget < workers {
 		workers = budget

@@ -191,6 +191,11 @@ func (uringEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 		lat = &uringLatency{h: st.Lat}
 	}
 
+	// A panic in fn is caught on the worker's goroutine and raised again
+	// here once every worker has reaped its requests and closed its ring
+	// (deferred first, it runs after the feed has stopped too).
+	fn, panicked := guard(fn)
+	defer panicked.Raise()
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
