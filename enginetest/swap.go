@@ -61,6 +61,9 @@ type Swap struct {
 	// a reader that genuinely cannot tell (one that must open the path a
 	// second time and finds another file there) may need it.
 	Allow func(err error) bool
+	// Budget, when set, is how long Hammer reads instead of SwapBudget():
+	// a suite with many cases may give each a share.
+	Budget time.Duration
 
 	vers    [][]byte
 	masters []string
@@ -250,7 +253,7 @@ type SwapResult struct {
 }
 
 // Hammer starts the replacing, then calls read again and again for
-// SwapBudget, and stops the replacing. read reads s.Path (once or many
+// s.Budget (SwapBudget when 0), and stops the replacing. read reads s.Path (once or many
 // times) and hands each result to got, which may be called from several
 // goroutines at once and checks data during the call (data may be reused
 // afterwards). Every torn result and every error fails the test (the
@@ -289,8 +292,12 @@ func (s *Swap) Hammer(t testing.TB, read func(got func(data []byte, err error)) 
 			report = append(report, err.Error())
 		}
 	}
+	budget := s.Budget
+	if budget <= 0 {
+		budget = SwapBudget()
+	}
 	s.Start(t)
-	deadline := time.Now().Add(SwapBudget())
+	deadline := time.Now().Add(budget)
 	var readErr error
 	for time.Now().Before(deadline) {
 		if readErr = read(got); readErr != nil {
@@ -312,7 +319,7 @@ func (s *Swap) Hammer(t testing.TB, read func(got func(data []byte, err error)) 
 		t.Logf("%d results, all complete versions (%d allowed errors), in %d renames", res.Reads-res.Allowed, res.Allowed, res.Swaps)
 	}
 	if res.Reads == 0 {
-		t.Errorf("no result in %v", SwapBudget())
+		t.Errorf("no result in %v", budget)
 	}
 	return res
 }
