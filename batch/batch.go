@@ -1,8 +1,15 @@
 // Package batch reads many files — each whole, each delivered with its own
 // bytes or its own error — through one of several engines: plain
 // os.ReadFile in sequence (the baseline), a pool of goroutines, raw
-// openat/read/close syscalls, io_uring chains of open, statx, read and
-// close, or a packed archive of the same files.
+// openat/read/close syscalls, io_uring chains of open, statx and read, or
+// a packed archive of the same files.
+//
+// Every engine reads a file through the one descriptor it opened, so that
+// a file renamed over while it is read comes back as one complete version
+// of it. A file whose size is not known in advance — on a pseudo-filesystem
+// such as /proc or /sys, or one that reports size 0 — is read until a read
+// returns 0 bytes, up to Job.PseudoLimit. A panic in the Func goes on in
+// the goroutine that called Read once the run has stopped (see Func).
 //
 // Reading 100,000 small files is dominated by per-file costs (path lookup,
 // open, the syscalls around each read, and in Go the extra work os.Open
@@ -85,7 +92,8 @@ type Job struct {
 	Archive string
 	// PseudoLimit is the most bytes read of a file whose size is not known
 	// in advance: a file of a pseudo-filesystem (procfs, sysfs...: see
-	// Read) or one that reports size 0. Such a file is read until a read
+	// Read) or one that reports size 0 (for raw: when its first read
+	// filled the buffer; raw makes no fstat for a smaller one). Such a file is read until a read
 	// returns 0 bytes; past the limit it is that file's error, wrapping
 	// ErrLimit (/proc/self/pagemap would otherwise be read until memory
 	// runs out). 0 means engine.DefaultPseudoLimit (64 MiB).

@@ -146,6 +146,12 @@ func (f *feed) stop() {
 // paths as files (so a list of files costs no extra stat), and the
 // directories among them — which fail to read with EISDIR — are then
 // walked in a second pass. Stats of both passes are added up.
+//
+// A file on a pseudo-filesystem (procfs, sysfs, debugfs, tracefs,
+// configfs, securityfs, cgroup: see sys.PseudoFS), known by the
+// filesystem of the directory it is in (a symlink found by the walk, by
+// its target's), is read until a read returns 0 bytes and up to
+// Job.PseudoLimit, whatever its size says.
 func Read(ctx context.Context, e Engine, job Job, fn Func) (*Stats, error) {
 	if fn == nil {
 		return nil, errors.New("batch: nil Func")
@@ -221,6 +227,8 @@ func (j *Job) validate() error {
 		return errors.New("batch: depth out of range [0, 4096]")
 	case j.BufferSize < 0 || j.BufferSize > 1<<30:
 		return errors.New("batch: buffer size out of range [0, 1GiB]")
+	case j.PseudoLimit < 0:
+		return errors.New("batch: pseudo-file limit is negative (0 means the default)")
 	}
 	if j.Depth == 0 {
 		j.Depth = DefaultDepth
