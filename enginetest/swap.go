@@ -3,7 +3,9 @@ package enginetest
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +63,13 @@ type Swap struct {
 	// a reader that genuinely cannot tell (one that must open the path a
 	// second time and finds another file there) may need it.
 	Allow func(err error) bool
+	// Gaps removes the path before every other rename, so that it is
+	// missing now and then, as in a tree whose files are deleted and
+	// made again: a reader may then fail to open it (an error wrapping
+	// fs.ErrNotExist, which Hammer accepts), but a file it opened it
+	// must read whole, though the path it opened may be gone by the
+	// time it asks anything more of it. Set it before Start.
+	Gaps bool
 	// Budget, when set, is how long Hammer reads instead of SwapBudget():
 	// a suite with many cases may give each a share.
 	Budget time.Duration
@@ -168,6 +177,12 @@ func (s *Swap) Start(t testing.TB) {
 			case <-s.stop:
 				return
 			default:
+			}
+			if s.Gaps && i%2 == 0 {
+				if err := os.Remove(s.Path); err != nil {
+					s.loopErr = err
+					return
+				}
 			}
 			if err := s.step(i % len(s.vers)); err != nil {
 				s.loopErr = err
@@ -278,7 +293,7 @@ func (s *Swap) Hammer(t testing.TB, read func(got func(data []byte, err error)) 
 				res.Torn++
 			}
 		} else {
-			allowed := s.Allow != nil && s.Allow(err)
+			allowed := s.Allow != nil && s.Allow(err) || s.Gaps && errors.Is(err, fs.ErrNotExist)
 			mu.Lock()
 			defer mu.Unlock()
 			res.Reads++
