@@ -210,6 +210,12 @@ func TestPseudoLimit(t *testing.T) {
 	}
 	for _, e := range testEngines(t) {
 		for _, limit := range []int64{100, 1 << 20, 0} {
+			if limit == 0 && e.Name() != "io_uring" {
+				// The default (64 MiB of pagemap, seconds under the race
+				// detector) comes from Job.pseudoLimit for every engine:
+				// checked once.
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/limit=%d", e.Name(), limit), func(t *testing.T) {
 				warm(t)
 				noLeaks(t)
