@@ -682,7 +682,7 @@ func containsNUL(s string) bool {
 	return false
 }
 
-// sqes returns n free SQEs' worth of room: requests linked into a chain
+// sqRoom makes room for n SQEs: requests linked into a chain
 // must go to the kernel together. The SQ holds a chain per slot, so it is
 // never short; if it ever were, what is there is submitted first.
 func (w *uringWorker) sqRoom(n uint32) error {
