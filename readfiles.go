@@ -68,20 +68,20 @@ func ReadFiles(ctx context.Context, paths []string, fn func(path string, data []
 		}
 		return fn(f.Path, f.Data, err)
 	}
-	err = readBatch(ctx, c, paths, each)
+	err = readBatch(ctx, c, &o, paths, each)
 	if err != nil && c.Rule != ruleWithEngine && c.Engine != "raw" && !called.Load() && errors.Is(err, ErrNotSupported) {
 		c.Engine, c.QueueDepth = "raw", 0
-		err = readBatch(ctx, c, paths, each)
+		err = readBatch(ctx, c, &o, paths, each)
 	}
 	return err
 }
 
-func readBatch(ctx context.Context, c auto.Choice, paths []string, fn batch.Func) error {
+func readBatch(ctx context.Context, c auto.Choice, o *options, paths []string, fn batch.Func) error {
 	e, err := batch.Lookup(c.Engine)
 	if err != nil {
 		return err
 	}
-	job := batch.Job{Paths: paths, Workers: c.Workers, Depth: c.QueueDepth, BufferSize: c.BlockSize}
+	job := batch.Job{Paths: paths, Workers: c.Workers, Depth: c.QueueDepth, BufferSize: c.BlockSize, PseudoLimit: o.pseudoLimit}
 	_, err = batch.Read(ctx, e, job, fn)
 	return err
 }

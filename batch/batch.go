@@ -1,8 +1,15 @@
 // Package batch reads many files — each whole, each delivered with its own
 // bytes or its own error — through one of several engines: plain
 // os.ReadFile in sequence (the baseline), a pool of goroutines, raw
-// openat/read/close syscalls, io_uring chains of open, statx, read and
-// close, or a packed archive of the same files.
+// openat/read/close syscalls, io_uring chains of open, statx and read, or
+// a packed archive of the same files.
+//
+// Every engine reads a file through the one descriptor it opened, so that
+// a file renamed over while it is read comes back as one complete version
+// of it. A file whose size is not known in advance — on a pseudo-filesystem
+// such as /proc or /sys, or one that reports size 0 — is read until a read
+// returns 0 bytes, up to Job.PseudoLimit. A panic in the Func goes on in
+// the goroutine that called Read once the run has stopped (see Func).
 //
 // Reading 100,000 small files is dominated by per-file costs (path lookup,
 // open, the syscalls around each read, and in Go the extra work os.Open
@@ -18,6 +25,8 @@ import (
 	"sync"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/panics"
+	"github.com/iopath/iopath/internal/unsized"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -39,8 +48,23 @@ type File struct {
 // several goroutines at once. Returning a non-nil error stops the batch:
 // Run returns that error (files already in flight are finished, not
 // delivered). An unreadable file does not stop the batch unless Func
-// returns its Err.
+// returns its Err. A panic in Func stops the batch too, and goes on in
+// the goroutine that called Run (or Read) once every worker has ended,
+// every request has been reaped and every descriptor closed, so that a
+// deferred recover there catches it, with the value Func panicked with.
 type Func func(f *File) error
+
+// guard wraps fn for the engines that call it from their own goroutines:
+// a panic in fn is caught where it ran, stops the run like an error, and
+// is raised again by the returned Carrier's Raise, which Run calls on its
+// caller's goroutine once everything has stopped.
+func guard(fn Func) (Func, *panics.Carrier) {
+	g := new(panics.Carrier)
+	return func(f *File) (err error) {
+		defer g.Catch(&err)
+		return fn(f)
+	}, g
+}
 
 // Job is what to read and how.
 type Job struct {
@@ -65,6 +89,14 @@ type Job struct {
 	// Archive is the packed archive (tar or tar.zst, see Pack) the archive
 	// engine reads; Paths then selects nothing and may be empty.
 	Archive string
+	// PseudoLimit is the most bytes read of a file whose size is not known
+	// in advance: a file of a pseudo-filesystem (procfs, sysfs...: see
+	// Read) or one that reports size 0 (for raw: when its first read
+	// filled the buffer; raw makes no fstat for a smaller one). Such a file is read until a read
+	// returns 0 bytes; past the limit it is that file's error, wrapping
+	// ErrLimit (/proc/self/pagemap would otherwise be read until memory
+	// runs out). 0 means engine.DefaultPseudoLimit (64 MiB).
+	PseudoLimit int64
 
 	// walk makes the engines walk Paths as directories (Read's second
 	// pass) instead of reading them as files.
@@ -111,6 +143,17 @@ var ErrNotSupported = engine.ErrNotSupported
 // size is not known in advance (a pseudo-file, or a regular file that
 // reports size 0) went on past Job.PseudoLimit. It is engine.ErrLimit.
 var ErrLimit = engine.ErrLimit
+
+// pseudoLimit is the job's PseudoLimit, with its default.
+func (j *Job) pseudoLimit() int {
+	return int(min(unsized.Limit(j.PseudoLimit), 1<<40))
+}
+
+// limitErr is the error of a file of unknown size that went on past limit
+// bytes.
+func limitErr(path string, limit int) error {
+	return unsized.Error(path, int64(limit), "iopath.WithPseudoLimit (batch.Job.PseudoLimit)")
+}
 
 var (
 	regMu    sync.RWMutex

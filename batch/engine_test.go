@@ -477,7 +477,7 @@ func inFlight(e Engine, workers int) int64 {
 
 func TestValidate(t *testing.T) {
 	for _, e := range testEngines(t) {
-		for _, job := range []Job{{Workers: -1}, {Workers: MaxWorkers + 1}, {BufferSize: -1}} {
+		for _, job := range []Job{{Workers: -1}, {Workers: MaxWorkers + 1}, {BufferSize: -1}, {PseudoLimit: -1}} {
 			if _, err := Read(context.Background(), e, job, func(*File) error { return nil }); err == nil || strings.Contains(err.Error(), "not supported") {
 				t.Errorf("%s: job %+v: got %v, want a validation error", e.Name(), job, err)
 			}

@@ -28,7 +28,7 @@ func (poolEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 	if workers == 0 {
 		workers = DefaultPoolWorkers
 	}
-	st, err := runReaders(ctx, "pool", &job, workers, func() pathReader { return &osReader{} }, fn)
+	st, err := runReaders(ctx, "pool", &job, workers, func() pathReader { return &osReader{limit: job.pseudoLimit()} }, fn)
 	st.Notes = append(st.Notes, osReadFileNote)
 	return st, err
 }
@@ -37,7 +37,9 @@ func (poolEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 // the reader's that the next call reuses. Errors are *fs.PathError naming
 // path. Each worker has its own pathReader.
 type pathReader interface {
-	read(path string) ([]byte, error)
+	// unsized: the feed found the file on a pseudo-filesystem; it is
+	// read until a read returns 0, up to Job.PseudoLimit.
+	read(path string, unsized bool) ([]byte, error)
 	// syscalls is how many system calls this reader has made so far at
 	// its own call sites (0 for readers that do not count).
 	syscalls() int64
@@ -51,12 +53,18 @@ type pathReader interface {
 // each file to fn. One worker runs in the caller's goroutine.
 //
 // It returns fn's first error, else ctx's error if ctx was cancelled (the
-// feed may then have been cut short), else nil. After an error or a
+// feed may then have been cut short), else nil; a panic in fn stops the
+// workers as an error does and is raised again on the caller's goroutine
+// once they have all ended. After an error or a
 // cancellation no new file is started; a worker already inside a read
 // finishes it but, unless it was past its last check, does not deliver it.
 // Every goroutine it starts has ended when it returns, and every fd it
 // opened is closed.
 func runReaders(ctx context.Context, name string, job *Job, workers int, newReader func() pathReader, fn Func) (*Stats, error) {
+	fn, panicked := guard(fn)
+	// Deferred first, so that it runs last: after the workers have ended
+	// and the feed has stopped.
+	defer panicked.Raise()
 	st := &Stats{}
 	if budget, note := nofileBudget(name, workers); budget < workers {
 		workers = budget
@@ -121,7 +129,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 					if lat != nil {
 						t0 = metrics.Ticks()
 					}
-					f.Data, f.Err = r.read(it.path)
+					f.Data, f.Err = r.read(it.path, it.unsized)
 					if lat != nil && f.Err == nil {
 						lb.add(lat, metrics.Ticks()-t0)
 					}

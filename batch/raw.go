@@ -20,6 +20,7 @@ import (
 //	smaller than the buffer:       3  openat, read (short), close
 //	buffer size or larger:         5  openat, read (full), fstat, read, close
 //	a file that grows while read:  one more read per growth
+//	a pseudo-file (size unknown):  openat, reads until one returns 0, close
 //	a path that does not open:     1  openat
 //	a directory:                   3  openat, read (EISDIR), close
 //
@@ -36,10 +37,16 @@ import (
 // nothing read is retried (sys.Read). Known exceptions, where a short read
 // is not the end:
 //
-//   - pseudo-files (procfs, sysfs, debugfs) are S_IFREG but generated, and
-//     a seq_file hands out about a page per read: a /proc file larger than
-//     that comes back truncated. This engine is for data files; use
-//     os.ReadFile for /proc.
+//   - pseudo-files (procfs, sysfs, debugfs...: see sys.PseudoFS) are
+//     S_IFREG but generated, and a seq_file hands out about a page per
+//     read. The feed marks the files of such filesystems, known by the
+//     filesystem of their directory (one fstatfs per directory walked,
+//     one statfs per directory of the paths named, where a run of paths
+//     in one directory costs one), and those are read until a read
+//     returns 0: past Job.PseudoLimit bytes they are an error wrapping
+//     ErrLimit. So is a file whose fstat, after a full first read, says
+//     size 0. A symlink named directly to a pseudo-file elsewhere is
+//     judged by its own directory, and comes back truncated.
 //   - an I/O error after part of a read was copied returns the part; the
 //     error would only show on the next read, which is not made. The file
 //     is delivered short instead of with EIO.
@@ -74,10 +81,10 @@ func (rawEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 	if workers == 0 {
 		workers = 1
 	}
-	size := job.BufferSize
+	size, limit := job.BufferSize, job.pseudoLimit()
 	return runReaders(ctx, "raw", &job, workers, func() pathReader {
 		b := bufpool.Get(size)
-		return &rawReader{bufB: b, buf: b.Bytes()[:size]}
+		return &rawReader{bufB: b, buf: b.Bytes()[:size], limit: limit}
 	}, fn)
 }
 
@@ -95,6 +102,7 @@ type rawReader struct {
 	// dropBig: big is larger than rawKeepBig and goes back to the pool
 	// once fn is done with the file in it.
 	dropBig bool
+	limit   int   // Job.PseudoLimit
 	n       int64 // system calls made
 }
 
@@ -106,7 +114,7 @@ func (r *rawReader) release() {
 	r.bufB, r.bigB, r.buf, r.big = nil, nil, nil, nil
 }
 
-func (r *rawReader) read(path string) ([]byte, error) {
+func (r *rawReader) read(path string, unsized bool) ([]byte, error) {
 	if r.dropBig {
 		// The last file's follow-up buffer was too large to keep.
 		r.bigB.Release()
@@ -121,39 +129,53 @@ func (r *rawReader) read(path string) ([]byte, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	data, err := r.readFD(fd)
+	data, err := r.readFD(fd, unsized)
 	r.n++
 	sys.Close(fd) // a read-only fd has nothing to flush: close cannot lose data
+	if err == ErrLimit {
+		return nil, limitErr(path, r.limit)
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return data, nil
 }
 
-// readFD reads fd to its end (see the engine's comment for what "end" is).
-// Errors are bare errnos or ErrNotRegular.
-func (r *rawReader) readFD(fd int) ([]byte, error) {
+// readFD reads fd to its end (see the engine's comment for what "end" is;
+// unsized: a file whose size is not known, read until a read returns 0,
+// and ErrLimit past r.limit bytes). Errors are bare errnos, ErrNotRegular
+// or ErrLimit.
+func (r *rawReader) readFD(fd int, unsized bool) ([]byte, error) {
 	buf := r.buf
 	n, err := r.readRetry(fd, buf)
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if n < len(buf) {
+	case n == 0 || n < len(buf) && !unsized:
 		return buf[:n], nil
+	case unsized && n > r.limit:
+		return nil, ErrLimit
 	}
-	// The buffer is full: there may be more.
-	var st sys.Stat_t
-	r.n++
-	if err := sys.Fstat(fd, &st); err != nil {
-		return nil, err
+	need := 2 * len(buf)
+	if !unsized {
+		// The buffer is full: there may be more.
+		var st sys.Stat_t
+		r.n++
+		if err := sys.Fstat(fd, &st); err != nil {
+			return nil, err
+		}
+		if st.Mode&sys.S_IFMT != sys.S_IFREG {
+			return nil, ErrNotRegular
+		}
+		switch {
+		case st.Size >= 1<<40:
+			return nil, syscall.EFBIG // not a file to hold in memory
+		case st.Size == 0:
+			unsized = true // it says nothing about its length
+		default:
+			need = max(int(st.Size)+1, need)
+		}
 	}
-	if st.Mode&sys.S_IFMT != sys.S_IFREG {
-		return nil, ErrNotRegular
-	}
-	if st.Size >= 1<<40 {
-		return nil, syscall.EFBIG // not a file to hold in memory
-	}
-	need := max(int(st.Size)+1, 2*len(buf))
 	if cap(r.big) < need {
 		r.setBig(bufpool.Get(need), 0)
 	}
@@ -164,12 +186,18 @@ func (r *rawReader) readFD(fd int) ([]byte, error) {
 			r.setBig(bufpool.Get(2*len(big)), total)
 			big = r.big
 		}
+		// Reads are not cut at the limit: some pseudo-files take only
+		// reads of a multiple of their record (pagemap: 8 bytes). The
+		// buffer stays below twice the limit.
 		m, err := r.readRetry(fd, big[total:])
 		if err != nil {
 			return nil, err
 		}
 		total += m
-		if total < len(big) {
+		if unsized && total > r.limit {
+			return nil, ErrLimit
+		}
+		if m == 0 || !unsized && total < len(big) {
 			break
 		}
 	}

@@ -32,7 +32,11 @@ import (
 // ends), a directory an EISDIR read error, as os.ReadFile's. For a regular
 // file the steps are os.ReadFile's: open, fstat for the size, reads into a
 // buffer of size+1 (at least 512) bytes until EOF, close. The walk never
-// hands over non-regular files at all.
+// hands over non-regular files at all. A file whose size is not known in
+// advance (fstat says 0, or it is on a pseudo-filesystem) is read to EOF
+// as os.ReadFile reads it, but past Job.PseudoLimit bytes it is an error
+// wrapping ErrLimit (os.ReadFile("/proc/self/pagemap") reads until memory
+// runs out).
 func init() { Register(readfileEngine{}) }
 
 type readfileEngine struct{}
@@ -40,7 +44,7 @@ type readfileEngine struct{}
 func (readfileEngine) Name() string { return "readfile" }
 
 func (readfileEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
-	st, err := runReaders(ctx, "readfile", &job, 1, func() pathReader { return &osReader{} }, fn)
+	st, err := runReaders(ctx, "readfile", &job, 1, func() pathReader { return &osReader{limit: job.pseudoLimit()} }, fn)
 	st.Notes = append(st.Notes, osReadFileNote)
 	return st, err
 }
@@ -49,9 +53,16 @@ const osReadFileNote = "syscalls counted at the engine's calls into os (6 for a 
 
 // osReader reads as os.ReadFile does (see above): a fresh slice per file,
 // errors *fs.PathError naming the path. n counts system calls (see above).
-type osReader struct{ n int64 }
+// A file whose size is not known (on a pseudo-filesystem, or of size 0)
+// is, as in os.ReadFile, read until a read returns 0, but past limit bytes
+// it is an ErrLimit error rather than a read that only the end of memory
+// stops (/proc/self/pagemap).
+type osReader struct {
+	n     int64
+	limit int
+}
 
-func (r *osReader) read(path string) ([]byte, error) {
+func (r *osReader) read(path string, unsized bool) ([]byte, error) {
 	r.n++ // openat
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -70,7 +81,8 @@ func (r *osReader) read(path string) ([]byte, error) {
 	case !fi.Mode().IsRegular():
 		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 	}
-	// os.ReadFile's loop.
+	// os.ReadFile's loop, bounded for a file of unknown size.
+	unsized = unsized || fi.Size() == 0
 	size := 512
 	if s := fi.Size() + 1; s > int64(size) && s < 1<<40 {
 		size = int(s)
@@ -80,6 +92,9 @@ func (r *osReader) read(path string) ([]byte, error) {
 		r.n++
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
+		if unsized && len(data) > r.limit {
+			return nil, limitErr(path, r.limit)
+		}
 		if err != nil {
 			if err == io.EOF {
 				err = nil
@@ -87,6 +102,15 @@ func (r *osReader) read(path string) ([]byte, error) {
 			return data, err
 		}
 		if len(data) >= cap(data) {
+			if unsized {
+				// Doubled, not grown by append's smaller steps
+				// for large slices: fewer reads and copies on the
+				// way to the limit, and below twice the limit.
+				d := make([]byte, len(data), 2*cap(data))
+				copy(d, data)
+				data = d
+				continue
+			}
 			d := append(data[:cap(data)], 0)
 			data = d[:len(data)]
 		}

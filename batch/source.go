@@ -3,9 +3,11 @@ package batch
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -14,6 +16,10 @@ import (
 type item struct {
 	path string
 	err  error
+	// unsized: the file is on a pseudo-filesystem (sys.PseudoFS), whose
+	// sizes mean nothing and whose reads may end short anywhere: it is
+	// read until a read returns 0, up to Job.PseudoLimit.
+	unsized bool
 }
 
 // chunkSize is how many paths travel to a worker at once: enough that the
@@ -62,9 +68,10 @@ func newFeed(ctx context.Context, job *Job) *feed {
 			}
 		}
 		var w walker
+		var pfs pseudoDirs
 		for _, p := range job.Paths {
 			if !job.walk {
-				if !emit(item{path: p}) {
+				if !emit(item{path: p, unsized: pfs.in(p)}) {
 					return
 				}
 				continue
@@ -81,6 +88,36 @@ func newFeed(ctx context.Context, job *Job) *feed {
 		}
 	}()
 	return f
+}
+
+// pseudoDirs tells whether a path named in a job is on a pseudo-filesystem
+// (sys.PseudoFS) by the filesystem of the directory it is in, with one
+// statfs per directory: the last answer is kept, and a list of files
+// usually names many in a row from one directory. A file that is itself
+// a mount point, or a symlink to another filesystem, is judged by its
+// directory: a symlink to a pseudo-file outside one is read as a data file
+// (the io_uring engine, whose statx follows it, still sees size 0 for a
+// procfs file).
+type pseudoDirs struct {
+	dir    string
+	pseudo bool
+	known  bool
+}
+
+func (d *pseudoDirs) in(path string) bool {
+	dir := "."
+	if i := strings.LastIndexByte(path, '/'); i == 0 {
+		dir = "/"
+	} else if i > 0 {
+		dir = path[:i]
+	}
+	if !d.known || dir != d.dir {
+		typ, err := sys.StatfsType(dir)
+		// An error (no such directory...) answers false: the engine
+		// reports what is wrong with the path.
+		d.dir, d.pseudo, d.known = dir, err == nil && sys.PseudoFS(typ), true
+	}
+	return d.pseudo
 }
 
 // ErrNotRegular is the error (inside an *fs.PathError) of a FIFO, socket
@@ -109,6 +146,12 @@ func (f *feed) stop() {
 // paths as files (so a list of files costs no extra stat), and the
 // directories among them — which fail to read with EISDIR — are then
 // walked in a second pass. Stats of both passes are added up.
+//
+// A file on a pseudo-filesystem (procfs, sysfs, debugfs, tracefs,
+// configfs, securityfs, cgroup: see sys.PseudoFS), known by the
+// filesystem of the directory it is in (a symlink found by the walk, by
+// its target's), is read until a read returns 0 bytes and up to
+// Job.PseudoLimit, whatever its size says.
 func Read(ctx context.Context, e Engine, job Job, fn Func) (*Stats, error) {
 	if fn == nil {
 		return nil, errors.New("batch: nil Func")
@@ -184,6 +227,8 @@ func (j *Job) validate() error {
 		return errors.New("batch: depth out of range [0, 4096]")
 	case j.BufferSize < 0 || j.BufferSize > 1<<30:
 		return errors.New("batch: buffer size out of range [0, 1GiB]")
+	case j.PseudoLimit < 0:
+		return errors.New("batch: pseudo-file limit is negative (0 means the default)")
 	}
 	if j.Depth == 0 {
 		j.Depth = DefaultDepth

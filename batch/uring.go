@@ -22,41 +22,55 @@ import (
 // The io_uring engine: Job.Workers goroutines (1 when 0), each locked to
 // its OS thread with its own ring, a sparse registered file table of
 // Job.Depth slots and Job.Depth registered buffers of Job.BufferSize bytes,
-// one per slot. Each file is one linked chain of four requests in one
-// submission, in its slot:
+// one per slot. Each file starts as one linked chain of three requests in
+// one submission, in its slot:
 //
 //	OPENAT     path → direct slot      IOSQE_IO_LINK
 //	STATX      path                    IOSQE_IO_HARDLINK
-//	READ_FIXED slot's buffer, offset 0 IOSQE_IO_HARDLINK | IOSQE_FIXED_FILE
-//	CLOSE      direct slot             (end of the chain)
+//	READ_FIXED slot's buffer, offset 0 IOSQE_FIXED_FILE
 //
-// A failed open breaks the plain link: statx, read and close complete with
-// -ECANCELED, and there is nothing to close. Once the open has succeeded
-// every link is hard, so that nothing that follows — a statx that fails
-// (the path vanished), a read that fails (EISDIR) or, above all, a short
-// read (the normal case for a small file, which a plain link counts as a
-// failure) — can cancel the close. Every request posts its own CQE, so a
-// slot is free again when its chain's four CQEs are in: the close has then
-// run (or there was nothing to close) and the path, statx and buffer
-// memory are no longer the kernel's.
+// A failed open breaks the plain link: statx and read complete with
+// -ECANCELED. Once the open has succeeded the link is hard, so that a
+// statx that fails (the path was renamed away or deleted after the open)
+// does not cancel the read. Every request posts its own CQE; when a
+// chain's CQEs are all in, the kernel is done with its path, statx and
+// buffer memory.
 //
-// A worker fills every free slot with a chain, submits them all and waits
-// for half of the outstanding completions in one io_uring_enter, reaps
-// them in one batch, delivers the files whose chains are complete in
-// completion order, and refills.
+// # One descriptor per file
+//
+// Every read of a file goes through the descriptor its OPENAT put in the
+// slot, so that a path renamed over while it is read (an editor's save, a
+// deploy) gives one complete version of the file, never a prefix of one
+// or one version's head with another's tail, and never a spurious error:
+// the slot holds the file that was opened, whatever became of the path.
+// The file is not closed when its reads are done: the next OPENAT into
+// the slot replaces it, which closes it (io_install_fixed_file drops an
+// occupied slot's file; TestUringOpenReplacesSlot checks it), and closing
+// the ring at the end of the run closes the rest. That saves a CLOSE and
+// its CQE per file.
+//
+// STATX goes by path, because io_uring's STATX cannot take a fixed file:
+// it may describe another file than the open one if the path was renamed
+// over in between. So it only says what cannot be learnt from the
+// descriptor in the chain: whether the file is regular (a read of a FIFO
+// or a terminal may wait forever, see below) and a size that sizes the
+// follow-up buffer. Neither decides where a file ends.
 //
 // # When is a file complete?
 //
 // As in the raw engine (see raw.go): a read of a regular file that returns
 // fewer bytes than asked is at end of file. The first read asks for
-// BufferSize bytes. Fewer: the file is those bytes. Exactly BufferSize and
-// statx said so: the file is those bytes (a file that grew between the
-// statx and the read is read as it was at statx time). More to read: the
-// chain has closed the file already, so a follow-up chain opens it again
-// (same slot), checks with statx that the path is still the same inode,
-// and reads the rest from where the first read stopped into a buffer of
-// the statx size + 1, into which a file that kept its size comes back
-// short; one that grew gets another follow-up into a doubled buffer.
+// BufferSize bytes; fewer, and the file is those bytes. A full buffer is
+// followed by plain READs on the same slot from where the last one
+// stopped, into a buffer of the statx size + 1 (or twice what was read,
+// when the file outgrew that) until one comes back short. A file of
+// exactly BufferSize bytes thus costs one more read, which returns 0.
+//
+// A file whose size is not known in advance — statx says 0 (procfs), the
+// walk found it on a pseudo-filesystem (sys.PseudoFS: a seq_file hands out
+// about a page per read, so a short read is not its end), or statx failed
+// — is read until a read returns 0, and past Job.PseudoLimit bytes it is
+// an error wrapping ErrLimit.
 //
 // # Non-regular files and O_NONBLOCK
 //
@@ -66,11 +80,16 @@ import (
 // branch on statx): with no writer a FIFO reads nothing at once, but a
 // read that waits (a FIFO whose writer writes nothing, a terminal) is
 // cancelled with ASYNC_CANCEL as soon as the statx CQE shows a non-regular
-// file, which the close, hard-linked, survives. io_uring keeps retrying
-// reads of O_NONBLOCK regular files on filesystems that support
-// non-blocking reads (ext4, xfs, btrfs, tmpfs...); a filesystem that does
-// not answers EAGAIN, and the file is then read again by a follow-up chain
-// opened without O_NONBLOCK.
+// file. io_uring keeps retrying reads of O_NONBLOCK regular files on
+// filesystems that support non-blocking reads (ext4, xfs, btrfs,
+// tmpfs...); a filesystem that does not answers EAGAIN, and the file is
+// then read again from its start on a descriptor opened into the same
+// slot without O_NONBLOCK (nothing read through the first is kept).
+//
+// A worker that stops (ctx cancelled, fn returned an error, another worker
+// failed) queues no more reads, cancels every request in flight with one
+// ASYNC_CANCEL (IORING_ASYNC_CANCEL_ANY), so that no read waiting on a
+// FIFO holds it, reaps every CQE and closes its ring.
 //
 // # Costs and limitations
 //
@@ -79,30 +98,30 @@ import (
 // 0.04 per file at depth 64. The kernel runs every STATX on an io-wq
 // thread (it is always punted), which on a warm cache costs about a
 // quarter of the engine's throughput; without it a FIFO or device could
-// not be told from a regular file. statx goes by path (io_uring's STATX
-// cannot take a fixed file), so a path renamed over between the open and
-// the statx is judged by the new file. Registering the buffers faults in
+// not be told from a regular file. Registering the buffers faults in
 // Depth × BufferSize bytes; arenas are kept for the next run (see
-// uringArena), but the first run at a large depth pays for it.
-// Latency (Job.Latency) is recorded for files delivered with their data,
-// from the first chain's queueing to its last CQE (follow-ups included).
+// uringArena), but the first run at a large depth pays for it. Latency
+// (Job.Latency) is recorded for files delivered with their data, from the
+// chain's queueing to its last read's CQE.
 func init() { Register(uringEngine{}) }
 
 type uringEngine struct{}
 
 func (uringEngine) Name() string { return "io_uring" }
 
-// Chain steps, in the low bits of user_data (the slot above them).
+// Request kinds, in the low bits of user_data (the slot above them).
 const (
 	uringOpen = iota
 	uringStatx
 	uringRead
-	uringClose
-	uringSteps
+	uringSteps // requests in a file's first chain
 
 	uringStepBits = 2
 	// uringCancelled marks the user_data of a slot's ASYNC_CANCEL.
 	uringCancelled = 1 << 63
+	// uringCancelAll is the user_data of the ASYNC_CANCEL of every
+	// request, queued by a worker that stops.
+	uringCancelAll = 1 << 62
 )
 
 const (
@@ -118,15 +137,11 @@ const (
 var _ [uringStatxLen - unsafe.Sizeof(sys.Statx_t{})]byte
 
 // uringFollowUpHook, when set (by tests), is called before each follow-up
-// chain is queued.
+// read is queued.
 var uringFollowUpHook func(path string)
 
-// errUringReplaced is the error of a file whose path named another inode
-// when its follow-up reads reopened it.
-var errUringReplaced = errors.New("file replaced while read")
-
 // uringOps are the opcodes the engine uses.
-var uringOps = []string{"OPENAT", "STATX", "READ_FIXED", "READ", "CLOSE", "ASYNC_CANCEL"}
+var uringOps = []string{"OPENAT", "STATX", "READ_FIXED", "READ", "ASYNC_CANCEL"}
 
 // uringSetupError is the error of a worker whose ring could not be set
 // up: one wrapping ErrNotSupported with the reason when io_uring is
@@ -194,6 +209,11 @@ func (uringEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 		lat = &uringLatency{h: st.Lat}
 	}
 
+	// A panic in fn is caught on the worker's goroutine and raised again
+	// here once every worker has reaped its requests and closed its ring
+	// (deferred first, it runs after the feed has stopped too).
+	fn, panicked := guard(fn)
+	defer panicked.Raise()
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -202,7 +222,7 @@ func (uringEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 
 	results := make(chan *uringWorker, workers)
 	for i := range workers {
-		w := &uringWorker{id: i, depth: depth, bufSize: bufSize, fn: fn, lat: lat, feed: feed}
+		w := &uringWorker{id: i, depth: depth, bufSize: bufSize, limit: job.pseudoLimit(), fn: fn, lat: lat, feed: feed, stopAll: cancel}
 		go func() {
 			w.main(ctx)
 			results <- w
@@ -218,18 +238,22 @@ func (uringEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 		for _, n := range w.st.Notes {
 			st.Notes = appendNew(st.Notes, n)
 		}
-		// The first error stops the others; theirs (ctx's) follow from it.
-		if w.err != nil && first == nil {
+		// The first error stopped the others (see main); theirs are
+		// ctx's and follow from it, whatever order they come in.
+		if w.err != nil && (first == nil || isCtxErr(first) && !isCtxErr(w.err)) {
 			first = w.err
-			cancel()
 		}
 	}
-	if first == nil || errors.Is(first, context.Canceled) || errors.Is(first, context.DeadlineExceeded) {
+	if first == nil || isCtxErr(first) {
 		if err := parent.Err(); err != nil {
 			first = err
 		}
 	}
 	return st, first
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // uringLatency is one histogram the workers share, fed in batches.
@@ -246,25 +270,27 @@ func (l *uringLatency) add(ticks []int64) {
 	l.mu.Unlock()
 }
 
-// uringSlot is one file in flight: the chain in the slot's file table
-// entry, buffer, statx area and path buffer.
+// uringSlot is one file in flight: its descriptor in the slot's file
+// table entry, the slot's buffer, statx area and path buffer.
 type uringSlot struct {
-	path       string
-	left       int8 // CQEs of the current chain not yet reaped
-	stage      int  // 0: the first chain; n: the n-th follow-up
-	nonblock   bool // the chain opens with O_NONBLOCK
-	res        [uringSteps]int32
-	asked      int    // bytes the chain's read asks for
-	got        int    // bytes read by earlier chains
-	size       int64  // statx size, from the first chain
-	ino        uint64 // statx inode and device, from the first chain
-	dev        uint64
-	bigBuf     *bufpool.Buf // follow-up buffer, pinned while read into
-	big        []byte       // all of bigBuf
-	pin        runtime.Pinner
-	start      int64 // ticks when the first chain was queued
-	readDone   bool  // the current chain's read has completed
-	cancelling bool  // an ASYNC_CANCEL of the read is in flight
+	path     string
+	left     int8 // CQEs of the slot's requests in flight not yet reaped
+	opening  bool // the requests in flight start with an OPENAT
+	typed    bool // the statx result has been judged
+	nonblock bool // the file is open with O_NONBLOCK
+	reopen   bool // the next requests open the file again (see judge)
+	unsized  bool // the size is not known: read until a read returns 0
+	res      [uringSteps]int32
+	asked    int          // bytes the read in flight asks for
+	got      int          // bytes read before it
+	sizeHint int64        // statx size (maybe another file's): sizes big
+	bigBuf   *bufpool.Buf // follow-up buffer, pinned while read into
+	big      []byte       // all of bigBuf
+	pin      runtime.Pinner
+	start    int64 // ticks when the first chain was queued
+	readDone bool  // the read in flight has completed
+	// cancelling: an ASYNC_CANCEL of the read is in flight.
+	cancelling bool
 }
 
 // uringWorker owns one ring, used only from its goroutine, which is locked
@@ -273,9 +299,12 @@ type uringWorker struct {
 	id      int
 	depth   int
 	bufSize int
+	limit   int // Job.PseudoLimit: the most read of a file of unknown size
 	fn      Func
 	lat     *uringLatency
 	feed    *feed
+	// stopAll cancels the run's context: the other workers stop.
+	stopAll context.CancelFunc
 
 	ring  *uring.Ring
 	fixed bool // the buffers are registered: READ_FIXED
@@ -289,10 +318,11 @@ type uringWorker struct {
 	// cancels are slots whose non-regular file's read is to be cancelled.
 	cancels []int32
 
-	pending  int // CQEs outstanding
-	busy     int // slots in use
-	stopping bool
-	broken   bool // the ring failed with requests in flight
+	pending   int // CQEs outstanding
+	busy      int // slots in use
+	stopping  bool
+	cancelled bool // the ASYNC_CANCEL of everything has been queued
+	broken    bool // the ring failed with requests in flight
 
 	chunk    []item
 	pos      int
@@ -312,6 +342,10 @@ func (w *uringWorker) main(ctx context.Context) {
 		err = w.loop(ctx)
 	}
 	w.err = err
+	if err != nil {
+		// Stop the others now, not once this ring is torn down.
+		w.stopAll()
+	}
 	w.teardown()
 }
 
@@ -520,7 +554,11 @@ func (w *uringWorker) loop(ctx context.Context) error {
 			default:
 			}
 		}
-		w.cancelReads()
+		if w.stopping {
+			w.cancelAll()
+		} else {
+			w.cancelReads()
+		}
 		// Fill every free slot.
 		var now int64
 		stamped := false
@@ -533,7 +571,7 @@ func (w *uringWorker) loop(ctx context.Context) error {
 				stop(err)
 			}
 		}
-		if w.busy == 0 {
+		if w.pending == 0 {
 			if w.stopping || w.feedDone {
 				break
 			}
@@ -542,7 +580,7 @@ func (w *uringWorker) loop(ctx context.Context) error {
 		// Wait for half of what is outstanding: enough to amortise the
 		// enter over many files, few enough that the refill comes while
 		// the other half is still in flight. Never more: a chain whose
-		// read waits (a non-regular file) has posted half of its CQEs
+		// read waits (a non-regular file) has posted two of its CQEs
 		// (open, statx), and must be reaped to have its read cancelled.
 		want := max(1, w.pending/2)
 		if _, err := r.SubmitAndWait(uint32(want)); err != nil {
@@ -568,6 +606,25 @@ func (w *uringWorker) loop(ctx context.Context) error {
 		}
 	}
 	return ferr
+}
+
+// cancelAll, once the worker stops, asks the kernel to cancel every
+// request in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19; an older kernel
+// answers EINVAL and the requests run to their end), so that stopping
+// never waits for a read that may never complete (a FIFO that statx, by
+// path, took for a regular file) nor for more reads from a cold disk than
+// have started.
+func (w *uringWorker) cancelAll() {
+	if w.cancelled || w.pending == 0 {
+		return
+	}
+	sqe := w.ring.GetSQE()
+	if sqe == nil {
+		return // the SQ is full: at the next round
+	}
+	sqe.PrepCancel(0, uring.CancelAny, uringCancelAll)
+	w.cancelled = true
+	w.pending++
 }
 
 // cancelReads asks the kernel to cancel the pending reads of non-regular
@@ -622,15 +679,16 @@ func (w *uringWorker) begin(it item, now *int64, stamped *bool) error {
 	buf := w.paths[s]
 	copy(buf, p)
 	buf[len(p)] = 0
-	sl.path = p
-	sl.stage, sl.nonblock, sl.got, sl.asked = 0, true, 0, w.bufSize
+	sl.path, sl.got, sl.sizeHint = p, 0, 0
+	sl.typed, sl.reopen, sl.cancelling = false, false, false
+	sl.nonblock, sl.unsized = true, it.unsized
 	if w.lat != nil {
 		if !*stamped {
 			*now, *stamped = metrics.Ticks(), true
 		}
 		sl.start = *now
 	}
-	if err := w.queue(s); err != nil {
+	if err := w.queueOpen(s, true); err != nil {
 		w.release(s)
 		w.broken = true
 		return err
@@ -647,20 +705,34 @@ func containsNUL(s string) bool {
 	return false
 }
 
-// queue prepares slot s's chain: the first (into the slot's registered
-// buffer from offset 0) or a follow-up (into big from offset got).
-func (w *uringWorker) queue(s int32) error {
+// sqRoom makes room for n SQEs: requests linked into a chain
+// must go to the kernel together. The SQ holds a chain per slot, so it is
+// never short; if it ever were, what is there is submitted first.
+func (w *uringWorker) sqRoom(n uint32) error {
+	for w.ring.SQSpace() < n {
+		if _, err := w.ring.Submit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueOpen queues slot s's chain: OPENAT of the path into the slot (which
+// closes the file a previous chain left there), with statx the STATX of
+// the path, and the first read, into the slot's registered buffer from
+// offset 0.
+func (w *uringWorker) queueOpen(s int32, statx bool) error {
+	n := uint32(2)
+	if statx {
+		n = uringSteps
+	}
+	if err := w.sqRoom(n); err != nil {
+		return err
+	}
 	r := w.ring
 	sl := &w.slots[s]
 	path := &w.paths[s][0]
 	ud := uint64(s) << uringStepBits
-	// A chain must go to the kernel whole. The SQ holds a chain per slot,
-	// so it is never short; if it ever were, submit what is there first.
-	for r.SQSpace() < uringSteps {
-		if _, err := r.Submit(); err != nil {
-			return err
-		}
-	}
 	flags := uint32(uringOpenFlags)
 	if sl.nonblock {
 		flags |= syscall.O_NONBLOCK
@@ -669,35 +741,54 @@ func (w *uringWorker) queue(s int32) error {
 	sqe.PrepOpenatDirect(sys.AT_FDCWD, path, flags, 0, uint32(s), ud|uringOpen)
 	sqe.SetFlags(uring.SQEIOLink)
 
-	sqe = r.GetSQE()
-	sqe.PrepStatx(sys.AT_FDCWD, path, sys.AT_STATX_SYNC_AS_STAT, sys.STATX_BASIC_STATS, w.stx[s], ud|uringStatx)
-	sqe.SetFlags(uring.SQEIOHardlink)
+	if statx {
+		sqe = r.GetSQE()
+		sqe.PrepStatx(sys.AT_FDCWD, path, sys.AT_STATX_SYNC_AS_STAT, sys.STATX_BASIC_STATS, w.stx[s], ud|uringStatx)
+		sqe.SetFlags(uring.SQEIOHardlink)
+	}
 
+	sl.asked = w.bufSize
 	sqe = r.GetSQE()
-	switch {
-	case sl.stage > 0:
-		b := sl.big[sl.got : sl.got+sl.asked]
-		sl.pin.Pin(&b[0])
-		sqe.PrepRead(int32(s), b, uint64(sl.got), ud|uringRead)
-	case w.fixed:
+	if w.fixed {
 		sqe.PrepReadFixed(int32(s), w.bufs[s], 0, uint16(s), ud|uringRead)
-	default:
+	} else {
 		sqe.PrepRead(int32(s), w.bufs[s], 0, ud|uringRead)
 	}
-	sqe.SetFlags(uring.SQEFixedFile | uring.SQEIOHardlink)
+	sqe.SetFlags(uring.SQEFixedFile)
 
-	sqe = r.GetSQE()
-	sqe.PrepCloseDirect(uint32(s), ud|uringClose)
-
-	sl.left = uringSteps
+	sl.opening = true
+	sl.left = int8(n)
 	sl.readDone = false
-	w.pending += uringSteps
+	w.pending += int(n)
 	return nil
 }
 
-// complete records one CQE; when it is its chain's last, the file is
-// delivered, or continued with a follow-up chain.
+// queueRead queues slot s's next read: on the file in the slot, into big
+// from offset got.
+func (w *uringWorker) queueRead(s int32) error {
+	if err := w.sqRoom(1); err != nil {
+		return err
+	}
+	sl := &w.slots[s]
+	b := sl.big[sl.got : sl.got+sl.asked]
+	sl.pin.Pin(&b[0])
+	sqe := w.ring.GetSQE()
+	sqe.PrepRead(int32(s), b, uint64(sl.got), uint64(s)<<uringStepBits|uringRead)
+	sqe.SetFlags(uring.SQEFixedFile)
+	sl.opening = false
+	sl.left = 1
+	sl.readDone = false
+	w.pending++
+	return nil
+}
+
+// complete records one CQE; when it is the last of the slot's requests in
+// flight, the file is delivered, or read on.
 func (w *uringWorker) complete(c *uring.CQE, now int64) error {
+	if c.UserData == uringCancelAll {
+		w.pending--
+		return nil
+	}
 	s := int32(c.UserData &^ uringCancelled >> uringStepBits)
 	sl := &w.slots[s]
 	switch step := c.UserData & (1<<uringStepBits - 1); {
@@ -731,7 +822,13 @@ func (w *uringWorker) complete(c *uring.CQE, now int64) error {
 		if uringFollowUpHook != nil {
 			uringFollowUpHook(sl.path)
 		}
-		if err := w.queue(s); err != nil {
+		if sl.reopen {
+			sl.reopen = false
+			err = w.queueOpen(s, false)
+		} else {
+			err = w.queueRead(s)
+		}
+		if err != nil {
 			w.release(s)
 			w.broken = true
 			return err
@@ -746,87 +843,106 @@ func (w *uringWorker) complete(c *uring.CQE, now int64) error {
 	return ferr
 }
 
-// judge decides what slot s's completed chain means: the file's data, its
-// error, or more to read (the slot is set up for the follow-up chain).
+// judge decides what slot s's completed requests mean: the file's data,
+// its error, or more to read (the slot is set up for it).
 func (w *uringWorker) judge(s int32) (data []byte, err error, more bool) {
 	sl := &w.slots[s]
 	res := &sl.res
 	pathErr := func(op string, res int32) error {
 		return &fs.PathError{Op: op, Path: sl.path, Err: syscall.Errno(-res)}
 	}
-	switch {
-	case res[uringOpen] < 0:
+	if sl.opening && res[uringOpen] < 0 {
 		return nil, pathErr("open", res[uringOpen]), false
-	case res[uringStatx] < 0:
-		return nil, pathErr("statx", res[uringStatx]), false
 	}
-	stx := w.stx[s]
-	switch stx.Mode & sys.S_IFMT {
-	case sys.S_IFREG:
-	case sys.S_IFDIR:
-		return nil, &fs.PathError{Op: "read", Path: sl.path, Err: syscall.EISDIR}, false
-	default:
-		return nil, &fs.PathError{Op: "read", Path: sl.path, Err: ErrNotRegular}, false
-	}
-	dev := uint64(stx.Dev_major)<<32 | uint64(stx.Dev_minor)
-	if sl.stage == 0 {
-		sl.size, sl.ino, sl.dev = int64(stx.Size), stx.Ino, dev
-	} else if stx.Ino != sl.ino || dev != sl.dev {
-		return nil, &fs.PathError{Op: "read", Path: sl.path, Err: errUringReplaced}, false
+	if !sl.typed {
+		sl.typed = true
+		if res[uringStatx] < 0 {
+			// The path went away after the open (statx goes by path):
+			// the file in the slot is read all the same, to its end,
+			// since nothing says how long it is.
+			sl.unsized = true
+		} else {
+			stx := w.stx[s]
+			switch stx.Mode & sys.S_IFMT {
+			case sys.S_IFREG:
+			case sys.S_IFDIR:
+				return nil, &fs.PathError{Op: "read", Path: sl.path, Err: syscall.EISDIR}, false
+			default:
+				return nil, &fs.PathError{Op: "read", Path: sl.path, Err: ErrNotRegular}, false
+			}
+			sl.sizeHint = int64(stx.Size)
+			if stx.Size == 0 {
+				sl.unsized = true // procfs: the size means nothing
+			}
+		}
 	}
 	n := int(res[uringRead])
 	switch {
 	case n == -int(syscall.EAGAIN) && sl.nonblock:
-		// A filesystem that honours O_NONBLOCK for regular files: read
-		// again from where this chain started, opened without it.
-		sl.nonblock = false
-		return nil, w.followUp(s), true
+		// A filesystem that honours O_NONBLOCK for regular files: the
+		// file is read again from its start, opened without it (into
+		// the same slot, which closes the first descriptor).
+		sl.nonblock, sl.reopen, sl.got = false, true, 0
+		sl.bigBuf.Release()
+		sl.bigBuf, sl.big = nil, nil
+		return nil, nil, true
 	case n < 0:
 		return nil, pathErr("read", res[uringRead]), false
 	}
 	sl.got += n
-	if n < sl.asked || (sl.stage == 0 && int64(sl.got) == sl.size) {
-		if sl.stage == 0 {
-			return w.bufs[s][:sl.got], nil, false
-		}
-		return sl.big[:sl.got], nil, false
+	switch {
+	case sl.unsized && sl.got > w.limit:
+		return nil, limitErr(sl.path, w.limit), false
+	case n == 0 || n < sl.asked && !sl.unsized:
+		return w.data(s), nil, false
 	}
 	return nil, w.followUp(s), true
+}
+
+// data is what slot s's file has read.
+func (w *uringWorker) data(s int32) []byte {
+	sl := &w.slots[s]
+	if sl.bigBuf != nil {
+		return sl.big[:sl.got]
+	}
+	return w.bufs[s][:sl.got]
 }
 
 // uringMaxRead is the most one read asks for (the kernel caps a read at
 // 2 GiB - 4 KiB; the SQE's length is 32 bits).
 const uringMaxRead = 1 << 30
 
-// followUp sets slot s up for its next chain, which reads on from got into
-// big: room for the size the chain's statx gave and one byte more, or for
-// twice what was read when the file outgrew that. It fails (with the
-// file's error) only for a file too large to hold in memory.
+// followUp sets slot s up for its next read, from got into big: room for
+// the size statx gave and one byte more, or for twice what was read when
+// the file outgrew that (the size may be another file's, if the path was
+// renamed over: it only sizes the buffer). Reads of a file of unknown
+// size are not cut at the limit (pagemap takes only multiples of 8 bytes):
+// judge stops once it is passed, so big stays below twice the limit. It
+// fails (with the file's error) only for a file too large to hold in
+// memory.
 func (w *uringWorker) followUp(s int32) error {
 	sl := &w.slots[s]
-	size := int64(w.stx[s].Size)
-	if size >= 1<<40 {
+	if sl.got >= 1<<40 {
 		return &fs.PathError{Op: "read", Path: sl.path, Err: syscall.EFBIG}
 	}
-	want := max(int(size)+1-sl.got, w.bufSize, sl.got)
+	want := max(w.bufSize, sl.got)
+	if !sl.unsized && sl.sizeHint < 1<<40 {
+		want = max(int(sl.sizeHint)+1-sl.got, want)
+	}
 	need := sl.got + want
 	if sl.bigBuf == nil || len(sl.big) < need {
 		nb := bufpool.Get(need)
 		b := nb.Bytes()[:nb.Cap()]
-		if sl.bigBuf == nil {
-			copy(b, w.bufs[s][:sl.got])
-		} else {
-			copy(b, sl.big[:sl.got])
-			sl.bigBuf.Release()
-		}
+		copy(b, w.data(s))
+		sl.bigBuf.Release()
 		sl.bigBuf, sl.big = nb, b
 	}
 	sl.asked = min(len(sl.big)-sl.got, uringMaxRead)
-	sl.stage++
 	return nil
 }
 
-// release frees slot s for the next file.
+// release frees slot s for the next file. The file stays open in the slot
+// until the next OPENAT into it or the end of the run.
 func (w *uringWorker) release(s int32) {
 	sl := &w.slots[s]
 	sl.path = ""

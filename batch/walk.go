@@ -26,10 +26,13 @@ type walker struct {
 	path   []byte  // scratch for building paths
 }
 
-// level is one directory's listing: names in arena, entries in ents.
+// level is one directory's listing: names in arena, entries in ents, and
+// whether the directory is on a pseudo-filesystem (sys.PseudoFS), whose
+// files are read to the end whatever their size says.
 type level struct {
-	arena []byte
-	ents  []dirent
+	arena  []byte
+	ents   []dirent
+	pseudo bool
 }
 
 type dirent struct {
@@ -92,17 +95,22 @@ func (w *walker) dir(dir string, depth int, emit func(item) bool) bool {
 		case sys.DT_DIR:
 			ok = w.dir(path, depth+1, emit)
 		case sys.DT_REG:
-			ok = emit(item{path: path})
+			ok = emit(item{path: path, unsized: lv.pseudo})
 		case sys.DT_LNK:
 			// Followed: a symlink to a FIFO would block as the FIFO
 			// would. A symlink to a directory, a dangling one and a
 			// loop are left to the engine, which reports them
-			// (EISDIR, ENOENT, ELOOP) like any other path.
+			// (EISDIR, ENOENT, ELOOP) like any other path. The target
+			// may be on another filesystem than the link.
 			var st sys.Stat_t
-			if sys.Fstatat(sys.AT_FDCWD, path, &st, 0) == nil && isSpecial(dtype(st.Mode)) {
-				ok = emit(item{path: path, err: &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}})
-			} else {
+			switch {
+			case sys.Fstatat(sys.AT_FDCWD, path, &st, 0) != nil:
 				ok = emit(item{path: path})
+			case isSpecial(dtype(st.Mode)):
+				ok = emit(item{path: path, err: &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}})
+			default:
+				typ, err := sys.StatfsType(path)
+				ok = emit(item{path: path, unsized: err == nil && sys.PseudoFS(typ)})
 			}
 		default:
 			// A FIFO would block the open until a writer came; a
@@ -125,6 +133,8 @@ func (w *walker) list(dir string, lv *level) error {
 		return err // *fs.PathError{Op: "open"}
 	}
 	defer sys.Close(fd)
+	typ, err := sys.FstatfsType(fd)
+	lv.pseudo = err == nil && sys.PseudoFS(typ)
 	for {
 		n, err := sys.Getdents(fd, w.buf)
 		if err != nil {

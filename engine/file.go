@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
@@ -23,6 +24,8 @@ type file struct {
 	fd   int
 	path string
 	size int64
+	dev  uint64 // device and inode from the fstat at open: which file fd is
+	ino  uint64
 	// unsized: the size is not known in advance (see ErrLimit): the file
 	// is on a pseudo-filesystem (pseudo), or it reported size 0. Never
 	// set with O_DIRECT, which pseudo-filesystems refuse at open and
@@ -60,7 +63,7 @@ func openFile(job *Job) (*file, error) {
 		sys.Close(fd)
 		return nil, &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular}
 	}
-	f := &file{fd: fd, path: job.Path, size: st.Size}
+	f := &file{fd: fd, path: job.Path, size: st.Size, dev: st.Dev, ino: st.Ino}
 	if !job.Direct {
 		f.pseudo = unsized.PseudoFD(fd)
 		f.unsized = f.pseudo || st.Size == 0
@@ -113,19 +116,65 @@ func openFd(job *Job) (int, error) {
 	return fd, nil
 }
 
-// reopen opens another descriptor of f's path with its own file offset, for
-// engines whose workers read(2) from a file position. It returns the
-// descriptor and the number of syscalls it made.
+// procSelfFD is where reopen finds f's descriptor as a path; tests point it
+// elsewhere to take the fallback. testHookReopen, when set (by tests), runs
+// at the start of each reopen.
+var (
+	procSelfFD     = "/proc/self/fd/"
+	testHookReopen func(path string)
+)
+
+// reopen opens another descriptor of the file f.fd is open on, with its own
+// file offset, for engines whose workers read(2) from a file position. It
+// returns the descriptor and the number of syscalls it made.
+//
+// Opening f.path again would not do: the path may have been renamed over
+// since f was opened (an editor's save, a deploy), and a worker reading
+// another file than the others would hand out one version's head with
+// another's tail. /proc/self/fd/N names the inode fd is open on, whatever
+// became of the path, so it is opened instead (1 syscall: the inode is a
+// regular file, so neither O_NONBLOCK nor a check is needed). Only without
+// /proc (not mounted in a container or chroot) is the path opened, and its
+// fstat then must give f's device and inode; another file is an error
+// wrapping ErrChanged — there is no way to reach the first file then.
 func (f *file) reopen(job *Job) (int, int64, error) {
-	fd, err := openFd(job)
-	if err != nil {
-		return -1, 1, err
+	if testHookReopen != nil {
+		testHookReopen(f.path)
 	}
+	flags := sys.O_RDONLY
+	if job.Direct {
+		flags |= sys.O_DIRECT
+	}
+	fd, err := sys.Open(procSelfFD+strconv.Itoa(f.fd), flags)
+	if err == nil {
+		return fd, 1, nil
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Err != sys.ENOENT {
+		return -1, 1, &fs.PathError{Op: "open", Path: f.path, Err: fmt.Errorf("reopen through %s: %w", pe.Path, pe.Err)}
+	}
+	// No /proc: the path, checked.
+	calls := int64(2)
+	fd, err = openFd(job)
+	if err != nil {
+		return -1, calls, err
+	}
+	var st sys.Stat_t
+	calls++
+	if err := sys.Fstat(fd, &st); err != nil {
+		sys.Close(fd)
+		return -1, calls, &fs.PathError{Op: "stat", Path: f.path, Err: err}
+	}
+	if st.Dev != f.dev || st.Ino != f.ino {
+		sys.Close(fd)
+		return -1, calls, &fs.PathError{Op: "open", Path: f.path,
+			Err: fmt.Errorf("%w: the path was replaced by another file while it was read (without /proc, a second descriptor can only be opened by path)", ErrChanged)}
+	}
+	calls += 2
 	if err := sys.ClearNonblock(fd); err != nil {
 		sys.Close(fd)
-		return -1, 3, &fs.PathError{Op: "fcntl", Path: f.path, Err: err}
+		return -1, calls, &fs.PathError{Op: "fcntl", Path: f.path, Err: err}
 	}
-	return fd, 3, nil
+	return fd, calls, nil
 }
 
 func (f *file) close() error {

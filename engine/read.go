@@ -9,8 +9,10 @@ import (
 
 // readEngine reads with read(2) from the file position, as fio's sync
 // engine does. Worker 0 uses the descriptor Run opened; every other worker
-// opens its own, so that file positions never collide, seeks once to the
-// start of its share and then reads it front to back. read(2) takes no
+// opens its own of the same file (through /proc/self/fd, see reopen: never
+// the path again, which may name another file by then), so that file
+// positions never collide, seeks once to the start of its share and then
+// reads it front to back. read(2) takes no
 // offset, so the random pattern seeks before each read whose offset is not
 // where the previous read ended; those lseek calls are counted as syscalls
 // and timed as part of the block's latency.

@@ -10,8 +10,10 @@
 // files, sink errors, panics in the sink (recovered by Run's caller),
 // cancellation, Stop on a sink that implements engine.Stopper, files of
 // unknown size (pseudo-files of /proc and /sys: read completely, or
-// refused with ErrNotSupported before any block) and their limit, and
-// that the engine leaks neither file descriptors nor goroutines.
+// refused with ErrNotSupported before any block) and their limit, that a
+// file replaced by rename while it is read is delivered as one complete
+// version (see Swap), and that the engine leaks neither file descriptors
+// nor goroutines.
 //
 // An engine whose Prepare returns an error wrapping engine.ErrNotSupported
 // is skipped with that error as the reason; any other Prepare error fails.
@@ -147,6 +149,7 @@ func Run(t *testing.T, e engine.Engine) {
 	t.Run("panic", func(t *testing.T) { checkPanic(t, e, big) })
 	t.Run("stop", func(t *testing.T) { checkStop(t, e, big) })
 	t.Run("pseudo", func(t *testing.T) { checkPseudo(t, e) })
+	t.Run("replaced", func(t *testing.T) { checkReplaced(t, e) })
 
 	if after := countFDs(t); after != fds {
 		t.Errorf("%s leaked file descriptors: %d open before, %d after", e.Name(), fds, after)
@@ -530,4 +533,59 @@ func countFDs(t *testing.T) int {
 		t.Skipf("cannot count file descriptors: %v", err)
 	}
 	return len(ents)
+}
+
+// checkReplaced reads a path that is renamed over, in a loop, by versions
+// of several sizes (see Swap), with one and two workers, warm and cold:
+// every run must deliver exactly one version, and no error, since the path
+// always holds a complete file. A worker that opened the path again would
+// read another version than the first worker's.
+func checkReplaced(t *testing.T, e engine.Engine) {
+	if e.Caps().NoData {
+		t.Skip("the engine reads no data")
+	}
+	for _, c := range []struct {
+		workers int
+		cold    bool
+	}{{1, false}, {2, false}, {2, true}} {
+		name := fmt.Sprintf("w=%d/warm", c.workers)
+		if c.cold {
+			name = fmt.Sprintf("w=%d/cold", c.workers)
+		}
+		t.Run(name, func(t *testing.T) {
+			s := NewSwap(t)
+			s.Cold = c.cold
+			const bs = 16 << 10
+			pr := prepare(t, e, engine.Job{Path: s.Path, BlockSize: bs, Workers: c.workers, QueueDepth: 8})
+			maxSize := 0
+			for _, n := range SwapSizes {
+				maxSize = max(maxSize, n)
+			}
+			buf := make([]byte, maxSize+bs)
+			s.Hammer(t, func(got func([]byte, error)) error {
+				var mu sync.Mutex
+				end, total := int64(0), int64(0)
+				_, err := pr.Run(context.Background(), engine.SinkFunc(func(_ int, off int64, b []byte) error {
+					if off < 0 || off+int64(len(b)) > int64(len(buf)) {
+						return fmt.Errorf("block [%d,%d) outside every version", off, off+int64(len(b)))
+					}
+					copy(buf[off:], b)
+					mu.Lock()
+					end = max(end, off+int64(len(b)))
+					total += int64(len(b))
+					mu.Unlock()
+					return nil
+				}))
+				switch {
+				case err != nil:
+					got(nil, err)
+				case total != end:
+					got(nil, fmt.Errorf("blocks of %d bytes in all do not cover [0,%d)", total, end))
+				default:
+					got(buf[:end], nil)
+				}
+				return nil
+			})
+		})
+	}
 }

@@ -1,0 +1,7 @@
+package engine
+
+// For tests in package engine_test.
+var (
+	ProcSelfFD     = &procSelfFD
+	TestHookReopen = &testHookReopen
+)
