@@ -180,6 +180,14 @@ func TestPseudoLimit(t *testing.T) {
 			})
 			return got, err
 		}},
+		{"ReadFiles", func(path string, opts ...Option) ([]byte, error) {
+			var got []byte
+			err := ReadFiles(ctx, []string{path}, func(_ string, data []byte, err error) error {
+				got = bytes.Clone(data)
+				return err
+			}, opts...)
+			return got, err
+		}},
 		{"Scan-ordered", func(path string, opts ...Option) ([]byte, error) {
 			var got []byte
 			err := Scan(ctx, path, append(opts, WithOrdered()), func(off int64, b []byte) error {
@@ -199,7 +207,10 @@ func TestPseudoLimit(t *testing.T) {
 				{"1MiB", []Option{WithPseudoLimit(1 << 20)}},
 				{"1MiB", []Option{WithPseudoLimit(1 << 20), WithEngine("mmap"), WithWorkers(2)}},
 			} {
-				if tc.opts == nil && c.name == "Scan-ordered" {
+				if c.name == "ReadFiles" && len(tc.opts) > 1 {
+					tc.opts = []Option{WithPseudoLimit(1 << 20), WithEngine("raw"), WithWorkers(2)}
+				}
+				if tc.opts == nil && (c.name == "Scan-ordered" || c.name == "ReadFiles") {
 					continue // the same path as Scan's: spare the time
 				}
 				_, err := c.call(pagemap, tc.opts...)
