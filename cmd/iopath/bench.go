@@ -26,7 +26,7 @@ import (
 func init() { subcommands = append(subcommands, newBenchCmd) }
 
 type benchOptions struct {
-	engines    string
+	engines    []string
 	pattern    string
 	bs         []int64
 	workers    []int
@@ -35,7 +35,7 @@ type benchOptions struct {
 	size       int64
 	dir        string
 	runs       int
-	caches     string
+	caches     []string
 	consume    string
 	format     string
 	sqpoll     bool
@@ -57,7 +57,8 @@ type benchOptions struct {
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := benchOptions{bs: []int64{engine.DefaultBlockSize}, workers: []int{1}, qd: []int{engine.DefaultQueueDepth}}
+	o := benchOptions{bs: []int64{engine.DefaultBlockSize}, workers: []int{1}, qd: []int{engine.DefaultQueueDepth},
+		engines: bench.DefaultEngines(), caches: []string{"warm", "cold"}}
 	cmd := &cobra.Command{
 		Use:   "bench [FILE]",
 		Short: "Read a file through every engine and print one side-by-side table",
@@ -103,7 +104,7 @@ noisy runs are kept in the figures and shown.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engines, "engines", strings.Join(bench.DefaultEngines(), ","), "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
+	f.Var(stringListValue{&o.engines}, "engines", "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
 	f.StringVar(&o.pattern, "pattern", "seq", "access pattern: seq or rand")
 	f.Var(sizeListValue{&o.bs}, "bs", "block sizes, comma-separated to sweep (e.g. 4k, 128KiB, 4k,16k,128k,1m)")
 	f.Var(intListValue{&o.workers}, "workers", "workers, comma-separated to sweep (goroutines; io_uring: one ring and thread each)")
@@ -112,7 +113,7 @@ noisy runs are kept in the figures and shown.`,
 	f.Var(sizeValue{&o.size}, "size", "size of the temporary file when no FILE is given (default 1GiB, less when short of disk or memory)")
 	f.StringVar(&o.dir, "dir", "", "directory for the temporary file (default $TMPDIR, else /var/tmp)")
 	f.IntVar(&o.runs, "runs", 3, "runs per engine and cache state, each in its own process")
-	f.StringVar(&o.caches, "cache", "warm,cold", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
+	f.Var(stringListValue{&o.caches}, "cache", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
 	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.Formats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
@@ -133,7 +134,7 @@ noisy runs are kept in the figures and shown.`,
 
 func (o *benchOptions) config(args []string) (bench.Config, error) {
 	cfg := bench.Config{
-		Engines:     units.ParseList(o.engines),
+		Engines:     o.engines,
 		Runs:        o.runs,
 		Workers:     o.workers,
 		QueueDepths: o.qd,
@@ -143,9 +144,6 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		MinTime:     o.minTime,
 		ProfileDir:  o.profile,
 		Version:     version,
-	}
-	if len(cfg.Engines) == 0 {
-		return cfg, usagef("bench: --engines is empty")
 	}
 	for _, c := range []struct {
 		flag string
@@ -173,15 +171,12 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
 		return cfg, usagef("bench: --pattern: %v", err)
 	}
-	for _, c := range units.ParseList(o.caches) {
+	for _, c := range o.caches {
 		cs, err := bench.ParseCache(c)
 		if err != nil {
 			return cfg, usagef("bench: --cache: %v", err)
 		}
 		cfg.Caches = append(cfg.Caches, cs)
-	}
-	if len(cfg.Caches) == 0 {
-		return cfg, usagef("bench: --cache is empty")
 	}
 	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
 		return cfg, usagef("bench: --consume: %v", err)

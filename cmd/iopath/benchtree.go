@@ -31,7 +31,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		return usagef("bench: --format %s: with --tree, want table or json", o.format)
 	}
 	cfg := bench.TreeConfig{
-		Engines:     units.ParseList(o.engines),
+		Engines:     o.engines,
 		Runs:        o.runs,
 		Workers:     o.workers,
 		PoolWorkers: o.pool,
@@ -45,7 +45,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if !flags.Changed("engines") {
 		cfg.Engines = bench.DefaultTreeEngines()
 	}
-	for _, c := range units.ParseList(o.caches) {
+	for _, c := range o.caches {
 		cs, err := bench.ParseCache(c)
 		if err != nil {
 			return usagef("bench: --cache: %v", err)

@@ -77,15 +77,23 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// ParseList splits a comma-separated flag value, dropping empty items.
-func ParseList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// ParseList splits a comma-separated flag value into its items, trimming
+// spaces around each. An empty item ("4k,,8k", a comma at either end) or an
+// empty value is an error: it is a slip more often than not, and dropping
+// it silently would run something other than what was written.
+func ParseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("empty list")
 	}
-	return out
+	parts := strings.Split(s, ",")
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		if p = strings.TrimSpace(p); p == "" {
+			return nil, fmt.Errorf("item %d of %d is empty", i+1, len(parts))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // RoughSize formats n bytes for reading, not parsing back: the largest

@@ -59,10 +59,53 @@ func TestFormatSize(t *testing.T) {
 }
 
 func TestParseList(t *testing.T) {
-	got := ParseList(" a, ,b,,c ")
-	if strings.Join(got, "|") != "a|b|c" {
-		t.Errorf("ParseList = %q", got)
+	for _, tt := range []struct {
+		in   string
+		want string // items joined by |; "" for an error
+	}{
+		{"a", "a"},
+		{" a, b ,c ", "a|b|c"},
+		{"4k,16k", "4k|16k"},
+		{"4k,,8k", ""},
+		{"4k,", ""},
+		{",4k", ""},
+		{"a, ,b", ""},
+		{"", ""},
+		{" ", ""},
+		{",", ""},
+	} {
+		got, err := ParseList(tt.in)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("ParseList(%q) = %q, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, "|") != tt.want {
+			t.Errorf("ParseList(%q) = %q, %v; want %s", tt.in, got, err, tt.want)
+		}
 	}
+}
+
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"4k,16k", "a,,b", "", ",", " a , b "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		items, err := ParseList(s)
+		if err != nil {
+			return
+		}
+		// Every comma separates two items, none of them empty.
+		if len(items) != strings.Count(s, ",")+1 {
+			t.Fatalf("ParseList(%q) = %q: %d items for %d commas", s, items, len(items), strings.Count(s, ","))
+		}
+		for _, it := range items {
+			if it == "" || it != strings.TrimSpace(it) {
+				t.Fatalf("ParseList(%q) has item %q", s, it)
+			}
+		}
+	})
 }
 
 func FuzzParseSize(f *testing.F) {
