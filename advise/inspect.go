@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/units"
 )
 
 // Kind is the shape of what is read.
@@ -79,7 +80,7 @@ type InputError struct {
 
 // Error is "PATH: cause", one line.
 func (e *InputError) Error() string {
-	return e.Err.Path + ": " + e.Err.Err.Error()
+	return units.QuotePath(e.Err.Path) + ": " + e.Err.Err.Error()
 }
 
 // Unwrap returns the *fs.PathError.
@@ -205,9 +206,9 @@ func describeMode(m fs.FileMode) string {
 }
 
 func joinPaths(paths []string) string {
-	s := paths[0]
+	s := units.QuotePath(paths[0])
 	for _, p := range paths[1:] {
-		s += ", " + p
+		s += ", " + units.QuotePath(p)
 	}
 	return s
 }

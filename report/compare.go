@@ -54,14 +54,14 @@ func LoadJSON(path string) (*bench.Report, error) {
 		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; %s)", path, want)
 	}
 	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
-		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, cmpOneLine(string(raw)))
+		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(raw)))
 	}
 	if version > bench.SchemaVersion {
 		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
 	}
 	var r bench.Report
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, cmpOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
 	}
 	if err := bench.Upgrade(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -145,12 +145,12 @@ type CompareSide struct {
 
 func cmpSideOf(r *bench.Result) *CompareSide {
 	s := &CompareSide{BytesPerS: r.BytesPerS, BytesPerSMin: r.BytesPerSMin, BytesPerSMax: r.BytesPerSMax,
-		CPUSPerGiB: r.CPUSPerGiB, LatP99Ns: r.LatP99Ns, Error: cmpOneLine(r.Error)}
+		CPUSPerGiB: r.CPUSPerGiB, LatP99Ns: r.LatP99Ns, Error: oneLine(r.Error)}
 	s.total = len(r.Runs)
 	for _, run := range r.Runs {
 		if run.Noisy != "" {
 			s.NoisyRuns++
-			if why := cmpOneLine(run.Noisy); !slices.Contains(s.Noisy, why) {
+			if why := oneLine(run.Noisy); !slices.Contains(s.Noisy, why) {
 				s.Noisy = append(s.Noisy, why)
 			}
 		}
@@ -567,7 +567,7 @@ func compareDifferences(old, new *bench.Report) []Difference {
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
 	if !old.File.Temporary || !new.File.Temporary {
 		// Temporary files have made-up names: only their sizes matter.
-		add("file", old.File.Path, new.File.Path, false)
+		add("file", units.QuotePath(old.File.Path), units.QuotePath(new.File.Path), false)
 	}
 	add("file size", size(old.File.SizeBytes), size(new.File.SizeBytes), false)
 	add("Go version", om.GoVersion, nm.GoVersion, false)
@@ -729,7 +729,7 @@ func cmpOrNone(s string) string {
 	if s == "" {
 		return "(none)"
 	}
-	return cmpOneLine(s)
+	return oneLine(s)
 }
 
 func cmpSource(s CompareSource) string {
@@ -741,13 +741,14 @@ func cmpSource(s CompareSource) string {
 		parts = append(parts, s.Started.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
 	desc := strings.Join(parts, ", ")
+	path := units.QuotePath(s.Path)
 	switch {
 	case s.Path == "":
 		return desc
 	case desc == "":
-		return s.Path
+		return path
 	}
-	return s.Path + " (" + desc + ")"
+	return path + " (" + desc + ")"
 }
 
 func cmpMachine(m features.Machine) string {
@@ -881,14 +882,12 @@ func cmpFileLine(c *Comparison) string {
 	case o.Temporary && n.Temporary:
 		return fmt.Sprintf("temporary, made for each report (%s)", units.FormatSize(n.SizeBytes))
 	case o.Path == n.Path && n.Path != "":
-		return fmt.Sprintf("%s (%s)", n.Path, units.FormatSize(n.SizeBytes))
+		return fmt.Sprintf("%s (%s)", units.QuotePath(n.Path), units.FormatSize(n.SizeBytes))
 	}
 	return ""
 }
 
 func cmpWidth(s string) int { return utf8.RuneCountInString(s) }
-
-func cmpOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // CompareJSON writes c as indented JSON followed by a newline. The output
 // is always valid JSON: a float that is NaN or infinite is written as 0.

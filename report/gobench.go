@@ -53,7 +53,7 @@ func GoBench(w io.Writer, r *bench.Report) error {
 	if r.File.Temporary {
 		config("file", "temporary ("+units.FormatSize(r.File.SizeBytes)+")")
 	} else if r.File.Path != "" {
-		config("file", r.File.Path+" ("+units.FormatSize(r.File.SizeBytes)+")")
+		config("file", units.QuotePath(r.File.Path)+" ("+units.FormatSize(r.File.SizeBytes)+")")
 	}
 	comment := func(label, value string) {
 		if value = oneLine(value); value != "" {

@@ -491,7 +491,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 			out = append(out, headerField{label, value})
 		}
 	}
-	field("file", fmt.Sprintf("%s (%s)", r.File.Path, fileExtra(r.File)))
+	field("file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File)))
 	field("machine", machineLine(r))
 	field("io_uring", r.Machine.IOURing)
 	if r.Machine.LatencyClock != "" {
@@ -501,7 +501,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 	if r.Fio != nil {
 		fio := r.Fio.Version
 		if r.Fio.Path != "" {
-			fio = strings.TrimSpace(fio + " (" + r.Fio.Path + ")")
+			fio = strings.TrimSpace(fio + " (" + units.QuotePath(r.Fio.Path) + ")")
 		}
 		field("fio", fio)
 	}
@@ -517,7 +517,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 	if len(v.groups) == 1 {
 		field("workload", v.groups[0].heading)
 	}
-	field("command", r.Command)
+	field("command", units.EscapeControls(r.Command))
 	if !r.Started.IsZero() {
 		field("started", r.Started.Format("2006-01-02 15:04:05 MST"))
 	}
@@ -906,6 +906,9 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine makes s one line of inert text: runs of white space become one
+// space, and what would not print as itself (an escape byte in a file
+// name inside an error) is escaped as Go quotes it.
+func oneLine(s string) string { return units.EscapeControls(strings.Join(strings.Fields(s), " ")) }
 
 func width(s string) int { return utf8.RuneCountInString(s) }

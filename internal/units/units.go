@@ -1,5 +1,6 @@
-// Package units parses and formats byte sizes and rates the way iopath's
-// users write them: 4k, 128KiB, 1GiB, 1.5g.
+// Package units parses and formats what iopath's users write and read:
+// byte sizes and rates (4k, 128KiB, 1GiB, 1.5g), comma-separated lists,
+// and file names printed so that each stays on its line.
 package units
 
 import (
@@ -8,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseSize parses a byte size. Suffixes are binary and case-insensitive:
@@ -111,4 +113,59 @@ func RoughSize(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// QuotePath returns p as it is when every character of it prints as
+// itself, else Go-quoted ("a\nb", "\x1b[31m"), as ls and %q do: a name
+// with a newline, an escape byte, a bidirectional override or bytes that
+// are not UTF-8 must not split a line of output in two or drive the
+// terminal.
+func QuotePath(p string) string {
+	if printable(p) {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
+// EscapeControls returns s with each character that does not print as
+// itself written as Go writes it inside a quoted string (\n, \x1b,
+// \u202e), for text in which a name is one part among words, such as an
+// error message: the text stays one line and inert on a terminal.
+func EscapeControls(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == ' ' || (strconv.IsPrint(r) && !(r == utf8.RuneError && n == 1)) {
+			b.WriteString(s[i : i+n])
+		} else {
+			q := strconv.Quote(s[i : i+n]) // one character, or one bad byte
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// printable says whether every character of s prints as itself: valid
+// UTF-8, and graphic or the ASCII space.
+func printable(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || !strconv.IsPrint(r) {
+			return false
+		}
+		i += n
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -128,6 +129,55 @@ func FuzzParseSize(f *testing.F) {
 		back, err := ParseSize(out)
 		if err != nil || back != n {
 			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, out, back, err)
+		}
+	})
+}
+
+func TestQuotePath(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"/var/tmp/data", "/var/tmp/data"},
+		{"a b/ü.dat", "a b/ü.dat"},
+		{"a\nb", `"a\nb"`},
+		{"\x1b[31mred", `"\x1b[31mred"`},
+		{"tab\there", `"tab\there"`},
+		{"del\x7f", `"del\x7f"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{"rtl\u202eoverride", `"rtl\u202eoverride"`},
+		{"c1\u0085", `"c1\u0085"`},
+	} {
+		if got := QuotePath(tt.in); got != tt.want {
+			t.Errorf("QuotePath(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEscapeControls(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"open /x: no such file", "open /x: no such file"},
+		{"open /a\nb: no such file", `open /a\nb: no such file`},
+		{"open /\x1b[31m: denied", `open /\x1b[31m: denied`},
+		{"bad \xff byte, ü kept", `bad \xff byte, ü kept`},
+	} {
+		if got := EscapeControls(tt.in); got != tt.want {
+			t.Errorf("EscapeControls(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzQuotePath(f *testing.F) {
+	for _, s := range []string{"/a/b", "a\nb", "\x1b", "\xff", "ü"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, out := range []string{QuotePath(s), EscapeControls(s)} {
+			if !printable(out) {
+				t.Fatalf("%q gave %q, which does not print as itself", s, out)
+			}
+		}
+		if q := QuotePath(s); q != s {
+			if back, err := strconv.Unquote(q); err != nil || back != s {
+				t.Fatalf("QuotePath(%q) = %s does not unquote back: %q, %v", s, q, back, err)
+			}
 		}
 	})
 }
