@@ -17,6 +17,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/fio"
+	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
@@ -70,6 +71,13 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.ProfileDir != "" {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return nil, err
+		}
+		if !cfg.ProfileReplace {
+			for _, p := range cfg.ProfileFiles() {
+				if _, err := os.Lstat(p); err == nil {
+					return nil, &fs.PathError{Op: "bench: profile", Path: p, Err: outfile.ErrExists}
+				}
+			}
 		}
 		rep.Notes = append(rep.Notes, "profiled (--profile): each run's figures include pprof's sampling, about 1% of CPU")
 	}
@@ -287,12 +295,23 @@ func (m *measurement) runEngine(r *row, n int) {
 			return
 		}
 	}
-	profile := ""
+	var profile *outfile.Temp
 	if cfg.ProfileDir != "" {
-		profile = filepath.Join(cfg.ProfileDir, profileName(r.res, n))
+		var err error
+		profile, err = outfile.Create(filepath.Join(cfg.ProfileDir, profileName(r.res, n)), cfg.TrackTemp)
+		if err != nil {
+			m.record(r, n, Run{Error: fmt.Sprintf("profile: %v", err)}, nil)
+			return
+		}
+		// Whatever ends the run, no temporary file stays.
+		defer profile.Abort()
 	}
 	run, hist, notSupported := m.guarded(cache, func() (Run, *metrics.Histogram, time.Duration, bool) {
-		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, profile)
+		tmp := ""
+		if profile != nil {
+			tmp = profile.Name()
+		}
+		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, tmp)
 	})
 	if m.ctx.Err() != nil {
 		return
@@ -301,6 +320,13 @@ func (m *measurement) runEngine(r *row, n int) {
 		r.res.Error = run.Error
 		r.skip = true
 		return
+	}
+	if profile != nil && run.Error == "" {
+		if err := profile.Commit(cfg.ProfileReplace, false); err != nil {
+			run.Error = fmt.Sprintf("profile: %v", err)
+		} else {
+			run.Profile = profile.Target()
+		}
 	}
 	if ref != "" && run.Error == "" {
 		ok := run.Checksum == ref
@@ -435,7 +461,6 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
 	}
 	run.Notes = resp.Notes
-	run.Profile = resp.Profile
 	return run, hist, childCPU, false
 }
 

@@ -118,7 +118,7 @@ noisy runs are kept in the figures and shown.`,
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.Formats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
-	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory (open with go tool pprof -http)")
+	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
 	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --profile's files)")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
@@ -144,6 +144,9 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		MinTime:     o.minTime,
 		ProfileDir:  o.profile,
 		Version:     version,
+
+		ProfileReplace: o.force,
+		TrackTemp:      cleanups.removeOnExit,
 	}
 	for _, c := range []struct {
 		flag string
@@ -207,6 +210,17 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		return cfg, usagef("bench: %v", err)
 	}
 	cfg.Path = ""
+	if st, err := os.Stat(o.profile); o.profile != "" && err == nil && st.IsDir() {
+		// The profiles' names are known now: none may be overwritten
+		// without --force, and that is said before anything runs.
+		for _, p := range cfg.ProfileFiles() {
+			if _, err := os.Lstat(p); err == nil {
+				if err := checkOutputFile(p, o.force, args...); err != nil {
+					return cfg, usagef("bench: --profile: %v", err)
+				}
+			}
+		}
+	}
 	return cfg, nil
 }
 
@@ -245,13 +259,23 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		} else if size <= 0 {
 			return usagef("bench: --size must be positive")
 		}
-		fmt.Fprintf(stderr, "iopath: making a %s temporary file in %s (give a FILE to measure your own)\n", units.FormatSize(size), dir)
-		path, err := gen.TempFile(ctx, dir, size, prog.bytes("writing test file"))
+		fmt.Fprintf(stderr, "iopath: making a %s temporary file in %s (give a FILE to measure your own)\n", units.FormatSize(size), quotePath(dir))
+		// The file is the interrupt handler's to remove, should the
+		// process be stopped at once, from when it exists until it is
+		// removed here.
+		forget := func() {}
+		path, err := gen.TempFile(ctx, dir, size, gen.Options{
+			Progress: prog.bytes("writing test file"),
+			Temp:     func(p string) func() { forget = cleanups.removeOnExit(p); return forget },
+		})
 		prog.done()
 		if err != nil {
 			return err
 		}
-		defer os.Remove(path)
+		defer func() {
+			os.Remove(path)
+			forget()
+		}()
 		cfg.Path, cfg.TempFile = path, true
 	}
 
@@ -269,7 +293,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		if herr := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
 			rerr = errors.Join(rerr, herr)
 		} else {
-			fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+			fmt.Fprintf(stderr, "iopath: wrote %s\n", quotePath(o.html))
 		}
 	}
 	if err != nil {
