@@ -108,28 +108,50 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	m.total = total
 
+	// Every planned row is in the report, those an interrupt kept from
+	// running too: they say so rather than vanish or show zeros.
 	var ctxErr error
 	for _, rows := range plans {
-		ctxErr = m.point(rows)
+		if ctxErr == nil {
+			ctxErr = m.point(rows)
+		}
 		for _, r := range rows {
 			r.summarize()
+			if ctxErr != nil && !r.skip {
+				cutShort(r.res, cfg.Runs)
+			}
 		}
 		pairTwins(rows)
 		for _, r := range rows {
 			rep.Results = append(rep.Results, *r.res)
 		}
-		if ctxErr != nil {
-			break
-		}
 	}
 	return finish(rep, cfg.Progress, total, ctxErr, m.refErr, m.firstFail)
+}
+
+// cutShort marks r, which an interrupt stopped before its planned runs
+// were all made: a row with runs keeps their figures and says how many
+// there are; a row without any has the error InterruptedError. A row with
+// all its runs is left alone.
+func cutShort(r *Result, planned int) {
+	if len(r.Runs) >= planned {
+		return
+	}
+	r.Interrupted = true
+	if len(r.Runs) == 0 {
+		if r.Error == "" {
+			r.Error = InterruptedError
+		}
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("interrupted: %d of %d runs made", len(r.Runs), planned))
 }
 
 // finish ends a measurement, of a file or of a tree: the progress callback
 // is told it is done, the report gets its closing notes, and the error
 // says what went wrong, in order of weight: interrupted, no reference, a
-// checksum mismatch, a failed run. The report is returned whole in every
-// case.
+// checksum mismatch, nothing measured at all, a failed run. The report is
+// returned whole in every case.
 func finish(rep *Report, progress func(done, total int, what string), total int, ctxErr, refErr error, firstFail string) (*Report, error) {
 	if progress != nil {
 		progress(total, total, "done")
@@ -138,6 +160,7 @@ func finish(rep *Report, progress func(done, total int, what string), total int,
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
 	}
 	if ctxErr != nil {
+		rep.Interrupted = true
 		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
 		return rep, ctxErr
 	}
@@ -149,10 +172,43 @@ func finish(rep *Report, progress func(done, total int, what string), total int,
 			return rep, ErrChecksum
 		}
 	}
+	if err := nothingMeasured(rep.Results); err != nil {
+		return rep, err
+	}
 	if firstFail != "" {
 		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
 	}
 	return rep, nil
+}
+
+// ErrNothingMeasured is returned (with the full report) when no row
+// could make a single good run: every engine was unavailable, not
+// applicable or failed. Its message gives their reasons.
+var ErrNothingMeasured = errors.New("nothing could be measured")
+
+// nothingMeasured returns ErrNothingMeasured with the rows' reasons when
+// no row has a run that succeeded, else nil.
+func nothingMeasured(results []Result) error {
+	var why []string
+	for _, r := range results {
+		for _, run := range r.Runs {
+			if run.Error == "" {
+				return nil
+			}
+		}
+		name := r.Engine
+		if r.Tool == ToolFio {
+			name = "fio " + name
+		}
+		reason := name + ": " + r.Error
+		if r.Error == "" {
+			reason = name + ": no run"
+		}
+		if !slices.Contains(why, reason) {
+			why = append(why, reason)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrNothingMeasured, strings.Join(why, "; "))
 }
 
 // unjudged counts the runs the noise guard could not judge.

@@ -128,7 +128,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	for ci, rows := range plan {
 		cache := cfg.Caches[ci]
 	runs:
-		for n := 0; n < cfg.Runs; n++ {
+		for n := 0; n < cfg.Runs && ctxErr == nil; n++ {
 			for _, r := range rows {
 				if ctx.Err() != nil {
 					ctxErr = ctx.Err()
@@ -196,13 +196,15 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				r.res.Runs = append(r.res.Runs, run)
 			}
 		}
+		// Every planned row is in the report, those an interrupt kept
+		// from running too.
 		for _, r := range rows {
 			summarize(r.res, r.hist)
 			summarizeTree(r.res)
+			if ctxErr != nil && !r.skip {
+				cutShort(r.res, cfg.Runs)
+			}
 			rep.Results = append(rep.Results, *r.res)
-		}
-		if ctxErr != nil {
-			break
 		}
 	}
 	return finish(rep, cfg.Progress, total, ctxErr, nil, firstFail)

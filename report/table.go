@@ -277,6 +277,19 @@ func (v *view) cells(row viewRow, pad bool) []string {
 	return out
 }
 
+// notRun reports whether an interrupt kept r from making any run.
+func notRun(r *bench.Result) bool { return r.Error == bench.InterruptedError }
+
+// failure is what a row without figures shows in their place: "not run
+// (interrupted)" for a row an interrupt kept from running, else "error: "
+// and the row's error.
+func failure(r *bench.Result) string {
+	if notRun(r) {
+		return "not run (interrupted)"
+	}
+	return "error: " + oneLine(r.Error)
+}
+
 // ratio formats a throughput ratio: 0.97×.
 func ratio(f float64) string {
 	if !finite(f) {
@@ -459,7 +472,7 @@ func Table(w io.Writer, r *bench.Report) error {
 					line(rows[n][:2], indents[n])
 					b.Truncate(b.Len() - 1)
 					b.WriteString(strings.Repeat(" ", widths[1]-width(rows[n][1])+2))
-					b.WriteString("error: " + oneLine(row.res.Error) + "\n")
+					b.WriteString(failure(row.res) + "\n")
 				} else {
 					line(rows[n], indents[n])
 				}

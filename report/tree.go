@@ -65,7 +65,7 @@ func TreeTable(w io.Writer, r *bench.Report) error {
 			name += fmt.Sprintf(" qd%d", res.QD)
 		}
 		if res.Error != "" {
-			rows = append(rows, []string{name, res.Cache, "error: " + oneLine(res.Error)})
+			rows = append(rows, []string{name, res.Cache, failure(res)})
 			errRows = append(errRows, len(rows)-1)
 			continue
 		}
