@@ -438,8 +438,23 @@ func profileName(r *Result, n int) string {
 	return fmt.Sprintf("%s-run%d.pprof", name, n+1)
 }
 
+// ErrPseudoFile is the cause (inside an *fs.PathError naming the path)
+// when a file or tree to measure is on a pseudo-filesystem: /proc, /sys,
+// debugfs, cgroup and the like (see PseudoFile).
+var ErrPseudoFile = errors.New("a pseudo-file (procfs, sysfs...): the kernel makes its content as it is read, so it has no stable size to benchmark")
+
+// PseudoFile reports whether path (a file or a directory) is on a
+// pseudo-filesystem, whose files' content the kernel makes as they are
+// read and whose st_size (0, or 4096) says nothing about it: a benchmark
+// of such a file would measure the kernel's formatting, a different
+// amount each pass.
+func PseudoFile(path string) bool {
+	typ, err := sys.StatfsType(path)
+	return err == nil && sys.PseudoFS(typ)
+}
+
 // checkFile returns path's size, or an error naming the path when it is
-// not a readable, non-empty regular file.
+// not a readable, non-empty regular file with a stable size.
 func checkFile(path string) (int64, error) {
 	var st sys.Stat_t
 	if err := sys.Stat(path, &st); err != nil {
@@ -448,9 +463,16 @@ func checkFile(path string) (int64, error) {
 	switch st.Mode & sys.S_IFMT {
 	case sys.S_IFREG:
 	case sys.S_IFDIR:
-		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("is a directory (give a file)")}
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("is a directory (give a file, or use --tree to read a tree of files)")}
+	case sys.S_IFIFO:
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: fmt.Errorf("%w: a named pipe (a benchmark reads a file of a fixed size, several times)", engine.ErrNotRegular)}
+	case sys.S_IFCHR, sys.S_IFBLK:
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: fmt.Errorf("%w: a device (bench reads regular files)", engine.ErrNotRegular)}
 	default:
 		return 0, &fs.PathError{Op: "bench", Path: path, Err: engine.ErrNotRegular}
+	}
+	if PseudoFile(path) {
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: ErrPseudoFile}
 	}
 	if st.Size == 0 {
 		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("file is empty: nothing to measure")}
