@@ -97,7 +97,7 @@ func File(ctx context.Context, path string, size int64, opts Options) error {
 	}
 	tmp, err := outfile.Create(path, opts.Temp)
 	if err != nil {
-		return &fs.PathError{Op: "gen", Path: path, Err: unwrapPath(err)}
+		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("a temporary file beside it: %w", unwrapPath(err))}
 	}
 	var w io.Writer = tmp.File
 	if opts.wrap != nil {

@@ -67,6 +67,10 @@ func Create(target string, track Track) (*Temp, error) {
 		t.mode, t.keep = st.Mode().Perm(), true
 	}
 	dir, base := filepath.Split(dest)
+	if len(base) > maxBase {
+		// A name near NAME_MAX leaves no room for the prefix and suffix.
+		base = base[:maxBase]
+	}
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, fmt.Sprintf(".%s.%08x.tmp", base, rand.Uint32()))
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
@@ -85,6 +89,10 @@ func Create(target string, track Track) (*Temp, error) {
 	}
 	return t, nil
 }
+
+// maxBase is the most of the target's name a temporary file's name
+// carries: with ".", ".RANDOM.tmp" it stays under NAME_MAX (255 bytes).
+const maxBase = 200
 
 // resolve returns where target is to be written: target itself, or the
 // file a symbolic link target names (resolved through every link).

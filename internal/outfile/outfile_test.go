@@ -171,3 +171,13 @@ func TestWriteThroughSymlink(t *testing.T) {
 	}
 	onlyFiles(t, dir, "link", "real")
 }
+
+// A name as long as a name can be still gets its temporary file.
+func TestLongName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, strings.Repeat("n", 255))
+	if err := Write(path, false, nil, writeString("x")); err != nil {
+		t.Fatal(err)
+	}
+	onlyFiles(t, dir, filepath.Base(path))
+}
