@@ -86,7 +86,14 @@ not look at the data, so --fio measures with --consume none.
 Noise: the runner records the CPU other processes used during each run
 (/proc/stat) and the file's residency before and after. A run is marked noisy
 when others took more than 10% of a core, or a warm run lost cached pages;
-noisy runs are kept in the figures and shown.`,
+noisy runs are kept in the figures and shown.
+
+Ctrl-C stops the benchmark: the report still lists every row, those not
+run say so ("not run (interrupted)"; "error": "interrupted" in JSON), rows
+cut short show what their runs measured, and the exit status is not 0. A
+benchmark in which no engine could run at all fails with each one's
+reason. FILE must be a regular file with a stable size: a pseudo-file
+(/proc, /sys) is refused.`,
 		Example: `  iopath bench
   iopath bench /data/big.log --cache warm --consume none
   iopath bench --pattern rand --bs 4k --engines pread,io_uring --qd 32
