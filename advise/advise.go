@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/iopath/iopath/batch"
@@ -237,6 +239,9 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 		}
 		if why == "" {
 			why = "no candidate could run"
+			if reasons := notMeasured(r.ms); reasons != "" {
+				why += ": " + reasons
+			}
 		}
 		if why == "the budget left too little time" {
 			why += "; give it more"
@@ -248,6 +253,25 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 	res.Snippet = Snippet(inv.Kind, rec.Candidate)
 	res.Elapsed = time.Since(start).Seconds()
 	return res, nil
+}
+
+// notMeasured says why each candidate has no figures ("io_uring ×2:
+// io_uring is not supported: ..."), each reason once, in order.
+func notMeasured(ms []Measurement) string {
+	var why []string
+	for _, m := range ms {
+		if m.measured() {
+			continue
+		}
+		reason := m.Skipped
+		if reason == "" {
+			reason = "no round finished"
+		}
+		if s := m.Label + ": " + reason; !slices.Contains(why, s) {
+			why = append(why, s)
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // isNotSupported reports whether err says an engine cannot run here.

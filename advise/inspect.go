@@ -11,7 +11,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/units"
 )
 
 // Kind is the shape of what is read.
@@ -79,7 +82,7 @@ type InputError struct {
 
 // Error is "PATH: cause", one line.
 func (e *InputError) Error() string {
-	return e.Err.Path + ": " + e.Err.Err.Error()
+	return units.QuotePath(e.Err.Path) + ": " + e.Err.Err.Error()
 }
 
 // Unwrap returns the *fs.PathError.
@@ -125,6 +128,9 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 		st, err := os.Stat(p) // a symlink given is followed, as batch does
 		if err != nil {
 			return nil, inputErr("stat", p, err)
+		}
+		if (st.Mode().IsRegular() || st.IsDir()) && bench.PseudoFile(p) {
+			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: p, Err: bench.ErrPseudoFile}}
 		}
 		switch {
 		case st.Mode().IsRegular():
@@ -205,9 +211,9 @@ func describeMode(m fs.FileMode) string {
 }
 
 func joinPaths(paths []string) string {
-	s := paths[0]
+	s := units.QuotePath(paths[0])
 	for _, p := range paths[1:] {
-		s += ", " + p
+		s += ", " + units.QuotePath(p)
 	}
 	return s
 }
@@ -289,9 +295,16 @@ func cmpOr[M ~map[K]V, K comparable, V any](m, def M) M {
 // errStopListing ends the walk at the time limit.
 var errStopListing = errors.New("listing time is up")
 
-// walk lists the tree under root, as batch's walk would read it.
+// walk lists the tree under root, as batch's walk would read it, but for
+// the marker gen --tree leaves at a tree's root: it records how gen made
+// the tree and is not one of its files (a file of the user's that only
+// has its name is listed).
 func (l *lister) walk(ctx context.Context, root string) error {
 	n := 0
+	marker := filepath.Join(root, gen.TreeMarker)
+	if !gen.IsTreeMarker(marker) {
+		marker = ""
+	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if n++; n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -314,7 +327,12 @@ func (l *lister) walk(ctx context.Context, root string) error {
 		}
 		typ := d.Type()
 		switch {
-		case typ.IsDir():
+		case typ.IsDir() && p != root && bench.PseudoFile(p):
+			// /proc or /sys mounted inside the tree: nothing to
+			// measure there (see bench.ErrPseudoFile).
+			l.skip("pseudo-filesystem (procfs, sysfs...)", p)
+			return fs.SkipDir
+		case typ.IsDir() || p == marker:
 			return nil
 		case typ.IsRegular():
 			info, err := d.Info()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/iopath/iopath/gen"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -210,5 +212,26 @@ func TestInspectOneFile(t *testing.T) {
 	inv, err = Inspect(context.Background(), []string{p, p}, time.Time{}, 0)
 	if err != nil || inv.Kind != ManyFiles || inv.Files != 2 {
 		t.Errorf("two paths: %v, %+v", err, inv)
+	}
+}
+
+// The marker gen --tree leaves at a tree's root is not one of its files;
+// a file of the user's that only has the marker's name is.
+func TestInspectGenTree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if _, err := gen.Tree(context.Background(), dir, gen.TreeOptions{Files: 30, Size: gen.FixedSize(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := Inspect(context.Background(), []string{dir}, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.Files != 30 || inv.Bytes != 30*1000 || len(inv.Skipped) != 0 {
+		t.Errorf("gen's tree of 30 files: %d files, %d bytes, skipped %v", inv.Files, inv.Bytes, inv.Skipped)
+	}
+	mine := t.TempDir()
+	writeFiles(t, mine, map[string]int{"a": 10, gen.TreeMarker: 20})
+	if inv, err := Inspect(context.Background(), []string{mine}, time.Time{}, 0); err != nil || inv.Files != 2 {
+		t.Errorf("a user's %s: %v, %+v; want it counted", gen.TreeMarker, err, inv)
 	}
 }

@@ -235,3 +235,18 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+// When nothing could be measured, the error gives each candidate's reason.
+func TestNotMeasuredReasons(t *testing.T) {
+	ms := []Measurement{
+		{Label: "readfile", Cache: Warm, Skipped: "failed: open /x: input/output error"},
+		{Label: "io_uring", Cache: Warm, Skipped: "io_uring is not supported: disabled"},
+		{Label: "io_uring", Cache: Cold, Skipped: "io_uring is not supported: disabled"},
+		{Label: "raw", Cache: Warm},
+		{Label: "pool", Cache: Warm, Rounds: []Round{{Passes: 1, Files: 3, Seconds: 1}}, Rate: 3},
+	}
+	want := "readfile: failed: open /x: input/output error; io_uring: io_uring is not supported: disabled; raw: no round finished"
+	if got := notMeasured(ms); got != want {
+		t.Errorf("notMeasured = %q, want %q", got, want)
+	}
+}

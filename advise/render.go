@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/iopath/iopath/internal/units"
 )
 
 // WriteJSON writes r as indented JSON (fields in docs/advise.md).
@@ -24,7 +26,11 @@ func WriteJSON(w io.Writer, r *Result) error {
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	inv := &r.Inventory
-	paths := strings.Join(inv.Paths, " ")
+	quoted := make([]string, len(inv.Paths))
+	for i, p := range inv.Paths {
+		quoted[i] = units.QuotePath(p)
+	}
+	paths := strings.Join(quoted, " ")
 	if inv.Kind == OneFile {
 		fmt.Fprintf(&b, "%s: one file of %s\n", paths, humanSize(inv.Bytes))
 	} else {
@@ -35,7 +41,7 @@ func WriteText(w io.Writer, r *Result) error {
 		fmt.Fprintf(&b, "%s: %s files, %s; median %s, p90 %s, largest %s\n", paths, n, humanSize(inv.Bytes),
 			humanSize(inv.Median), humanSize(inv.P90), humanSize(inv.Max))
 		for reason, k := range sortedSkips(inv) {
-			fmt.Fprintf(&b, "  not read: %s (%s), e.g. %s\n", count(k), reason, inv.FirstSkipped[reason])
+			fmt.Fprintf(&b, "  not read: %s (%s), e.g. %s\n", count(k), reason, units.QuotePath(inv.FirstSkipped[reason]))
 		}
 	}
 	if r.Residency >= 0 {
@@ -78,7 +84,7 @@ func WriteText(w io.Writer, r *Result) error {
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range r.Notes {
-			b.WriteString("  - " + n + "\n")
+			b.WriteString("  - " + units.EscapeControls(n) + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -31,7 +31,8 @@ type childRequest struct {
 	// measured phase has lasted this long (warm and direct runs only).
 	MinTimeNs int64 `json:"min_time_ns"`
 	// Profile, when set, is the file for a pprof CPU profile of the
-	// measured phase.
+	// measured phase: a temporary file the runner made beside the
+	// profile's name, and renames into place when the run succeeded.
 	Profile string `json:"profile,omitempty"`
 	// Tree, when set, makes this a many-files run (bench --tree); Engine
 	// and Job are then unused.
@@ -49,7 +50,6 @@ type childResponse struct {
 	SetupNs      int64         `json:"setup_ns"`
 	Usage        metrics.Usage `json:"usage"`
 	IOThreadNs   int64         `json:"io_thread_ns"`
-	Profile      string        `json:"profile,omitempty"`
 	Checksum     string        `json:"checksum"`
 	Lat          [][2]int64    `json:"lat"`
 	Notes        []string      `json:"notes,omitempty"`
@@ -92,17 +92,17 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp.SetupNs = int64(time.Since(t0))
 	sink := newConsumer(req.Consume, req.Job.Workers)
 
+	var prof *os.File
 	if req.Profile != "" {
-		f, err := os.Create(req.Profile)
-		if err != nil {
+		// The runner made the file (and removes it if this process dies).
+		if prof, err = os.OpenFile(req.Profile, os.O_WRONLY|os.O_TRUNC, 0); err != nil {
 			return fail(fmt.Errorf("profile: %w", err))
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer prof.Close()
+		if err := pprof.StartCPUProfile(prof); err != nil {
 			return fail(fmt.Errorf("profile: %w", err))
 		}
 		defer pprof.StopCPUProfile()
-		resp.Profile = req.Profile
 	}
 	err = measurePasses(resp, time.Duration(req.MinTimeNs), req.Consume == Checksum, "file", func() (pass, error) {
 		st, err := p.Run(ctx, sink)
@@ -116,6 +116,13 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	})
 	if err != nil {
 		return fail(err)
+	}
+	if prof != nil {
+		// A profile cut short (a full disk) must not pass for a whole one.
+		pprof.StopCPUProfile()
+		if err := prof.Close(); err != nil {
+			return fail(fmt.Errorf("profile: %w", err))
+		}
 	}
 	return resp
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,8 +82,18 @@ type Config struct {
 	// it, interleaved with the iopath runs. It needs Consume None.
 	Fio *fio.Info
 	// ProfileDir, when set, makes every iopath run write a pprof CPU
-	// profile of its measured phase into this directory.
-	ProfileDir string
+	// profile of its measured phase into this directory (created when
+	// missing), named as ProfileFiles lists. A profile is written to a
+	// temporary file beside its name and renamed into place when its run
+	// succeeded. Measure refuses to start when one of the names exists,
+	// unless ProfileReplace is set.
+	ProfileDir     string
+	ProfileReplace bool
+	// TrackTemp, when set, is told each temporary file the runner makes
+	// (a profile being written) and returns the function that forgets it
+	// again: a caller that can be stopped at once removes what is still
+	// tracked then.
+	TrackTemp func(path string) (forget func())
 
 	// Command is the command line recorded in the report.
 	Command string
@@ -134,6 +145,32 @@ func (c *Config) setDefaults() {
 	if len(c.QueueDepths) == 0 {
 		c.QueueDepths = []int{def.QueueDepth}
 	}
+}
+
+// ProfileFiles lists the profiles a Measure of c writes with ProfileDir
+// set, one per run of each iopath row that can run (in the order they are
+// written). Call it after Validate.
+func (c *Config) ProfileFiles() []string {
+	if c.ProfileDir == "" {
+		return nil
+	}
+	plain := *c
+	plain.Fio = nil // fio rows write no profile
+	m := &measurement{cfg: &plain}
+	var out []string
+	for _, cache := range c.Caches {
+		for _, p := range c.points() {
+			rows := m.rows(cache, p)
+			for n := range c.Runs {
+				for _, r := range rows {
+					if !r.skip {
+						out = append(out, filepath.Join(c.ProfileDir, profileName(r.res, n)))
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // MaxPoints bounds the size of a sweep.

@@ -57,7 +57,16 @@ type Report struct {
 	Fio     *FioInfo `json:"fio,omitempty"`
 	Results []Result `json:"results"`
 	Notes   []string `json:"notes"`
+	// Interrupted says the benchmark was stopped (Ctrl-C) before every
+	// run was made: the rows it did not reach carry the error
+	// InterruptedError, and rows it cut short are marked Interrupted.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
+
+// InterruptedError is the Error of a row that an interrupt kept from
+// making any run: it was not measured, and its figures are not zeros but
+// absent.
+const InterruptedError = "interrupted"
 
 // Sweep is the matrix a benchmark covered.
 type Sweep struct {
@@ -161,9 +170,13 @@ type Result struct {
 	CSwPerFile      float64 `json:"csw_per_file,omitempty"`
 	// NoisyRuns counts the runs marked noisy (see Run.Noisy). They are
 	// kept in the figures and shown, not hidden.
-	NoisyRuns int      `json:"noisy_runs"`
-	Error     string   `json:"error"` // empty when every run succeeded
-	Notes     []string `json:"notes,omitempty"`
+	NoisyRuns int    `json:"noisy_runs"`
+	Error     string `json:"error"` // empty when every run succeeded
+	// Interrupted says an interrupt stopped the benchmark before all of
+	// this row's runs were made: its figures are from the runs it has
+	// (a note says how many), or, with none, Error is InterruptedError.
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
 // Run is one child process's measurement.

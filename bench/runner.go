@@ -17,6 +17,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/fio"
+	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
@@ -71,6 +72,13 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return nil, err
 		}
+		if !cfg.ProfileReplace {
+			for _, p := range cfg.ProfileFiles() {
+				if _, err := os.Lstat(p); err == nil {
+					return nil, &fs.PathError{Op: "bench: profile", Path: p, Err: outfile.ErrExists}
+				}
+			}
+		}
 		rep.Notes = append(rep.Notes, "profiled (--profile): each run's figures include pprof's sampling, about 1% of CPU")
 	}
 	if cfg.Fio != nil {
@@ -100,28 +108,50 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	m.total = total
 
+	// Every planned row is in the report, those an interrupt kept from
+	// running too: they say so rather than vanish or show zeros.
 	var ctxErr error
 	for _, rows := range plans {
-		ctxErr = m.point(rows)
+		if ctxErr == nil {
+			ctxErr = m.point(rows)
+		}
 		for _, r := range rows {
 			r.summarize()
+			if ctxErr != nil && !r.skip {
+				cutShort(r.res, cfg.Runs)
+			}
 		}
 		pairTwins(rows)
 		for _, r := range rows {
 			rep.Results = append(rep.Results, *r.res)
 		}
-		if ctxErr != nil {
-			break
-		}
 	}
 	return finish(rep, cfg.Progress, total, ctxErr, m.refErr, m.firstFail)
+}
+
+// cutShort marks r, which an interrupt stopped before its planned runs
+// were all made: a row with runs keeps their figures and says how many
+// there are; a row without any has the error InterruptedError. A row with
+// all its runs is left alone.
+func cutShort(r *Result, planned int) {
+	if len(r.Runs) >= planned {
+		return
+	}
+	r.Interrupted = true
+	if len(r.Runs) == 0 {
+		if r.Error == "" {
+			r.Error = InterruptedError
+		}
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("interrupted: %d of %d runs made", len(r.Runs), planned))
 }
 
 // finish ends a measurement, of a file or of a tree: the progress callback
 // is told it is done, the report gets its closing notes, and the error
 // says what went wrong, in order of weight: interrupted, no reference, a
-// checksum mismatch, a failed run. The report is returned whole in every
-// case.
+// checksum mismatch, nothing measured at all, a failed run. The report is
+// returned whole in every case.
 func finish(rep *Report, progress func(done, total int, what string), total int, ctxErr, refErr error, firstFail string) (*Report, error) {
 	if progress != nil {
 		progress(total, total, "done")
@@ -130,6 +160,7 @@ func finish(rep *Report, progress func(done, total int, what string), total int,
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
 	}
 	if ctxErr != nil {
+		rep.Interrupted = true
 		rep.Notes = append(rep.Notes, "interrupted: the results are incomplete")
 		return rep, ctxErr
 	}
@@ -141,10 +172,43 @@ func finish(rep *Report, progress func(done, total int, what string), total int,
 			return rep, ErrChecksum
 		}
 	}
+	if err := nothingMeasured(rep.Results); err != nil {
+		return rep, err
+	}
 	if firstFail != "" {
 		return rep, fmt.Errorf("%w: %s", ErrFailed, firstFail)
 	}
 	return rep, nil
+}
+
+// ErrNothingMeasured is returned (with the full report) when no row
+// could make a single good run: every engine was unavailable, not
+// applicable or failed. Its message gives their reasons.
+var ErrNothingMeasured = errors.New("nothing could be measured")
+
+// nothingMeasured returns ErrNothingMeasured with the rows' reasons when
+// no row has a run that succeeded, else nil.
+func nothingMeasured(results []Result) error {
+	var why []string
+	for _, r := range results {
+		for _, run := range r.Runs {
+			if run.Error == "" {
+				return nil
+			}
+		}
+		name := r.Engine
+		if r.Tool == ToolFio {
+			name = "fio " + name
+		}
+		reason := name + ": " + r.Error
+		if r.Error == "" {
+			reason = name + ": no run"
+		}
+		if !slices.Contains(why, reason) {
+			why = append(why, reason)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrNothingMeasured, strings.Join(why, "; "))
 }
 
 // unjudged counts the runs the noise guard could not judge.
@@ -287,12 +351,23 @@ func (m *measurement) runEngine(r *row, n int) {
 			return
 		}
 	}
-	profile := ""
+	var profile *outfile.Temp
 	if cfg.ProfileDir != "" {
-		profile = filepath.Join(cfg.ProfileDir, profileName(r.res, n))
+		var err error
+		profile, err = outfile.Create(filepath.Join(cfg.ProfileDir, profileName(r.res, n)), cfg.TrackTemp)
+		if err != nil {
+			m.record(r, n, Run{Error: fmt.Sprintf("profile: %v", err)}, nil)
+			return
+		}
+		// Whatever ends the run, no temporary file stays.
+		defer profile.Abort()
 	}
 	run, hist, notSupported := m.guarded(cache, func() (Run, *metrics.Histogram, time.Duration, bool) {
-		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, profile)
+		tmp := ""
+		if profile != nil {
+			tmp = profile.Name()
+		}
+		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, tmp)
 	})
 	if m.ctx.Err() != nil {
 		return
@@ -301,6 +376,13 @@ func (m *measurement) runEngine(r *row, n int) {
 		r.res.Error = run.Error
 		r.skip = true
 		return
+	}
+	if profile != nil && run.Error == "" {
+		if err := profile.Commit(cfg.ProfileReplace, false); err != nil {
+			run.Error = fmt.Sprintf("profile: %v", err)
+		} else {
+			run.Profile = profile.Target()
+		}
 	}
 	if ref != "" && run.Error == "" {
 		ok := run.Checksum == ref
@@ -356,8 +438,23 @@ func profileName(r *Result, n int) string {
 	return fmt.Sprintf("%s-run%d.pprof", name, n+1)
 }
 
+// ErrPseudoFile is the cause (inside an *fs.PathError naming the path)
+// when a file or tree to measure is on a pseudo-filesystem: /proc, /sys,
+// debugfs, cgroup and the like (see PseudoFile).
+var ErrPseudoFile = errors.New("a pseudo-file (procfs, sysfs...): the kernel makes its content as it is read, so it has no stable size to benchmark")
+
+// PseudoFile reports whether path (a file or a directory) is on a
+// pseudo-filesystem, whose files' content the kernel makes as they are
+// read and whose st_size (0, or 4096) says nothing about it: a benchmark
+// of such a file would measure the kernel's formatting, a different
+// amount each pass.
+func PseudoFile(path string) bool {
+	typ, err := sys.StatfsType(path)
+	return err == nil && sys.PseudoFS(typ)
+}
+
 // checkFile returns path's size, or an error naming the path when it is
-// not a readable, non-empty regular file.
+// not a readable, non-empty regular file with a stable size.
 func checkFile(path string) (int64, error) {
 	var st sys.Stat_t
 	if err := sys.Stat(path, &st); err != nil {
@@ -366,9 +463,16 @@ func checkFile(path string) (int64, error) {
 	switch st.Mode & sys.S_IFMT {
 	case sys.S_IFREG:
 	case sys.S_IFDIR:
-		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("is a directory (give a file)")}
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("is a directory (give a file, or use --tree to read a tree of files)")}
+	case sys.S_IFIFO:
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: fmt.Errorf("%w: a named pipe (a benchmark reads a file of a fixed size, several times)", engine.ErrNotRegular)}
+	case sys.S_IFCHR, sys.S_IFBLK:
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: fmt.Errorf("%w: a device (bench reads regular files)", engine.ErrNotRegular)}
 	default:
 		return 0, &fs.PathError{Op: "bench", Path: path, Err: engine.ErrNotRegular}
+	}
+	if PseudoFile(path) {
+		return 0, &fs.PathError{Op: "bench", Path: path, Err: ErrPseudoFile}
 	}
 	if st.Size == 0 {
 		return 0, &fs.PathError{Op: "bench", Path: path, Err: errors.New("file is empty: nothing to measure")}
@@ -435,7 +539,6 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
 	}
 	run.Notes = resp.Notes
-	run.Profile = resp.Profile
 	return run, hist, childCPU, false
 }
 

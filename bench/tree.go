@@ -13,6 +13,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -112,15 +113,17 @@ type TreeInfo struct {
 }
 
 // treeFiles lists the regular files under dir (what the engines will
-// deliver with data) and their total size.
+// deliver with data) and their total size; gen's marker is not one of
+// them (see treePaths).
 func treeFiles(dir string) ([]string, int64, error) {
 	var files []string
 	var bytes int64
+	marker := genMarker(dir)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() {
+		if d.Type().IsRegular() && p != marker {
 			info, err := d.Info()
 			if err != nil {
 				return err
@@ -131,6 +134,38 @@ func treeFiles(dir string) ([]string, int64, error) {
 		return nil
 	})
 	return files, bytes, err
+}
+
+// genMarker is the path of the marker gen --tree left at dir's root, or ""
+// when dir holds none (a file of that name that is not gen's is the
+// user's, and is read like any other).
+func genMarker(dir string) string {
+	p := filepath.Join(dir, gen.TreeMarker)
+	if gen.IsTreeMarker(p) {
+		return p
+	}
+	return ""
+}
+
+// treePaths is what the engines are given to read the tree at dir: dir
+// itself, which they walk; or, when gen made the tree, the entries of its
+// root but gen's marker (in the walk's order), which records how the tree
+// was made and is not one of its files.
+func treePaths(dir string) ([]string, error) {
+	if genMarker(dir) == "" {
+		return []string{dir}, nil
+	}
+	ents, err := os.ReadDir(dir) // sorted by name, as the walk goes
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, e := range ents {
+		if e.Name() != gen.TreeMarker {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return paths, nil
 }
 
 // treeSum is the checksum of a tree's contents, independent of the order
@@ -257,9 +292,18 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 	metrics.InitClock()
 	sum := newTreeSum(req.Root)
 	var firstErr atomic.Value
+	// An archive of a tree gen made holds gen's marker at its root: it is
+	// not one of the tree's files (treePaths leaves it out of the others'
+	// reads), so it is not counted.
+	var markers, markerBytes atomic.Int64
 	fn := func(f *batch.File) error {
 		if f.Err != nil {
 			firstErr.CompareAndSwap(nil, f.Err.Error())
+			return nil
+		}
+		if req.Job.Archive != "" && f.Path == gen.TreeMarker && gen.IsTreeMarkerData(f.Data) {
+			markers.Add(1)
+			markerBytes.Add(int64(len(f.Data)))
 			return nil
 		}
 		sum.add(f.Path, f.Data)
@@ -270,8 +314,8 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 		if err != nil {
 			return pass{}, err
 		}
-		return pass{bytes: st.Bytes, items: st.Files, errors: st.Errors, syscalls: st.Syscalls,
-			lat: st.Lat, notes: st.Notes, sum: sum.sum.Swap(0)}, nil
+		return pass{bytes: st.Bytes - markerBytes.Swap(0), items: st.Files - markers.Swap(0), errors: st.Errors,
+			syscalls: st.Syscalls, lat: st.Lat, notes: st.Notes, sum: sum.sum.Swap(0)}, nil
 	})
 	if err != nil {
 		return fail(err)
@@ -283,14 +327,14 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 }
 
 // treeReference reads the tree once in this process with the readfile
-// engine and returns its checksum.
-func treeReference(ctx context.Context, dir string) (string, error) {
+// engine (paths as treePaths gives them) and returns its checksum.
+func treeReference(ctx context.Context, dir string, paths []string) (string, error) {
 	e, err := batch.Lookup("readfile")
 	if err != nil {
 		return "", err
 	}
 	sum := newTreeSum(dir)
-	_, err = batch.Read(ctx, e, batch.Job{Paths: []string{dir}}, func(f *batch.File) error {
+	_, err = batch.Read(ctx, e, batch.Job{Paths: paths}, func(f *batch.File) error {
 		if f.Err == nil {
 			sum.add(f.Path, f.Data)
 		}

@@ -64,7 +64,11 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 		}
 		argv = []string{exe}
 	}
-	ref, err := treeReference(ctx, cfg.Dir)
+	paths, err := treePaths(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := treeReference(ctx, cfg.Dir, paths)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +92,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				workers = []int{cfg.PoolWorkers}
 			}
 			for _, w := range workers {
-				job := batch.Job{Paths: []string{cfg.Dir}, Workers: w, Depth: cfg.Depth, Latency: !cfg.NoLatency}
+				job := batch.Job{Paths: paths, Workers: w, Depth: cfg.Depth, Latency: !cfg.NoLatency}
 				qd := 0
 				if name == "io_uring" {
 					if qd = cfg.Depth; qd == 0 {
@@ -128,7 +132,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	for ci, rows := range plan {
 		cache := cfg.Caches[ci]
 	runs:
-		for n := 0; n < cfg.Runs; n++ {
+		for n := 0; n < cfg.Runs && ctxErr == nil; n++ {
 			for _, r := range rows {
 				if ctx.Err() != nil {
 					ctxErr = ctx.Err()
@@ -196,20 +200,23 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				r.res.Runs = append(r.res.Runs, run)
 			}
 		}
+		// Every planned row is in the report, those an interrupt kept
+		// from running too.
 		for _, r := range rows {
 			summarize(r.res, r.hist)
 			summarizeTree(r.res)
+			if ctxErr != nil && !r.skip {
+				cutShort(r.res, cfg.Runs)
+			}
 			rep.Results = append(rep.Results, *r.res)
-		}
-		if ctxErr != nil {
-			break
 		}
 	}
 	return finish(rep, cfg.Progress, total, ctxErr, nil, firstFail)
 }
 
 // CheckTreeDir says why dir cannot be measured as a tree: it is missing,
-// not a directory, or holds no regular file.
+// not a directory, on a pseudo-filesystem (ErrPseudoFile), or holds no
+// regular file (gen's marker is not one).
 func CheckTreeDir(dir string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -218,9 +225,13 @@ func CheckTreeDir(dir string) error {
 	if !st.IsDir() {
 		return &fs.PathError{Op: "bench --tree", Path: dir, Err: errors.New("not a directory")}
 	}
+	if PseudoFile(dir) {
+		return &fs.PathError{Op: "bench --tree", Path: dir, Err: ErrPseudoFile}
+	}
 	found := errors.New("found")
+	marker := genMarker(dir)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && p != marker {
 			return found
 		}
 		return nil

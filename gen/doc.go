@@ -17,7 +17,9 @@
 //
 // File and TempFile never leave a partial file behind: on any error
 // (ENOSPC, EDQUOT, a cancelled context) the file is removed and the error
-// names the path, the cause and how much had been written. They are safe
-// for concurrent use on different paths. Linux only (free space is checked
-// with statfs(2) before writing).
+// names the path, the cause and how much had been written. File writes
+// beside its target and renames into place when complete, so that an
+// existing file it was asked to replace (Options.Force) survives any
+// failure untouched. They are safe for concurrent use on different paths.
+// Linux only (free space is checked with statfs(2) before writing).
 package gen

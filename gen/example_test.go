@@ -23,7 +23,7 @@ func ExampleFile() {
 }
 
 func ExampleTempFile() {
-	path, err := gen.TempFile(context.Background(), "", 1<<20, nil)
+	path, err := gen.TempFile(context.Background(), "", 1<<20, gen.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

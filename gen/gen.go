@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -31,35 +32,40 @@ type Options struct {
 	// Seed selects the content. The same seed and size always give the
 	// same bytes.
 	Seed uint64
-	// Force allows File to truncate and overwrite an existing regular file.
+	// Force allows File to replace an existing regular file.
 	// Directories and other non-regular files are refused even so.
 	Force bool
-	// Sync makes File fsync the file before closing it.
+	// Sync makes File fsync the file before it takes the path.
 	Sync bool
 	// Progress, when set, is called on File's goroutine with the bytes
 	// written so far and the total: once at the start, at most about ten
 	// times a second while writing, and once with written == total at the
 	// end.
 	Progress func(written, total int64)
+	// Temp, when set, is called with the path of the file being written
+	// as soon as it exists (a temporary file beside the target, or
+	// TempFile's file), and returns a function that forgets it. File
+	// calls that function once the file is renamed into place or
+	// removed; TempFile calls it only when it fails (the file is then the
+	// caller's). A program that can be stopped at once removes the files
+	// still remembered then.
+	Temp func(path string) (forget func())
 
 	// wrap, when set, wraps the writer of the file; tests inject faults
 	// (ENOSPC) with it.
 	wrap func(io.Writer) io.Writer
 }
 
-// existsError is the cause when the target exists and Force is not set.
-type existsError struct{}
-
-func (existsError) Error() string        { return "already exists (use --force to overwrite)" }
-func (existsError) Is(target error) bool { return target == fs.ErrExist }
-
-// File writes size bytes of pseudo-random data selected by opts.Seed to a
-// new file at path. It refuses an existing path unless opts.Force, and
-// refuses directories and non-regular files always. It fails early when the
-// filesystem clearly lacks the space. On any error after the file was
-// opened (a failed write such as ENOSPC or EDQUOT, a failed fsync or close,
-// ctx being cancelled) it removes the partial file. Errors are
-// *fs.PathError with Op "gen", e.g.
+// File writes size bytes of pseudo-random data selected by opts.Seed to
+// path. It refuses an existing path unless opts.Force, and refuses
+// directories and non-regular files always. The data goes to a temporary
+// file beside path, which takes path's place only when complete (over the
+// existing file with Force, else only if path still does not exist), so
+// that on any error — a failed write such as ENOSPC or EDQUOT, a failed
+// fsync or close, ctx being cancelled — no partial file is left and an
+// existing file is untouched. Both files exist until the rename, so File
+// fails early when the filesystem clearly lacks the space for the whole
+// new file. Errors are *fs.PathError with Op "gen", e.g.
 //
 //	gen /x/f: no space left on device (wrote 3.20GiB of 8GiB; partial file removed)
 //
@@ -69,52 +75,68 @@ func File(ctx context.Context, path string, size int64, opts Options) error {
 	if size < 0 {
 		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("negative size %d", size)}
 	}
-	var existing int64
+	exists := false
 	switch st, err := os.Stat(path); {
 	case err == nil:
 		if err := checkTarget(path, st); err != nil {
 			return err
 		}
 		if !opts.Force {
-			return &fs.PathError{Op: "gen", Path: path, Err: existsError{}}
+			return &fs.PathError{Op: "gen", Path: path, Err: outfile.ErrExists}
 		}
-		existing = st.Size()
+		exists = true
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return err
 	}
-	if err := checkSpace(path, filepath.Dir(path), size-existing); err != nil {
+	if err := checkSpace(path, filepath.Dir(path), size); err != nil {
 		return err
 	}
-
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if opts.Force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if err := ctx.Err(); err != nil {
+		return &fs.PathError{Op: "gen", Path: path, Err: err}
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	tmp, err := outfile.Create(path, opts.Temp)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return &fs.PathError{Op: "gen", Path: path, Err: existsError{}}
-		}
-		return err
+		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("a temporary file beside it: %w", unwrapPath(err))}
 	}
-	// The path may have changed between Stat and OpenFile; never write
-	// through something that is not a regular file.
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err != nil {
-			return err
-		}
-		return checkTarget(path, st)
+	var w io.Writer = tmp.File
+	if opts.wrap != nil {
+		w = opts.wrap(w)
 	}
-	return writeFile(ctx, f, path, size, opts)
+	written, err := write(ctx, w, size, opts.Seed, opts.Progress)
+	if err != nil {
+		tmp.Abort()
+	} else if err = tmp.Commit(opts.Force, opts.Sync); errors.Is(err, outfile.ErrExists) {
+		// path appeared while the file was written: it stays.
+		return &fs.PathError{Op: "gen", Path: path, Err: outfile.ErrExists}
+	}
+	if err == nil {
+		return nil
+	}
+	left := "partial file removed"
+	if exists {
+		left += "; the existing file is untouched"
+	}
+	return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w (wrote %s of %s; %s)",
+		unwrapPath(err), units.FormatSize(written), units.FormatSize(size), left)}
+}
+
+// unwrapPath returns the cause of a *fs.PathError (which names the
+// temporary file, not the one the caller asked for), or err.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // TempFile creates a file named like iopath-bench-*.dat in dir (the
 // system's temporary directory when dir is ""), writes size bytes to it as
-// File does with seed 0, and returns its path. The caller removes the file.
-// On error no file is left behind. progress may be nil.
-func TempFile(ctx context.Context, dir string, size int64, progress func(written, total int64)) (string, error) {
+// File does (opts.Seed, Sync, Progress and Temp apply; Force does not),
+// and returns its path. The caller removes the file. On error no file is
+// left behind.
+func TempFile(ctx context.Context, dir string, size int64, opts Options) (string, error) {
 	if size < 0 {
 		return "", fmt.Errorf("gen temp file: negative size %d", size)
 	}
@@ -129,8 +151,26 @@ func TempFile(ctx context.Context, dir string, size int64, progress func(written
 		return "", err
 	}
 	path := f.Name()
-	if err := writeFile(ctx, f, path, size, Options{Progress: progress}); err != nil {
-		return "", err
+	forget := func() {}
+	if opts.Temp != nil {
+		forget = opts.Temp(path)
+	}
+	var w io.Writer = f
+	if opts.wrap != nil {
+		w = opts.wrap(f)
+	}
+	written, err := write(ctx, w, size, opts.Seed, opts.Progress)
+	if err == nil && opts.Sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		forget()
+		return "", &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w (wrote %s of %s; partial file removed)",
+			unwrapPath(err), units.FormatSize(written), units.FormatSize(size))}
 	}
 	return path, nil
 }
@@ -146,6 +186,13 @@ func checkTarget(path string, st fs.FileInfo) error {
 	return nil
 }
 
+// freeSpace is the space available to this user on dir's filesystem; a
+// variable so that tests can make a disk look full.
+var freeSpace = func(dir string) (uint64, error) {
+	_, avail, _, err := sys.Statfs(dir)
+	return avail, err
+}
+
 // checkSpace fails when the filesystem holding dir has clearly less than
 // need bytes available. When statfs fails the write goes ahead: the write
 // itself will report what is wrong.
@@ -153,41 +200,12 @@ func checkSpace(path, dir string, need int64) error {
 	if need <= 0 {
 		return nil
 	}
-	_, avail, _, err := sys.Statfs(dir)
+	avail, err := freeSpace(dir)
 	if err != nil || uint64(need) <= avail {
 		return nil
 	}
 	return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w: need %s, %s available in %s",
 		syscall.ENOSPC, units.FormatSize(need), units.FormatSize(int64(avail)), dir)}
-}
-
-// writeFile fills f, syncs it when asked and closes it. On error it removes
-// path.
-func writeFile(ctx context.Context, f *os.File, path string, size int64, opts Options) error {
-	var w io.Writer = f
-	if opts.wrap != nil {
-		w = opts.wrap(f)
-	}
-	written, err := write(ctx, w, size, opts.Seed, opts.Progress)
-	if err == nil && opts.Sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		return nil
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	removed := "partial file removed"
-	if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		removed = "removing the partial file failed: " + rerr.Error()
-	}
-	return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w (wrote %s of %s; %s)",
-		err, units.FormatSize(written), units.FormatSize(size), removed)}
 }
 
 // write writes size bytes of the stream selected by seed to w, in chunks of

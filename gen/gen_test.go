@@ -259,7 +259,7 @@ func TestSync(t *testing.T) {
 
 func TestTempFile(t *testing.T) {
 	dir := t.TempDir()
-	path, err := TempFile(context.Background(), dir, 5<<20+3, nil)
+	path, err := TempFile(context.Background(), dir, 5<<20+3, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,11 +277,119 @@ func TestTempFile(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := TempFile(ctx, dir, 1<<20, nil); !errors.Is(err, context.Canceled) {
+	if _, err := TempFile(ctx, dir, 1<<20, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("cancelled TempFile left files: %v", ents)
+	}
+}
+
+// onlyEntries fails unless dir holds exactly names: no temporary file is
+// left beside them.
+func onlyEntries(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, e := range ents {
+		have = append(have, e.Name())
+	}
+	if strings.Join(have, ",") != strings.Join(names, ",") {
+		t.Fatalf("%s holds %q, want %q", dir, have, names)
+	}
+}
+
+// With Force, a write that fails or is cancelled half-way leaves the
+// existing file as it was, and no temporary file.
+func TestForceKeepsTheOldFileOnFailure(t *testing.T) {
+	const old = "the user's file, which must survive"
+	for _, how := range []string{"ENOSPC", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "f")
+			if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			writes := 0
+			opts := Options{Force: true, wrap: func(w io.Writer) io.Writer {
+				if how == "ENOSPC" {
+					return &failWriter{w: w, limit: ChunkSize + 1, err: syscall.ENOSPC}
+				}
+				return writerFunc(func(b []byte) (int, error) {
+					if writes++; writes == 2 {
+						cancel()
+					}
+					return w.Write(b)
+				})
+			}}
+			err := File(ctx, path, 4*ChunkSize, opts)
+			if err == nil || !strings.Contains(err.Error(), "the existing file is untouched") {
+				t.Fatalf("err = %v; want a failure saying the old file is untouched", err)
+			}
+			if b, err := os.ReadFile(path); err != nil || string(b) != old {
+				t.Fatalf("the old file holds %q (%v)", b, err)
+			}
+			if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+				t.Errorf("the old file's mode changed to %v", st.Mode().Perm())
+			}
+			onlyEntries(t, dir, "f")
+		})
+	}
+}
+
+// Until the rename both files exist: the space check counts the whole new
+// file, not the growth over the old one.
+func TestForceSpaceCountsBothFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := File(context.Background(), path, 4*ChunkSize, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	defer func(f func(string) (uint64, error)) { freeSpace = f }(freeSpace)
+	freeSpace = func(string) (uint64, error) { return 3 * ChunkSize, nil }
+	err := File(context.Background(), path, 4*ChunkSize, Options{Force: true, Seed: 9})
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "need 4MiB") {
+		t.Fatalf("err = %v; want ENOSPC needing the whole 4MiB", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("the refused write changed the file")
+	}
+	onlyEntries(t, dir, "f")
+}
+
+// Options.Temp is told the file being written, beside the target, and
+// told to forget it once it is in place or gone.
+func TestTempTracked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	live := map[string]bool{}
+	var seen []string
+	track := func(p string) func() {
+		live[p] = true
+		seen = append(seen, p)
+		return func() { delete(live, p) }
+	}
+	if err := File(context.Background(), path, 3*ChunkSize, Options{Temp: track}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || filepath.Dir(seen[0]) != dir || seen[0] == path || len(live) != 0 {
+		t.Fatalf("tracked %q, still tracked %v", seen, live)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tp, err := TempFile(context.Background(), dir, 1<<20, Options{Temp: track})
+	if err != nil || !live[tp] {
+		t.Fatalf("TempFile: %v; tracked %v (the file is the caller's now)", err, live)
+	}
+	delete(live, tp)
+	if _, err := TempFile(ctx, dir, 1<<20, Options{Temp: track}); err == nil || len(live) != 0 {
+		t.Fatalf("cancelled TempFile: %v; still tracked %v", err, live)
 	}
 }
 

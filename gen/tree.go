@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -376,6 +378,41 @@ func (e foreignTreeError) Error() string {
 func (foreignTreeError) Is(target error) bool { return target == fs.ErrExist }
 
 const markerHeader = "iopath gen --tree\n"
+
+// markerLine is the marker's second and last line, as marker writes it.
+var markerLine = regexp.MustCompile(`^files=[0-9]+ size=[^ \n]+ seed=[0-9]+ fanout=[0-9]+\n$`)
+
+// maxMarker is more than any marker Tree writes.
+const maxMarker = 512
+
+// IsTreeMarker reports whether the file at path is the marker Tree writes
+// at the root of each tree it makes (named TreeMarker, holding the tree's
+// parameters in Tree's format), so that a program that lists or reads
+// such a tree can leave it out: it is gen's record of the tree, not one of
+// its files. A file that only has the name is not taken for it.
+func IsTreeMarker(path string) bool {
+	if filepath.Base(path) != TreeMarker {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxMarker {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxMarker+1))
+	return err == nil && IsTreeMarkerData(b)
+}
+
+// IsTreeMarkerData reports whether data, the content of a file named
+// TreeMarker at a tree's root (read from an archive of the tree, say), is
+// Tree's marker.
+func IsTreeMarkerData(data []byte) bool {
+	rest, ok := bytes.CutPrefix(data, []byte(markerHeader))
+	return ok && len(data) <= maxMarker && markerLine.Match(rest)
+}
 
 // marker is the content of the marker file for opts.
 func (o TreeOptions) marker() string {

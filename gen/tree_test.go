@@ -751,3 +751,40 @@ func ExampleTree() {
 	// 1/file-08.dat
 	// 1/file-09.dat
 }
+
+// The marker is recognised as gen's by its name and its content together:
+// a user's file of the same name is not taken for it.
+func TestIsTreeMarker(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if _, err := Tree(context.Background(), dir, TreeOptions{Files: 3, Size: FixedSize(10), Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, TreeMarker)
+	if !IsTreeMarker(marker) {
+		t.Fatalf("%s is not recognised", marker)
+	}
+	data, _ := os.ReadFile(marker)
+	if !IsTreeMarkerData(data) {
+		t.Fatalf("%q is not recognised", data)
+	}
+	other := t.TempDir()
+	for name, content := range map[string]string{
+		TreeMarker:       "my own notes\n",
+		"copy":           string(data),
+		TreeMarker + "x": string(data),
+	} {
+		p := filepath.Join(other, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		if IsTreeMarker(p) {
+			t.Errorf("%s (%q) taken for gen's marker", name, content)
+		}
+	}
+	for _, d := range []string{"", markerHeader, markerHeader + "files=3\n", string(data) + "more\n", "x" + string(data)} {
+		if IsTreeMarkerData([]byte(d)) {
+			t.Errorf("%q taken for gen's marker", d)
+		}
+	}
+	if IsTreeMarker(filepath.Join(other, "missing", TreeMarker)) || IsTreeMarker(dir) {
+		t.Error("a missing file or a directory taken for the marker")
+	}
+}

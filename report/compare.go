@@ -54,14 +54,14 @@ func LoadJSON(path string) (*bench.Report, error) {
 		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; %s)", path, want)
 	}
 	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
-		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, cmpOneLine(string(raw)))
+		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(raw)))
 	}
 	if version > bench.SchemaVersion {
 		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
 	}
 	var r bench.Report
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, cmpOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
 	}
 	if err := bench.Upgrade(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -136,6 +136,10 @@ type CompareSide struct {
 	NoisyRuns int      `json:"noisy_runs"`
 	Noisy     []string `json:"noisy,omitempty"`
 	Error     string   `json:"error,omitempty"`
+	// Interrupted says an interrupt stopped this side's benchmark before
+	// the row's runs were all made: its figures are from fewer runs, or
+	// (Error "interrupted") it was not run.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	total int // runs, failed ones included
 	// Per-run values of the runs that succeeded, for the spreads.
@@ -145,12 +149,12 @@ type CompareSide struct {
 
 func cmpSideOf(r *bench.Result) *CompareSide {
 	s := &CompareSide{BytesPerS: r.BytesPerS, BytesPerSMin: r.BytesPerSMin, BytesPerSMax: r.BytesPerSMax,
-		CPUSPerGiB: r.CPUSPerGiB, LatP99Ns: r.LatP99Ns, Error: cmpOneLine(r.Error)}
+		CPUSPerGiB: r.CPUSPerGiB, LatP99Ns: r.LatP99Ns, Error: oneLine(r.Error), Interrupted: r.Interrupted}
 	s.total = len(r.Runs)
 	for _, run := range r.Runs {
 		if run.Noisy != "" {
 			s.NoisyRuns++
-			if why := cmpOneLine(run.Noisy); !slices.Contains(s.Noisy, why) {
+			if why := oneLine(run.Noisy); !slices.Contains(s.Noisy, why) {
 				s.Noisy = append(s.Noisy, why)
 			}
 		}
@@ -284,6 +288,9 @@ type CompareSource struct {
 	Machine       features.Machine `json:"machine"`
 	File          bench.FileInfo   `json:"file"`
 	Fio           *bench.FioInfo   `json:"fio,omitempty"`
+	// Interrupted says the benchmark was stopped before every run was
+	// made: the report is incomplete.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Difference is a property in which the two reports differ.
@@ -309,6 +316,9 @@ type CompareSummary struct {
 	// NotApplicable counts rows that could not run on either side (mmap
 	// with O_DIRECT, an engine the kernel does not support): not failures.
 	NotApplicable int `json:"not_applicable"`
+	// NotRun counts rows an interrupt kept from running on a side (the
+	// report was cut short): not failures, and nothing to compare.
+	NotRun int `json:"not_run"`
 }
 
 // String is the summary line: "3 faster, 1 slower, 8 within noise", then
@@ -321,6 +331,7 @@ func (s CompareSummary) String() string {
 	}{
 		{s.Unknown, "spread unknown (1 run)"}, {s.NA, "not comparable"},
 		{s.Added, "added"}, {s.Removed, "removed"}, {s.Failed, "failed"}, {s.NotApplicable, "not applicable"},
+		{s.NotRun, "not run (interrupted)"},
 	} {
 		if c.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
@@ -372,8 +383,10 @@ func (c *Comparison) Regressions(pct float64) []*CompareRow {
 		switch {
 		case r.Throughput != nil && r.Throughput.Verdict == VerdictSlower && -r.Throughput.Pct > pct:
 			out = append(out, r)
-		case r.Status == StatusError && r.Old != nil && r.New != nil && r.Old.Error == "" && r.New.Error != "":
-			// It worked before and fails now: the worst regression.
+		case r.Status == StatusError && r.Old != nil && r.New != nil && r.Old.Error == "" && r.New.Error != "" &&
+			r.New.Error != bench.InterruptedError:
+			// It worked before and fails now: the worst regression. (Not
+			// run because the new benchmark was interrupted is not.)
 			out = append(out, r)
 		case r.Status == StatusRemoved && r.Old != nil && r.Old.Error == "":
 			// It was measured before and is gone now.
@@ -472,9 +485,12 @@ func Compare(old, new *bench.Report) *Comparison {
 		case StatusRemoved:
 			s.Removed++
 		case StatusError:
-			if cmpNotApplicable(r.Old.Error) && cmpNotApplicable(r.New.Error) {
+			switch {
+			case r.Old.Error == bench.InterruptedError || r.New.Error == bench.InterruptedError:
+				s.NotRun++
+			case cmpNotApplicable(r.Old.Error) && cmpNotApplicable(r.New.Error):
 				s.NotApplicable++
-			} else {
+			default:
 				s.Failed++
 			}
 		case StatusMatched:
@@ -530,7 +546,7 @@ func cmpFillRow(row *CompareRow) {
 
 func cmpSourceOf(r *bench.Report) CompareSource {
 	return CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started,
-		Machine: r.Machine, File: r.File, Fio: r.Fio}
+		Machine: r.Machine, File: r.File, Fio: r.Fio, Interrupted: r.Interrupted}
 }
 
 // differences lists how the reports' machines, files and versions differ.
@@ -567,7 +583,7 @@ func compareDifferences(old, new *bench.Report) []Difference {
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
 	if !old.File.Temporary || !new.File.Temporary {
 		// Temporary files have made-up names: only their sizes matter.
-		add("file", old.File.Path, new.File.Path, false)
+		add("file", units.QuotePath(old.File.Path), units.QuotePath(new.File.Path), false)
 	}
 	add("file size", size(old.File.SizeBytes), size(new.File.SizeBytes), false)
 	add("Go version", om.GoVersion, nm.GoVersion, false)
@@ -729,7 +745,7 @@ func cmpOrNone(s string) string {
 	if s == "" {
 		return "(none)"
 	}
-	return cmpOneLine(s)
+	return oneLine(s)
 }
 
 func cmpSource(s CompareSource) string {
@@ -740,14 +756,18 @@ func cmpSource(s CompareSource) string {
 	if !s.Started.IsZero() {
 		parts = append(parts, s.Started.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
+	if s.Interrupted {
+		parts = append(parts, "interrupted: incomplete")
+	}
 	desc := strings.Join(parts, ", ")
+	path := units.QuotePath(s.Path)
 	switch {
 	case s.Path == "":
 		return desc
 	case desc == "":
-		return s.Path
+		return path
 	}
-	return s.Path + " (" + desc + ")"
+	return path + " (" + desc + ")"
 }
 
 func cmpMachine(m features.Machine) string {
@@ -802,7 +822,11 @@ func compareCells(r *CompareRow) []string {
 	}
 	switch r.Status {
 	case StatusError:
-		return append(cells, "error ("+strings.Replace(r.Error, ": ", "): ", 1))
+		what := "error"
+		if (r.Old != nil && r.Old.Error == bench.InterruptedError) || (r.New != nil && r.New.Error == bench.InterruptedError) {
+			what = "not run"
+		}
+		return append(cells, what+" ("+strings.Replace(r.Error, ": ", "): ", 1))
 	case StatusAdded, StatusRemoved:
 		return append(cells, gib(r.Old), "→", gib(r.New), "", string(r.Status), "", "", "", "", runs())
 	}
@@ -836,7 +860,8 @@ func cmpVerdict(d *Delta) string {
 	return string(d.Verdict)
 }
 
-// compareNotes lists the noisy runs of each row, side by side.
+// compareNotes lists, row by row and side by side, the rows an interrupt
+// cut short and the noisy runs.
 func compareNotes(c *Comparison, withWorkload bool) []string {
 	var notes []string
 	for i := range c.Rows {
@@ -849,7 +874,14 @@ func compareNotes(c *Comparison, withWorkload bool) []string {
 			name string
 			s    *CompareSide
 		}{{"old", r.Old}, {"new", r.New}} {
-			if side.s == nil || side.s.NoisyRuns == 0 {
+			if side.s == nil {
+				continue
+			}
+			if side.s.Interrupted && side.s.Error == "" {
+				notes = append(notes, fmt.Sprintf("%s: %s: cut short by an interrupt after %s",
+					label, side.name, plural(side.s.total, "run")))
+			}
+			if side.s.NoisyRuns == 0 {
 				continue
 			}
 			notes = append(notes, fmt.Sprintf("%s: %s: %d of %s noisy (%s)",
@@ -881,14 +913,12 @@ func cmpFileLine(c *Comparison) string {
 	case o.Temporary && n.Temporary:
 		return fmt.Sprintf("temporary, made for each report (%s)", units.FormatSize(n.SizeBytes))
 	case o.Path == n.Path && n.Path != "":
-		return fmt.Sprintf("%s (%s)", n.Path, units.FormatSize(n.SizeBytes))
+		return fmt.Sprintf("%s (%s)", units.QuotePath(n.Path), units.FormatSize(n.SizeBytes))
 	}
 	return ""
 }
 
 func cmpWidth(s string) int { return utf8.RuneCountInString(s) }
-
-func cmpOneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // CompareJSON writes c as indented JSON followed by a newline. The output
 // is always valid JSON: a float that is NaN or infinite is written as 0.

@@ -31,8 +31,9 @@ var gobenchUnits = []string{"cpu-s/GiB", "p50-ns", "p99-ns", "syscalls/op"}
 // testing package writes it), cpu-s/GiB (user+system CPU seconds per GiB,
 // io_uring kernel threads included), p50-ns and p99-ns (per-block
 // latency) and syscalls/op (not for fio, which does not count them).
-// Failed runs are left out; fio rows are tool=fio with fio's ioengine as
-// the engine.
+// Failed runs are left out, and so are rows an interrupt kept from
+// running (a comment line says how many); fio rows are tool=fio with
+// fio's ioengine as the engine.
 //
 // The configuration lines (goos, goarch, pkg, cpu, file) are only those
 // that describe what was measured, because benchstat puts results whose
@@ -53,7 +54,7 @@ func GoBench(w io.Writer, r *bench.Report) error {
 	if r.File.Temporary {
 		config("file", "temporary ("+units.FormatSize(r.File.SizeBytes)+")")
 	} else if r.File.Path != "" {
-		config("file", r.File.Path+" ("+units.FormatSize(r.File.SizeBytes)+")")
+		config("file", units.QuotePath(r.File.Path)+" ("+units.FormatSize(r.File.SizeBytes)+")")
 	}
 	comment := func(label, value string) {
 		if value = oneLine(value); value != "" {
@@ -68,6 +69,18 @@ func GoBench(w io.Writer, r *bench.Report) error {
 	comment("command", r.Command)
 	if !r.Started.IsZero() {
 		comment("started", r.Started.Format("2006-01-02 15:04:05 MST"))
+	}
+	if r.Interrupted {
+		notRunRows, cut := 0, 0
+		for i := range r.Results {
+			switch res := &r.Results[i]; {
+			case notRun(res):
+				notRunRows++
+			case res.Interrupted:
+				cut++
+			}
+		}
+		comment("interrupted", fmt.Sprintf("the results are incomplete: %d rows not run, %d with fewer runs than asked", notRunRows, cut))
 	}
 	for _, u := range gobenchUnits {
 		fmt.Fprintf(&b, "Unit %s better=lower\n", u)

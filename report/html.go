@@ -359,7 +359,7 @@ func hTip(row *hRow, lines ...string) string {
 	r := row.r
 	head := fmt.Sprintf("%s · %s · %s", row.s.name, r.Cache, hWorkload(r))
 	if r.Error != "" {
-		return head + "\nerror: " + r.Error
+		return head + "\n" + failure(r)
 	}
 	out := append([]string{head}, lines...)
 	if n := hNoisy(r); n != "" {
@@ -412,7 +412,11 @@ func (m *hModel) barGroups(cache string, bar func(row *hRow) hBar) ([]hBarGroup,
 			b := bar(row)
 			b.s = row.s
 			if row.r.Error != "" {
-				b = hBar{s: row.s, err: row.r.Error, tip: hTip(row)}
+				gap := "error"
+				if notRun(row.r) {
+					gap = "not run"
+				}
+				b = hBar{s: row.s, err: gap, tip: hTip(row)}
 			}
 			bg.bars = append(bg.bars, b)
 		}
@@ -528,7 +532,10 @@ func (m *hModel) latencyCharts() []hChart {
 				}
 				if !any {
 					why := "not measured"
-					if r.Error != "" {
+					switch {
+					case notRun(r):
+						why = "not run: interrupted"
+					case r.Error != "":
 						why = "error"
 					}
 					missing = append(missing, row.s.name+" ("+why+")")
@@ -930,7 +937,7 @@ func hTableRow(row hRow) hTRow {
 		{Text: strconv.Itoa(r.Workers)}, {Text: strconv.Itoa(r.QD)}, {Text: r.Consume, Class: "l"}}
 	if r.Error != "" {
 		out.Class = strings.TrimSpace(out.Class + " failed")
-		out.Err = r.Error
+		out.Err = failure(r)
 		out.ErrSpan = len(hColumns) - hErrCol
 		return out
 	}
@@ -1109,7 +1116,7 @@ tr.fio td,tr:hover td{background:none}
 {{if .Rows}}<div class="table-wrap"><table>
 <thead><tr>{{range .Columns}}<th class="{{.Class}}"{{with .Title}} title="{{.}}"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{if .Swatch}}<span class="sw" style="{{.Style}}"></span>{{end}}{{.Text}}</td>{{end}}{{if .Err}}<td class="error" colspan="{{.ErrSpan}}">error: {{.Err}}</td>{{end}}</tr>
+{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{if .Swatch}}<span class="sw" style="{{.Style}}"></span>{{end}}{{.Text}}</td>{{end}}{{if .Err}}<td class="error" colspan="{{.ErrSpan}}">{{.Err}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table></div>{{else}}<p class="empty">No results.</p>{{end}}
 </section>

@@ -72,9 +72,13 @@ func Markdown(w io.Writer, r *bench.Report) error {
 				cells[i] = mdEscape(cells[i])
 			}
 			if row.res.Error != "" {
-				// "error" under GiB/s, the message in the left-aligned
-				// column after it.
-				cells = append(cells, "**error**", mdEscape(oneLine(row.res.Error)))
+				// "error" (or "not run") under GiB/s, the message in
+				// the left-aligned column after it.
+				what := "**error**"
+				if notRun(row.res) {
+					what = "**not run**"
+				}
+				cells = append(cells, what, mdEscape(oneLine(row.res.Error)))
 				for len(cells) < len(v.cols) {
 					cells = append(cells, "")
 				}

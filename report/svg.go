@@ -393,7 +393,7 @@ type hBar struct {
 	s             *hSeries
 	v, lo, hi     float64
 	share         float64 // part of v drawn darker at the bottom (io_uring kernel threads)
-	err           string  // the row failed: a labelled gap
+	err           string  // the row has no figures: a gap labelled this ("error", "not run")
 	noisy         string  // why some runs were noisy, when they were
 	tip           string
 	valueDecimals int
@@ -540,7 +540,7 @@ func hBarChart(spec hBarSpec) string {
 				w.title(b.tip)
 				if b.err != "" {
 					w.rect(bx, top, barW, plotH, "class", "errgap")
-					w.text(c+4, bottom-8, "error", "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(bottom-8)+")")
+					w.text(c+4, bottom-8, b.err, "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(bottom-8)+")")
 					w.end("g")
 					continue
 				}

@@ -277,6 +277,19 @@ func (v *view) cells(row viewRow, pad bool) []string {
 	return out
 }
 
+// notRun reports whether an interrupt kept r from making any run.
+func notRun(r *bench.Result) bool { return r.Error == bench.InterruptedError }
+
+// failure is what a row without figures shows in their place: "not run
+// (interrupted)" for a row an interrupt kept from running, else "error: "
+// and the row's error.
+func failure(r *bench.Result) string {
+	if notRun(r) {
+		return "not run (interrupted)"
+	}
+	return "error: " + oneLine(r.Error)
+}
+
 // ratio formats a throughput ratio: 0.97×.
 func ratio(f float64) string {
 	if !finite(f) {
@@ -459,7 +472,7 @@ func Table(w io.Writer, r *bench.Report) error {
 					line(rows[n][:2], indents[n])
 					b.Truncate(b.Len() - 1)
 					b.WriteString(strings.Repeat(" ", widths[1]-width(rows[n][1])+2))
-					b.WriteString("error: " + oneLine(row.res.Error) + "\n")
+					b.WriteString(failure(row.res) + "\n")
 				} else {
 					line(rows[n], indents[n])
 				}
@@ -491,7 +504,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 			out = append(out, headerField{label, value})
 		}
 	}
-	field("file", fmt.Sprintf("%s (%s)", r.File.Path, fileExtra(r.File)))
+	field("file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File)))
 	field("machine", machineLine(r))
 	field("io_uring", r.Machine.IOURing)
 	if r.Machine.LatencyClock != "" {
@@ -501,7 +514,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 	if r.Fio != nil {
 		fio := r.Fio.Version
 		if r.Fio.Path != "" {
-			fio = strings.TrimSpace(fio + " (" + r.Fio.Path + ")")
+			fio = strings.TrimSpace(fio + " (" + units.QuotePath(r.Fio.Path) + ")")
 		}
 		field("fio", fio)
 	}
@@ -517,7 +530,7 @@ func headerFields(r *bench.Report, v *view) []headerField {
 	if len(v.groups) == 1 {
 		field("workload", v.groups[0].heading)
 	}
-	field("command", r.Command)
+	field("command", units.EscapeControls(r.Command))
 	if !r.Started.IsZero() {
 		field("started", r.Started.Format("2006-01-02 15:04:05 MST"))
 	}
@@ -906,6 +919,9 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine makes s one line of inert text: runs of white space become one
+// space, and what would not print as itself (an escape byte in a file
+// name inside an error) is escaped as Go quotes it.
+func oneLine(s string) string { return units.EscapeControls(strings.Join(strings.Fields(s), " ")) }
 
 func width(s string) int { return utf8.RuneCountInString(s) }

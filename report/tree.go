@@ -38,13 +38,15 @@ func TreeTable(w io.Writer, r *bench.Report) error {
 		if t.Temporary {
 			extra = append(extra, "temporary")
 		}
-		field("tree", fmt.Sprintf("%s (%s)", t.Dir, strings.Join(extra, ", ")))
-		field("archive", t.Archive)
+		field("tree", fmt.Sprintf("%s (%s)", units.QuotePath(t.Dir), strings.Join(extra, ", ")))
+		if t.Archive != "" {
+			field("archive", units.QuotePath(t.Archive))
+		}
 	}
 	field("machine", machineLine(r))
 	field("io_uring", r.Machine.IOURing)
 	field("version", versionLine(r))
-	field("command", r.Command)
+	field("command", units.EscapeControls(r.Command))
 	if !r.Started.IsZero() {
 		field("started", r.Started.Format("2006-01-02 15:04:05 MST"))
 	}
@@ -63,7 +65,7 @@ func TreeTable(w io.Writer, r *bench.Report) error {
 			name += fmt.Sprintf(" qd%d", res.QD)
 		}
 		if res.Error != "" {
-			rows = append(rows, []string{name, res.Cache, "error: " + oneLine(res.Error)})
+			rows = append(rows, []string{name, res.Cache, failure(res)})
 			errRows = append(errRows, len(rows)-1)
 			continue
 		}

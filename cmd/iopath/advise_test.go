@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/bench"
 )
 
 // adviseTree writes a small tree of files of assorted sizes, a symlink to
@@ -172,6 +174,11 @@ func TestAdviseBadPaths(t *testing.T) {
 		{"missing", []string{missing}, "iopath: advise: " + missing + ": no such file or directory\n"},
 		{"fifo", []string{fifo}, "iopath: advise: " + fifo + ": not a regular file or directory (a named pipe)\n"},
 		{"empty dir", []string{empty}, "iopath: advise: " + empty + ": no regular files under it: nothing to read\n"},
+		// Pseudo-files have no stable size to measure.
+		{"procfs file", []string{"/proc/self/status"}, "iopath: advise: /proc/self/status: " + bench.ErrPseudoFile.Error() + "\n"},
+		{"procfs file in a list", []string{"/proc/cpuinfo", fifo}, "iopath: advise: /proc/cpuinfo: " + bench.ErrPseudoFile.Error() + "\n"},
+		{"sysfs file", []string{"/sys/kernel/mm/transparent_hugepage/enabled"}, "iopath: advise: /sys/kernel/mm/transparent_hugepage/enabled: " + bench.ErrPseudoFile.Error() + "\n"},
+		{"procfs directory", []string{"/proc/self/net"}, "iopath: advise: /proc/self/net: " + bench.ErrPseudoFile.Error() + "\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()

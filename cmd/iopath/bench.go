@@ -26,7 +26,7 @@ import (
 func init() { subcommands = append(subcommands, newBenchCmd) }
 
 type benchOptions struct {
-	engines    string
+	engines    []string
 	pattern    string
 	bs         []int64
 	workers    []int
@@ -35,7 +35,7 @@ type benchOptions struct {
 	size       int64
 	dir        string
 	runs       int
-	caches     string
+	caches     []string
 	consume    string
 	format     string
 	sqpoll     bool
@@ -57,7 +57,8 @@ type benchOptions struct {
 }
 
 func newBenchCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := benchOptions{bs: []int64{engine.DefaultBlockSize}, workers: []int{1}, qd: []int{engine.DefaultQueueDepth}}
+	o := benchOptions{bs: []int64{engine.DefaultBlockSize}, workers: []int{1}, qd: []int{engine.DefaultQueueDepth},
+		engines: bench.DefaultEngines(), caches: []string{"warm", "cold"}}
 	cmd := &cobra.Command{
 		Use:   "bench [FILE]",
 		Short: "Read a file through every engine and print one side-by-side table",
@@ -85,7 +86,14 @@ not look at the data, so --fio measures with --consume none.
 Noise: the runner records the CPU other processes used during each run
 (/proc/stat) and the file's residency before and after. A run is marked noisy
 when others took more than 10% of a core, or a warm run lost cached pages;
-noisy runs are kept in the figures and shown.`,
+noisy runs are kept in the figures and shown.
+
+Ctrl-C stops the benchmark: the report still lists every row, those not
+run say so ("not run (interrupted)"; "error": "interrupted" in JSON), rows
+cut short show what their runs measured, and the exit status is not 0. A
+benchmark in which no engine could run at all fails with each one's
+reason. FILE must be a regular file with a stable size: a pseudo-file
+(/proc, /sys) is refused.`,
 		Example: `  iopath bench
   iopath bench /data/big.log --cache warm --consume none
   iopath bench --pattern rand --bs 4k --engines pread,io_uring --qd 32
@@ -103,7 +111,7 @@ noisy runs are kept in the figures and shown.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.engines, "engines", strings.Join(bench.DefaultEngines(), ","), "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
+	f.Var(stringListValue{&o.engines}, "engines", "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
 	f.StringVar(&o.pattern, "pattern", "seq", "access pattern: seq or rand")
 	f.Var(sizeListValue{&o.bs}, "bs", "block sizes, comma-separated to sweep (e.g. 4k, 128KiB, 4k,16k,128k,1m)")
 	f.Var(intListValue{&o.workers}, "workers", "workers, comma-separated to sweep (goroutines; io_uring: one ring and thread each)")
@@ -112,12 +120,12 @@ noisy runs are kept in the figures and shown.`,
 	f.Var(sizeValue{&o.size}, "size", "size of the temporary file when no FILE is given (default 1GiB, less when short of disk or memory)")
 	f.StringVar(&o.dir, "dir", "", "directory for the temporary file (default $TMPDIR, else /var/tmp)")
 	f.IntVar(&o.runs, "runs", 3, "runs per engine and cache state, each in its own process")
-	f.StringVar(&o.caches, "cache", "warm,cold", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
+	f.Var(stringListValue{&o.caches}, "cache", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
 	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.Formats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
-	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory (open with go tool pprof -http)")
+	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
 	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --profile's files)")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
@@ -133,7 +141,7 @@ noisy runs are kept in the figures and shown.`,
 
 func (o *benchOptions) config(args []string) (bench.Config, error) {
 	cfg := bench.Config{
-		Engines:     units.ParseList(o.engines),
+		Engines:     o.engines,
 		Runs:        o.runs,
 		Workers:     o.workers,
 		QueueDepths: o.qd,
@@ -143,9 +151,9 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		MinTime:     o.minTime,
 		ProfileDir:  o.profile,
 		Version:     version,
-	}
-	if len(cfg.Engines) == 0 {
-		return cfg, usagef("bench: --engines is empty")
+
+		ProfileReplace: o.force,
+		TrackTemp:      cleanups.removeOnExit,
 	}
 	for _, c := range []struct {
 		flag string
@@ -173,15 +181,12 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
 		return cfg, usagef("bench: --pattern: %v", err)
 	}
-	for _, c := range units.ParseList(o.caches) {
+	for _, c := range o.caches {
 		cs, err := bench.ParseCache(c)
 		if err != nil {
 			return cfg, usagef("bench: --cache: %v", err)
 		}
 		cfg.Caches = append(cfg.Caches, cs)
-	}
-	if len(cfg.Caches) == 0 {
-		return cfg, usagef("bench: --cache is empty")
 	}
 	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
 		return cfg, usagef("bench: --consume: %v", err)
@@ -212,6 +217,17 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		return cfg, usagef("bench: %v", err)
 	}
 	cfg.Path = ""
+	if st, err := os.Stat(o.profile); o.profile != "" && err == nil && st.IsDir() {
+		// The profiles' names are known now: none may be overwritten
+		// without --force, and that is said before anything runs.
+		for _, p := range cfg.ProfileFiles() {
+			if _, err := os.Lstat(p); err == nil {
+				if err := checkOutputFile(p, o.force, args...); err != nil {
+					return cfg, usagef("bench: --profile: %v", err)
+				}
+			}
+		}
+	}
 	return cfg, nil
 }
 
@@ -250,13 +266,23 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		} else if size <= 0 {
 			return usagef("bench: --size must be positive")
 		}
-		fmt.Fprintf(stderr, "iopath: making a %s temporary file in %s (give a FILE to measure your own)\n", units.FormatSize(size), dir)
-		path, err := gen.TempFile(ctx, dir, size, prog.bytes("writing test file"))
+		fmt.Fprintf(stderr, "iopath: making a %s temporary file in %s (give a FILE to measure your own)\n", units.FormatSize(size), quotePath(dir))
+		// The file is the interrupt handler's to remove, should the
+		// process be stopped at once, from when it exists until it is
+		// removed here.
+		forget := func() {}
+		path, err := gen.TempFile(ctx, dir, size, gen.Options{
+			Progress: prog.bytes("writing test file"),
+			Temp:     func(p string) func() { forget = cleanups.removeOnExit(p); return forget },
+		})
 		prog.done()
 		if err != nil {
 			return err
 		}
-		defer os.Remove(path)
+		defer func() {
+			os.Remove(path)
+			forget()
+		}()
 		cfg.Path, cfg.TempFile = path, true
 	}
 
@@ -274,7 +300,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		if herr := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
 			rerr = errors.Join(rerr, herr)
 		} else {
-			fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+			fmt.Fprintf(stderr, "iopath: wrote %s\n", quotePath(o.html))
 		}
 	}
 	if err != nil {

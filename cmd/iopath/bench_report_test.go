@@ -149,15 +149,28 @@ func TestBenchFioMissing(t *testing.T) {
 
 func TestBenchProfile(t *testing.T) {
 	path := benchFile(t, 1<<20)
+	// "prof/" as the README and --help write it: the directory is made.
 	dir := filepath.Join(t.TempDir(), "prof")
-	_, errOut, code := runCLI("bench", path, "--runs", "1", "--cache", "warm", "--min-time", "0",
-		"--engines", "pread", "--profile", dir)
+	out, errOut, code := runCLI("bench", path, "--runs", "1", "--cache", "warm", "--min-time", "0",
+		"--engines", "pread", "--profile", dir+"/", "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) != 1 || !strings.HasSuffix(ents[0].Name(), ".pprof") {
-		t.Errorf("profiles: %v %v", ents, err)
+		t.Fatalf("profiles: %v %v", ents, err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Results[0].Runs[0].Profile; got != filepath.Join(dir, ents[0].Name()) {
+		t.Errorf("the report names the profile %q, want %q", got, filepath.Join(dir, ents[0].Name()))
+	}
+	// Only a directory's own parent is required: a missing one is said.
+	_, errOut, code = runCLI("bench", path, "--runs", "1", "--engines", "pread", "--profile", filepath.Join(dir, "a", "b"))
+	if code != 2 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("--profile under a missing directory: exit %d, %q", code, errOut)
 	}
 }
 

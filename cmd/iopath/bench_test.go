@@ -140,11 +140,20 @@ func TestBenchBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, nil, 0o644)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(dir, "missing"), "no such file"},
 		{dir, "is a directory"},
 		{empty, "empty"},
-		{"/dev/null", "not a regular file"},
+		{"/dev/null", "not a regular file: a device"},
+		{fifo, "not a regular file: a named pipe"},
+		// Pseudo-files: no stable size to benchmark.
+		{"/proc/self/status", "no stable size to benchmark"},
+		{"/proc/cpuinfo", "no stable size to benchmark"},
+		{"/sys/kernel/mm/transparent_hugepage/enabled", "no stable size to benchmark"},
 	} {
 		_, errOut, code := runCLI("bench", tc.path, "--runs", "1")
 		if code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, tc.path) || strings.Count(errOut, "\n") != 1 {

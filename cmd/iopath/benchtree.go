@@ -31,7 +31,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		return usagef("bench: --format %s: with --tree, want table or json", o.format)
 	}
 	cfg := bench.TreeConfig{
-		Engines:     units.ParseList(o.engines),
+		Engines:     o.engines,
 		Runs:        o.runs,
 		Workers:     o.workers,
 		PoolWorkers: o.pool,
@@ -45,7 +45,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if !flags.Changed("engines") {
 		cfg.Engines = bench.DefaultTreeEngines()
 	}
-	for _, c := range units.ParseList(o.caches) {
+	for _, c := range o.caches {
 		cs, err := bench.ParseCache(c)
 		if err != nil {
 			return usagef("bench: --cache: %v", err)
@@ -85,9 +85,13 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
+		forget := cleanups.removeTreeOnExit(tmp)
+		defer func() {
+			os.RemoveAll(tmp)
+			forget()
+		}()
 		dir := filepath.Join(tmp, "tree")
-		fmt.Fprintf(stderr, "iopath: making a temporary tree of %d files (%s) in %s (give a DIR to measure your own)\n", o.files, dist, tmp)
+		fmt.Fprintf(stderr, "iopath: making a temporary tree of %d files (%s) in %s (give a DIR to measure your own)\n", o.files, dist, quotePath(tmp))
 		t0 := time.Now()
 		opts := gen.TreeOptions{Files: o.files, Size: d}
 		if step := prog.steps(); step != nil {
@@ -102,11 +106,14 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		cfg.Dir, cfg.TempDir = dir, true
 	}
 	if cfg.Archive == "" && slices.Contains(cfg.Engines, "archive") {
-		path, err := packTemp(ctx, cfg.Dir, o.dir, stderr)
+		path, forget, err := packTemp(ctx, cfg.Dir, o.dir, stderr)
 		if err != nil {
 			return err
 		}
-		defer os.Remove(path)
+		defer func() {
+			os.Remove(path)
+			forget()
+		}()
 		cfg.Archive = path
 	}
 	cfg.Progress = prog.steps()
@@ -125,15 +132,18 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	return rerr
 }
 
-// packTemp packs dir into a temporary tar.zst for the archive engine.
-func packTemp(ctx context.Context, dir, base string, stderr io.Writer) (string, error) {
+// packTemp packs dir into a temporary tar.zst for the archive engine. The
+// archive is in the cleanup set until the caller calls forget (having
+// removed it).
+func packTemp(ctx context.Context, dir, base string, stderr io.Writer) (path string, forget func(), err error) {
 	if base == "" {
 		base = defaultTempDir()
 	}
 	f, err := os.CreateTemp(base, "iopath-pack-*.tar.zst")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	forget = cleanups.removeOnExit(f.Name())
 	t0 := time.Now()
 	st, err := batch.Pack(ctx, dir, f, batch.PackOptions{Zstd: true})
 	if cerr := f.Close(); err == nil {
@@ -141,8 +151,9 @@ func packTemp(ctx context.Context, dir, base string, stderr io.Writer) (string, 
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", err
+		forget()
+		return "", nil, err
 	}
-	fmt.Fprintf(stderr, "iopath: packed the tree for the archive engine into %s (%s) in %.1fs\n", f.Name(), units.RoughSize(st.Written), time.Since(t0).Seconds())
-	return f.Name(), nil
+	fmt.Fprintf(stderr, "iopath: packed the tree for the archive engine into %s (%s) in %.1fs\n", quotePath(f.Name()), units.RoughSize(st.Written), time.Since(t0).Seconds())
+	return f.Name(), forget, nil
 }

@@ -24,7 +24,7 @@ func TestBenchTree(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	if rep.Tree == nil || rep.Tree.Files != 301 { // 300 and gen's marker
+	if rep.Tree == nil || rep.Tree.Files != 300 { // gen's marker is not one of them
 		t.Fatalf("tree %+v", rep.Tree)
 	}
 	// readfile and archive once, raw and io_uring at 1 and 2 workers, × 2 caches.
@@ -91,5 +91,9 @@ func TestBenchTreeUsageErrors(t *testing.T) {
 	_, errOut, code := runCLI("bench", "--tree", filepath.Join(dir, "missing"))
 	if code != 1 || !strings.Contains(errOut, "missing") {
 		t.Errorf("missing DIR: exit %d, %q", code, errOut)
+	}
+	_, errOut, code = runCLI("bench", "--tree", "/proc/self/net", "--runs", "1")
+	if code != 1 || !strings.Contains(errOut, "/proc/self/net") || !strings.Contains(errOut, "no stable size to benchmark") {
+		t.Errorf("a procfs DIR: exit %d, %q", code, errOut)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -71,8 +73,11 @@ func newGenCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Write a file, or a tree of files, of pseudo-random data to measure reads with",
 		Long: `gen writes SIZE bytes (default 1GiB) of fast, incompressible pseudo-random
 data to FILE. The same seed and size always give the same bytes. An
-existing FILE is refused unless --force; on any error (a full disk,
-Ctrl-C) the partial file is removed.
+existing FILE is refused unless --force. The data is written to a
+temporary file beside FILE, which takes FILE's name only when complete:
+on any error (a full disk, Ctrl-C) it is removed, and an existing FILE is
+left as it was. With --force both files exist until then, so the space
+check counts the whole new SIZE, not the growth over the old file.
 
 With --tree DIR it writes --files N files instead, 100 to a directory,
 nested like a source tree (DIR/03/17/file-31742.dat), with sizes drawn
@@ -149,14 +154,19 @@ func runGen(ctx context.Context, o genOptions, path string, stderr io.Writer) er
 		Seed:     o.seed,
 		Force:    o.force,
 		Sync:     o.sync,
-		Progress: prog.bytes("gen " + path),
+		Progress: prog.bytes("gen " + quotePath(path)),
+		Temp:     cleanups.removeOnExit,
 	})
+	if errors.Is(err, outfile.ErrExists) {
+		// The rule for every output file: bad usage, exit status 2.
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
 	prog.done()
-	fmt.Fprintf(stderr, "wrote %s to %s in %s%s\n", units.FormatSize(size), path,
+	fmt.Fprintf(stderr, "wrote %s to %s in %s%s\n", units.FormatSize(size), quotePath(path),
 		formatElapsed(elapsed), formatRate(size, elapsed))
 	return nil
 }
@@ -191,14 +201,14 @@ func runGenTree(ctx context.Context, o genOptions, stderr io.Writer) error {
 		}
 		if _, avail, _, err := sys.Statfs(spaceDir); err == nil && uint64(plan.Disk) > avail {
 			return usagef("gen: %d files of sizes %s need about %s, and %s has %s free (lower --files or --size)",
-				o.files, dist, units.RoughSize(plan.Disk), spaceDir, units.RoughSize(int64(avail)))
+				o.files, dist, units.RoughSize(plan.Disk), quotePath(spaceDir), units.RoughSize(int64(avail)))
 		}
 	}
 
 	prog := newProgress(stderr)
 	defer prog.done()
 	if steps := prog.steps(); steps != nil {
-		what := "gen " + dir
+		what := "gen " + quotePath(dir)
 		opts.Progress = func(done, total int) { steps(done, total, what) }
 	}
 	start := time.Now()
@@ -213,7 +223,7 @@ func runGenTree(ctx context.Context, o genOptions, stderr io.Writer) error {
 		verb = "rewrote"
 	}
 	fmt.Fprintf(stderr, "%s %d files (%s, sizes %s) in %s in %s\n", verb, st.Files,
-		units.RoughSize(st.Bytes), dist, dir, formatElapsed(elapsed))
+		units.RoughSize(st.Bytes), dist, quotePath(dir), formatElapsed(elapsed))
 	return nil
 }
 

@@ -41,12 +41,13 @@ func TestGenCLI(t *testing.T) {
 		t.Errorf("stderr %q does not match %s", stderr, re)
 	}
 
-	// An existing file: exit 1, one line, the file untouched.
+	// An existing file: exit 2 (as for every output file), one line, the
+	// file untouched.
 	before, _ := os.ReadFile(path)
 	code, _, stderr = runGenCLI(t, "gen", path, "--size", "8k")
 	want := "iopath: gen " + path + ": already exists (use --force to overwrite)\n"
-	if code != 1 || stderr != want {
-		t.Errorf("existing file: exit %d, stderr %q; want exit 1, %q", code, stderr, want)
+	if code != 2 || stderr != want {
+		t.Errorf("existing file: exit %d, stderr %q; want exit 2, %q", code, stderr, want)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Error("existing file was changed")
@@ -113,7 +114,7 @@ func TestGenCLICancel(t *testing.T) {
 	cancel()
 	var out, errb bytes.Buffer
 	err := run(ctx, []string{"gen", path, "--size", "64MiB"}, strings.NewReader(""), &out, &errb)
-	if code := exitCode(err, &errb); code != 1 || !strings.Contains(errb.String(), "partial file removed") {
+	if code := exitCode(err, &errb); code != 1 || strings.Count(errb.String(), "\n") != 1 {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {

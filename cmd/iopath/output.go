@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
-	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/outfile"
+	"github.com/iopath/iopath/internal/units"
 )
 
 // Every file a command writes for the user (pack -o, --html, --profile's
@@ -24,7 +24,7 @@ import (
 
 // errOutputExists is the cause when an output path exists and --force was
 // not given.
-var errOutputExists = errors.New("already exists (use --force to overwrite)")
+var errOutputExists = outfile.ErrExists
 
 // checkOutputFile says, before any work is done, why path cannot take an
 // output file: it exists and force is not set, it is a directory or a
@@ -64,70 +64,30 @@ func checkOutputFile(path string, force bool, inputs ...string) error {
 	return nil
 }
 
-// writeFileAtomic writes path through write: into a temporary file beside
-// it, renamed over path only when complete, so that a failure or an
-// interrupt never leaves a half-written file or destroys an old one.
-// Without force an existing path is never replaced, even one that
-// appeared after checkOutputFile: the rename fails instead. The temporary
-// file is known to the interrupt handler (cleanups) while it exists.
+// writeFileAtomic writes path through write by package outfile's rule:
+// into a temporary file beside it, renamed over path only when complete,
+// so that a failure or an interrupt never leaves a half-written file or
+// destroys an old one. Without force an existing path is never replaced,
+// even one that appeared after checkOutputFile: that is a usage error.
+// The temporary file is known to the interrupt handler (cleanups) while
+// it exists.
 func writeFileAtomic(path string, force bool, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", quotePath(path), err)
-	}
-	tmp := f.Name()
-	forget := cleanups.removeOnExit(tmp)
-	defer forget()
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = renameOutput(tmp, path, force)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		if errors.Is(err, errOutputExists) {
-			return usagef("%s: %w", quotePath(path), errOutputExists)
-		}
-		return fmt.Errorf("write %s: %w", quotePath(path), err)
-	}
-	return nil
-}
-
-// renameOutput moves the finished tmp to path: over it with force, else
-// only if path does not exist (errOutputExists when it does).
-func renameOutput(tmp, path string, force bool) error {
-	if force {
-		return os.Rename(tmp, path)
-	}
-	err := sys.RenameNoReplace(tmp, path)
+	err := outfile.Write(path, force, cleanups.removeOnExit, write)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, syscall.EEXIST):
-		return errOutputExists
-	case errors.Is(err, syscall.EINVAL):
-		// A filesystem without renameat2 flags: link(2) fails with EEXIST
-		// too, and never replaces.
-		if lerr := os.Link(tmp, path); lerr != nil {
-			if errors.Is(lerr, fs.ErrExist) {
-				return errOutputExists
-			}
-			return lerr
-		}
-		return os.Remove(tmp)
+	case errors.Is(err, outfile.ErrExists):
+		return usagef("%s: %w", quotePath(path), errOutputExists)
 	}
-	return err
+	return fmt.Errorf("write %s: %w", quotePath(path), err)
 }
 
 // checkOutputDir says, before any work is done, why path cannot take output
 // files: it exists and is not a directory, or its parent is missing. A
-// missing directory is created by makeOutputDir when the work starts.
+// missing directory is created when the work starts ("prof/" as well as
+// "prof": the trailing slash names the same directory).
 func checkOutputDir(path string) error {
+	path = filepath.Clean(path)
 	st, err := os.Stat(path)
 	if err == nil {
 		if !st.IsDir() {
@@ -145,24 +105,20 @@ func checkOutputDir(path string) error {
 	return nil
 }
 
-// quotePath returns p as it is when every byte of it prints as itself on
-// one line, else Go-quoted ("a\nb", "\x1b[31m"), as ls and %q do, so that
-// a name cannot split an error over two lines or send escapes to the
-// terminal.
-func quotePath(p string) string {
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\uFFFD' {
-			return fmt.Sprintf("%q", p)
-		}
-	}
-	return p
-}
+// quotePath is units.QuotePath, the one rule for printing a file name:
+// as it is, or Go-quoted when a character of it would not print as itself
+// (a newline, an escape byte), as ls and %q do.
+func quotePath(p string) string { return units.QuotePath(p) }
 
 // cleanupSet holds what must not outlive the process when it is stopped
-// at once (a second Ctrl-C): temporary files being written.
+// at once (a second Ctrl-C): temporary files being written, and temporary
+// trees (bench --tree's).
 type cleanupSet struct {
 	mu    sync.Mutex
-	files map[string]struct{}
+	files map[string]bool // path -> remove the whole tree under it
+	// added, when set (by tests), is called with each path registered,
+	// as it is registered: the moment a temporary file exists.
+	added func(path string)
 }
 
 // cleanups is the process's cleanup set; main runs it before exiting on a
@@ -172,13 +128,22 @@ var cleanups cleanupSet
 // removeOnExit registers path for removal if the process is stopped at
 // once; the returned function forgets it (call it once path is renamed
 // into place or removed).
-func (c *cleanupSet) removeOnExit(path string) (forget func()) {
+func (c *cleanupSet) removeOnExit(path string) (forget func()) { return c.add(path, false) }
+
+// removeTreeOnExit is removeOnExit for a directory and all under it.
+func (c *cleanupSet) removeTreeOnExit(dir string) (forget func()) { return c.add(dir, true) }
+
+func (c *cleanupSet) add(path string, tree bool) (forget func()) {
 	c.mu.Lock()
 	if c.files == nil {
-		c.files = map[string]struct{}{}
+		c.files = map[string]bool{}
 	}
-	c.files[path] = struct{}{}
+	c.files[path] = tree
+	added := c.added
 	c.mu.Unlock()
+	if added != nil {
+		added(path)
+	}
 	return func() {
 		c.mu.Lock()
 		delete(c.files, path)
@@ -186,12 +151,17 @@ func (c *cleanupSet) removeOnExit(path string) (forget func()) {
 	}
 }
 
-// run removes every registered file. It is called by main on the way out.
+// run removes every registered file and tree. It is called by main on the
+// way out.
 func (c *cleanupSet) run() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for p := range c.files {
-		os.Remove(p)
+	for p, tree := range c.files {
+		if tree {
+			os.RemoveAll(p)
+		} else {
+			os.Remove(p)
+		}
 	}
 	c.files = nil
 }

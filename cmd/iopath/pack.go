@@ -84,10 +84,10 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 		if pe, ok := err.(*fs.PathError); ok {
 			err = pe.Err
 		}
-		return fmt.Errorf("pack: %s: %w", dir, err)
+		return fmt.Errorf("pack: %s: %w", quotePath(dir), err)
 	}
 	if !dirInfo.IsDir() {
-		return fmt.Errorf("pack: %s: not a directory (pack takes a directory)", dir)
+		return fmt.Errorf("pack: %s: not a directory (pack takes a directory)", quotePath(dir))
 	}
 	if err := checkOutputFile(out, o.force); err != nil {
 		return usagef("pack: -o: %v", err)
@@ -95,7 +95,7 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 	if inside, err := pathInside(out, dirInfo); err != nil {
 		return usagef("pack: -o: %v", err)
 	} else if inside {
-		return usagef("pack: -o %s: is inside %s; it would pack itself (write it elsewhere)", out, dir)
+		return usagef("pack: -o %s: is inside %s; it would pack itself (write it elsewhere)", quotePath(out), quotePath(dir))
 	}
 
 	prog := newProgress(stderr)
@@ -103,7 +103,7 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 	opts := batch.PackOptions{Zstd: useZstd, Level: level}
 	if prog.tty {
 		if total, ok := countFiles(ctx, dir); ok {
-			opts.Progress = prog.files(total, "pack "+filepath.Base(filepath.Clean(dir)))
+			opts.Progress = prog.files(total, "pack "+quotePath(filepath.Base(filepath.Clean(dir))))
 		}
 	}
 	start := time.Now()
@@ -115,9 +115,9 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 	})
 	switch {
 	case ctx.Err() != nil && (packErr != nil || err != nil):
-		return fmt.Errorf("pack: interrupted; %s not written", out)
+		return fmt.Errorf("pack: interrupted; %s not written", quotePath(out))
 	case packErr != nil:
-		return fmt.Errorf("pack: %w (%s not written)", packErr, out)
+		return fmt.Errorf("pack: %w (%s not written)", packErr, quotePath(out))
 	case err != nil:
 		return err
 	}
@@ -128,7 +128,7 @@ func runPack(ctx context.Context, o packOptions, levelSet bool, dir string, stde
 		kind = "tar.zst"
 	}
 	line := fmt.Sprintf("packed %s (%s) into %s (%s, %s) in %s", countNoun(st.Files, "file"),
-		units.RoughSize(st.Bytes), out, kind, units.RoughSize(st.Written), formatElapsed(elapsed))
+		units.RoughSize(st.Bytes), quotePath(out), kind, units.RoughSize(st.Written), formatElapsed(elapsed))
 	if s := st.Skipped(); s != "" {
 		line += "; skipped " + s
 	}
@@ -147,13 +147,13 @@ func packFormat(out string, zstdFlag bool) (bool, error) {
 	}
 	if strings.HasSuffix(name, ".tar") {
 		if zstdFlag {
-			return false, usagef("pack: --zstd with %s, a .tar name: name it %s.zst", out, filepath.Base(out))
+			return false, usagef("pack: --zstd with %s, a .tar name: name it %s", quotePath(out), quotePath(filepath.Base(out)+".zst"))
 		}
 		return false, nil
 	}
 	for _, ext := range []string{".gz", ".tgz", ".bz2", ".tbz", ".tbz2", ".xz", ".txz", ".lz4", ".zip", ".7z"} {
 		if strings.HasSuffix(name, ext) {
-			return false, usagef("pack: %s: pack writes tar or tar.zst, not %s (name it .tar or .tar.zst)", out, ext)
+			return false, usagef("pack: %s: pack writes tar or tar.zst, not %s (name it .tar or .tar.zst)", quotePath(out), ext)
 		}
 	}
 	return zstdFlag, nil

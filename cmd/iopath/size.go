@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,16 +38,17 @@ func (s sizeListValue) String() string {
 	return strings.Join(parts, ",")
 }
 func (s sizeListValue) Set(str string) error {
+	items, err := units.ParseList(str)
+	if err != nil {
+		return err
+	}
 	var out []int64
-	for _, p := range units.ParseList(str) {
+	for _, p := range items {
 		n, err := units.ParseSize(p)
 		if err != nil {
 			return err
 		}
 		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return errors.New("empty list")
 	}
 	*s.v = out
 	return nil
@@ -66,18 +66,33 @@ func (s intListValue) String() string {
 	return strings.Join(parts, ",")
 }
 func (s intListValue) Set(str string) error {
+	items, err := units.ParseList(str)
+	if err != nil {
+		return err
+	}
 	var out []int
-	for _, p := range units.ParseList(str) {
+	for _, p := range items {
 		n, err := strconv.Atoi(p)
 		if err != nil {
 			return fmt.Errorf("%q is not a whole number", p)
 		}
 		out = append(out, n)
 	}
-	if len(out) == 0 {
-		return errors.New("empty list")
-	}
 	*s.v = out
 	return nil
 }
 func (s intListValue) Type() string { return "ints" }
+
+// stringListValue is a pflag.Value for comma-separated names: pread,mmap.
+type stringListValue struct{ v *[]string }
+
+func (s stringListValue) String() string { return strings.Join(*s.v, ",") }
+func (s stringListValue) Set(str string) error {
+	items, err := units.ParseList(str)
+	if err != nil {
+		return err
+	}
+	*s.v = items
+	return nil
+}
+func (s stringListValue) Type() string { return "list" }

@@ -1,5 +1,6 @@
-// Package units parses and formats byte sizes and rates the way iopath's
-// users write them: 4k, 128KiB, 1GiB, 1.5g.
+// Package units parses and formats what iopath's users write and read:
+// byte sizes and rates (4k, 128KiB, 1GiB, 1.5g), comma-separated lists,
+// and file names printed so that each stays on its line.
 package units
 
 import (
@@ -8,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ParseSize parses a byte size. Suffixes are binary and case-insensitive:
@@ -77,15 +79,23 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// ParseList splits a comma-separated flag value, dropping empty items.
-func ParseList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// ParseList splits a comma-separated flag value into its items, trimming
+// spaces around each. An empty item ("4k,,8k", a comma at either end) or an
+// empty value is an error: it is a slip more often than not, and dropping
+// it silently would run something other than what was written.
+func ParseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("empty list")
 	}
-	return out
+	parts := strings.Split(s, ",")
+	out := make([]string, 0, len(parts))
+	for i, p := range parts {
+		if p = strings.TrimSpace(p); p == "" {
+			return nil, fmt.Errorf("item %d of %d is empty", i+1, len(parts))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // RoughSize formats n bytes for reading, not parsing back: the largest
@@ -103,4 +113,59 @@ func RoughSize(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// QuotePath returns p as it is when every character of it prints as
+// itself, else Go-quoted ("a\nb", "\x1b[31m"), as ls and %q do: a name
+// with a newline, an escape byte, a bidirectional override or bytes that
+// are not UTF-8 must not split a line of output in two or drive the
+// terminal.
+func QuotePath(p string) string {
+	if printable(p) {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
+// EscapeControls returns s with each character that does not print as
+// itself written as Go writes it inside a quoted string (\n, \x1b,
+// \u202e), for text in which a name is one part among words, such as an
+// error message: the text stays one line and inert on a terminal.
+func EscapeControls(s string) string {
+	if printable(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == ' ' || (strconv.IsPrint(r) && !(r == utf8.RuneError && n == 1)) {
+			b.WriteString(s[i : i+n])
+		} else {
+			q := strconv.Quote(s[i : i+n]) // one character, or one bad byte
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// printable says whether every character of s prints as itself: valid
+// UTF-8, and graphic or the ASCII space.
+func printable(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == 0x7f {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || !strconv.IsPrint(r) {
+			return false
+		}
+		i += n
+	}
+	return true
 }

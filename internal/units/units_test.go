@@ -1,6 +1,7 @@
 package units
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -59,10 +60,53 @@ func TestFormatSize(t *testing.T) {
 }
 
 func TestParseList(t *testing.T) {
-	got := ParseList(" a, ,b,,c ")
-	if strings.Join(got, "|") != "a|b|c" {
-		t.Errorf("ParseList = %q", got)
+	for _, tt := range []struct {
+		in   string
+		want string // items joined by |; "" for an error
+	}{
+		{"a", "a"},
+		{" a, b ,c ", "a|b|c"},
+		{"4k,16k", "4k|16k"},
+		{"4k,,8k", ""},
+		{"4k,", ""},
+		{",4k", ""},
+		{"a, ,b", ""},
+		{"", ""},
+		{" ", ""},
+		{",", ""},
+	} {
+		got, err := ParseList(tt.in)
+		if tt.want == "" {
+			if err == nil {
+				t.Errorf("ParseList(%q) = %q, want an error", tt.in, got)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, "|") != tt.want {
+			t.Errorf("ParseList(%q) = %q, %v; want %s", tt.in, got, err, tt.want)
+		}
 	}
+}
+
+func FuzzParseList(f *testing.F) {
+	for _, s := range []string{"4k,16k", "a,,b", "", ",", " a , b "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		items, err := ParseList(s)
+		if err != nil {
+			return
+		}
+		// Every comma separates two items, none of them empty.
+		if len(items) != strings.Count(s, ",")+1 {
+			t.Fatalf("ParseList(%q) = %q: %d items for %d commas", s, items, len(items), strings.Count(s, ","))
+		}
+		for _, it := range items {
+			if it == "" || it != strings.TrimSpace(it) {
+				t.Fatalf("ParseList(%q) has item %q", s, it)
+			}
+		}
+	})
 }
 
 func FuzzParseSize(f *testing.F) {
@@ -85,6 +129,55 @@ func FuzzParseSize(f *testing.F) {
 		back, err := ParseSize(out)
 		if err != nil || back != n {
 			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, out, back, err)
+		}
+	})
+}
+
+func TestQuotePath(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"/var/tmp/data", "/var/tmp/data"},
+		{"a b/ü.dat", "a b/ü.dat"},
+		{"a\nb", `"a\nb"`},
+		{"\x1b[31mred", `"\x1b[31mred"`},
+		{"tab\there", `"tab\there"`},
+		{"del\x7f", `"del\x7f"`},
+		{"bad\xffutf8", `"bad\xffutf8"`},
+		{"rtl\u202eoverride", `"rtl\u202eoverride"`},
+		{"c1\u0085", `"c1\u0085"`},
+	} {
+		if got := QuotePath(tt.in); got != tt.want {
+			t.Errorf("QuotePath(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEscapeControls(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"open /x: no such file", "open /x: no such file"},
+		{"open /a\nb: no such file", `open /a\nb: no such file`},
+		{"open /\x1b[31m: denied", `open /\x1b[31m: denied`},
+		{"bad \xff byte, ü kept", `bad \xff byte, ü kept`},
+	} {
+		if got := EscapeControls(tt.in); got != tt.want {
+			t.Errorf("EscapeControls(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzQuotePath(f *testing.F) {
+	for _, s := range []string{"/a/b", "a\nb", "\x1b", "\xff", "ü"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, out := range []string{QuotePath(s), EscapeControls(s)} {
+			if !printable(out) {
+				t.Fatalf("%q gave %q, which does not print as itself", s, out)
+			}
+		}
+		if q := QuotePath(s); q != s {
+			if back, err := strconv.Unquote(q); err != nil || back != s {
+				t.Fatalf("QuotePath(%q) = %s does not unquote back: %q, %v", s, q, back, err)
+			}
 		}
 	})
 }
