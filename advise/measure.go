@@ -254,8 +254,10 @@ type runner struct {
 	t        trial
 	ms       []Measurement // every candidate in every cache state, in order
 	progress func(what string)
-	ref      uint64 // the first whole pass's sum
-	refSet   bool
+	// ref is the first whole pass's sum, by the number of files in the
+	// pass: warming may cut a many-files sample to a prefix of it, and a
+	// pass over the cut sample has its own sum.
+	ref map[int64]uint64
 	notes    []string
 	firstErr map[string]error // per label: an example of a file it could not read
 }
@@ -480,9 +482,12 @@ func (r *runner) run(ctx context.Context, p passer, m *Measurement, c Cache, run
 			r.firstErr[m.Label] = pr.firstErr
 		}
 		if pr.whole {
-			if !r.refSet {
-				r.ref, r.refSet = pr.sum, true
-			} else if pr.sum != r.ref {
+			if ref, ok := r.ref[pr.files]; !ok {
+				if r.ref == nil {
+					r.ref = map[int64]uint64{}
+				}
+				r.ref[pr.files] = pr.sum
+			} else if pr.sum != ref {
 				m.Mismatch++
 				r.note("%s delivered different bytes from the other paths on a whole pass (the data changed while it was measured, or the engine is wrong)", m.Label)
 			}
