@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/iopath/iopath/internal/sys"
 )
@@ -19,11 +21,16 @@ import (
 // this kernel or under this policy (io_uring disabled, an opcode missing).
 var ErrNotSupported = errors.New("not supported")
 
-// Defaults for the zero Config.
+// Defaults for the zero Config, and the bounds Validate checks.
 const (
 	DefaultAddr     = "127.0.0.1:0"
 	DefaultMaxConns = 100_000
 	DefaultBufSize  = 64 << 10
+	// MaxLoops bounds Config.Loops.
+	MaxLoops = 1024
+	// MaxMaxConns bounds Config.MaxConns: a million connections is more
+	// than a process gets descriptors for on most systems.
+	MaxMaxConns = 1_000_000
 	// MaxBufSize bounds Config.BufSize, so that a typo cannot ask for
 	// gigabytes per connection.
 	MaxBufSize = 64 << 20
@@ -51,9 +58,31 @@ type Config struct {
 	// FixedFiles makes io_uring use registered (direct) descriptors for
 	// connections.
 	FixedFiles bool
+	// Log, when set, is told of trouble the server works around rather
+	// than fails on, one line (no newline) at a time: accepts failing for
+	// want of descriptors or memory (see Stats.AcceptErrors), at most once
+	// a second. It is called from the server's loops and must not block
+	// for long.
+	Log func(msg string)
+}
+
+// Validate checks c as Listen will, with an error naming the field, its
+// value and the range it must be in; 0 stands for the default in every
+// numeric field.
+func (c Config) Validate() error {
+	_, _, err := c.withDefaults()
+	return err
 }
 
 func (c Config) withDefaults() (Config, netip.AddrPort, error) {
+	switch {
+	case c.Loops < 0 || c.Loops > MaxLoops:
+		return c, netip.AddrPort{}, fmt.Errorf("loops %d: want 1 to %d (0: GOMAXPROCS)", c.Loops, MaxLoops)
+	case c.MaxConns < 0 || c.MaxConns > MaxMaxConns:
+		return c, netip.AddrPort{}, fmt.Errorf("max conns %d: want 1 to %d (0: %d)", c.MaxConns, MaxMaxConns, DefaultMaxConns)
+	case c.BufSize < 0 || c.BufSize > MaxBufSize:
+		return c, netip.AddrPort{}, fmt.Errorf("buffer size %d: want 1 to %d bytes (0: %d)", c.BufSize, MaxBufSize, DefaultBufSize)
+	}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
@@ -65,14 +94,6 @@ func (c Config) withDefaults() (Config, netip.AddrPort, error) {
 	}
 	if c.BufSize == 0 {
 		c.BufSize = DefaultBufSize
-	}
-	switch {
-	case c.Loops < 0 || c.Loops > 1024:
-		return c, netip.AddrPort{}, fmt.Errorf("loops %d: want 1 to 1024", c.Loops)
-	case c.MaxConns < 0:
-		return c, netip.AddrPort{}, fmt.Errorf("max conns %d: want at least 1", c.MaxConns)
-	case c.BufSize < 0 || c.BufSize > MaxBufSize:
-		return c, netip.AddrPort{}, fmt.Errorf("buffer size %d: want 1 to %d bytes", c.BufSize, MaxBufSize)
 	}
 	ap, err := ParseAddr(c.Addr)
 	if err != nil {
@@ -114,9 +135,18 @@ type Stats struct {
 	Accepted int64 // connections accepted and served
 	Refused  int64 // connections accepted and closed at once (over MaxConns)
 	Active   int64 // connections open now
+	Peak     int64 // the most connections open at once
 	Resets   int64 // connections ended by an error (reset, broken pipe)
 	BytesIn  int64 // bytes received
 	BytesOut int64 // bytes sent
+	// AcceptErrors counts accepts that failed, nearly always for want of
+	// descriptors (EMFILE: RLIMIT_NOFILE; ENFILE: the system's limit, or
+	// a full io_uring fixed-file table) or memory (ENOBUFS, ENOMEM).
+	// While accepts fail, new connections wait in the listen queue,
+	// unserved: the engine stops accepting for AcceptPause at a time,
+	// serves the connections it has (whose closing frees descriptors),
+	// and says so through Config.Log.
+	AcceptErrors int64
 }
 
 // Server is a running echo server.
@@ -191,18 +221,134 @@ func Listen(engine string, cfg Config) (Server, error) {
 
 // counters are a server's Stats, updated atomically by its loops.
 type counters struct {
-	accepted, refused, active, resets, bytesIn, bytesOut atomic.Int64
+	accepted, refused, active, resets, bytesIn, bytesOut, acceptErrs atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Accepted: c.accepted.Load(),
-		Refused:  c.refused.Load(),
-		Active:   c.active.Load(),
-		Resets:   c.resets.Load(),
-		BytesIn:  c.bytesIn.Load(),
-		BytesOut: c.bytesOut.Load(),
+		Accepted:     c.accepted.Load(),
+		Refused:      c.refused.Load(),
+		Active:       c.active.Load(),
+		Resets:       c.resets.Load(),
+		BytesIn:      c.bytesIn.Load(),
+		BytesOut:     c.bytesOut.Load(),
+		AcceptErrors: c.acceptErrs.Load(),
 	}
+}
+
+// connCount enforces Config.MaxConns over a server's loops and keeps
+// Stats.Peak.
+type connCount struct {
+	open, peak atomic.Int64
+	max        int64
+}
+
+// reserve takes a slot under the limit, or reports that none is free.
+func (c *connCount) reserve() bool {
+	for {
+		n := c.open.Load()
+		if n >= c.max {
+			return false
+		}
+		if c.open.CompareAndSwap(n, n+1) {
+			for p := c.peak.Load(); n+1 > p && !c.peak.CompareAndSwap(p, n+1); p = c.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+// release gives a slot back.
+func (c *connCount) release() { c.open.Add(-1) }
+
+// AcceptPause is how long an engine stops accepting after an accept
+// failed (EMFILE and friends, see Stats.AcceptErrors): the listener stays
+// readable, so accepting again at once would fail again at once, and
+// spin. The connections open meanwhile are served, and may free
+// descriptors.
+const AcceptPause = 10 * time.Millisecond
+
+// acceptLogEvery is the least time between two lines about failed
+// accepts.
+const acceptLogEvery = time.Second
+
+// acceptLog says, through Config.Log, that accepts are failing: at once
+// for the first failure, then at most once every acceptLogEvery, with the
+// failures since the last line. Loops count their failures in their own
+// counters (Stats.AcceptErrors); this is only the rate-limited word.
+type acceptLog struct {
+	log  func(string)
+	what string       // "epoll server on 127.0.0.1:7007"
+	open func() int64 // connections open now
+
+	mu    sync.Mutex
+	last  time.Time // of the last line
+	since int64     // failures since the last line
+	total int64
+}
+
+func newAcceptLog(cfg Config, engine string, addr netip.AddrPort, open func() int64) *acceptLog {
+	return &acceptLog{log: cfg.Log, what: fmt.Sprintf("%s server on %s", engine, addr), open: open}
+}
+
+// failed notes one failed accept; why is the error, or a sentence when
+// the errno alone would mislead (a full fixed-file table is ENFILE).
+func (a *acceptLog) failed(why error) {
+	if a == nil || a.log == nil {
+		return
+	}
+	a.mu.Lock()
+	a.since++
+	a.total++
+	now := time.Now()
+	if !a.last.IsZero() && now.Sub(a.last) < acceptLogEvery {
+		a.mu.Unlock()
+		return
+	}
+	since, total, first := a.since, a.total, a.last.IsZero()
+	a.last, a.since = now, 0
+	a.mu.Unlock()
+	count := fmt.Sprintf("%d failed accepts in the last %v, %d in all", since, acceptLogEvery, total)
+	if first {
+		count = "the first failed accept"
+	}
+	a.log(fmt.Sprintf("%s: accept: %s; new connections wait in the listen queue, unserved, while the %d open are served; retrying every %v (%s)",
+		a.what, describeAcceptErr(why), a.open(), AcceptPause, count))
+}
+
+// describeAcceptErr words an accept failure for a user who must fix it.
+func describeAcceptErr(err error) string {
+	var e syscall.Errno
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	switch e {
+	case sys.EMFILE:
+		msg := "too many open files (EMFILE)"
+		if soft, _, err := sys.Nofile(); err == nil {
+			msg = fmt.Sprintf("too many open files (EMFILE: the process's RLIMIT_NOFILE of %d is reached; raise it with ulimit -n)", soft)
+		}
+		return msg
+	case sys.ENFILE:
+		return "too many open files in the system (ENFILE: fs.file-max is reached)"
+	case sys.ENOBUFS, sys.ENOMEM:
+		return fmt.Sprintf("out of memory (%s)", errnoName(e))
+	}
+	return fmt.Sprintf("%v (%s)", e, errnoName(e))
+}
+
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case sys.EMFILE:
+		return "EMFILE"
+	case sys.ENFILE:
+		return "ENFILE"
+	case sys.ENOBUFS:
+		return "ENOBUFS"
+	case sys.ENOMEM:
+		return "ENOMEM"
+	}
+	return fmt.Sprintf("errno %d", int(e))
 }
 
 // onceErr runs a shutdown once and hands its result to every caller.
@@ -230,6 +376,7 @@ func (s *Stats) add(o Stats) {
 	s.Resets += o.Resets
 	s.BytesIn += o.BytesIn
 	s.BytesOut += o.BytesOut
+	s.AcceptErrors += o.AcceptErrors
 }
 
 // drainThenForce is the shutdown of a server made of loops: it asks them
