@@ -78,6 +78,12 @@ type runner struct {
 	// serverCPU reads the server's CPU time (nil without ServerPID).
 	serverCPU func() (time.Duration, error)
 
+	// The no-echo check (checkNoEcho): began is when the connections
+	// started (Nanotime), noEchoWait the time the check allowed.
+	began      int64
+	noEchoOnce sync.Once
+	noEchoWait time.Duration
+
 	shards []shard
 	conns  []*conn
 	left   atomic.Int64  // connections still running
@@ -110,6 +116,10 @@ type conn struct {
 	dead   chan struct{}  // closed by fail
 	failed atomic.Bool
 	err    error // the failure, unless Run caused it
+	// echoed is set at the first echoed byte (by got), noEcho by the
+	// no-echo check when there was none in time.
+	echoed atomic.Bool
+	noEcho atomic.Bool
 	live   atomic.Int32
 	next   int64 // open loop: when the next message is due (Nanotime)
 	first  int64 // open loop: when message 0 was due
@@ -124,6 +134,7 @@ type conn struct {
 	corruptAll int64 // whole run: bytes that did not match
 	msgsEnd    int64 // messages completed before the window ended
 	extra      int64 // bytes the server sent after the last echo
+	gotEcho    bool  // c.echoed is set
 	lat        [latBatch]int64
 	nlat       int
 	shard      *shard
@@ -390,6 +401,10 @@ func (c *conn) got(b []byte) int64 {
 	r := c.r
 	size := r.size
 	n := int64(len(b))
+	if !c.gotEcho {
+		c.gotEcho = true
+		c.echoed.Store(true)
+	}
 	phase := r.phase.Load()
 	measuring := phase == phaseMeasure
 	if bytes.Equal(b, c.window(c.recv, n)) { // the fast path

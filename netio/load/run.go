@@ -40,6 +40,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
 		}
+		if err := checkListens(cfg.ServerPID, cfg.Addr); err != nil {
+			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
+		}
 	}
 	if err := checkNofile(cfg.Conns); err != nil {
 		return nil, err
@@ -74,12 +77,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = r.drive(ctx, res, ec.abort)
 		ec.wait()
 		r.collect(res)
-		return res, err
+		return res, r.checkServerCPU(res, err)
 	}
 	r.start(ncs)
 	err = r.drive(ctx, res, r.abort)
 	r.collect(res)
-	return res, err
+	return res, r.checkServerCPU(res, err)
+}
+
+// minServerCPUReqs is how many requests a window must have answered
+// before a server CPU time of 0 proves ServerPID is not the server: with
+// the process CPU clock (nanoseconds) any work shows; /proc's 10 ms ticks
+// need a window long enough for one whole tick at 0.1 µs a request.
+var minServerCPUReqs = map[string]int64{"clock": 1000, "proc": 100_000}
+
+// checkServerCPU turns a server CPU time of 0 over a window that many
+// requests went through into an error (a pid that is not the server's,
+// which no check before the run caught), rather than a figure of
+// 0.00 µs per request; err is the run's error so far.
+func (r *runner) checkServerCPU(res *Result, err error) error {
+	if r.serverCPU == nil || err != nil || res.ServerCPU > 0 || res.Requests < minServerCPUReqs[res.ServerCPUSource] {
+		return err
+	}
+	src := res.ServerCPUSource
+	res.ServerCPUSource = "" // no figure of the server's
+	return fmt.Errorf("load: server pid %d used no CPU time (%s) while the server at %s answered %d requests: it is not that server's process",
+		r.cfg.ServerPID, src, r.cfg.Addr, res.Requests)
 }
 
 // newRunner prepares a run over n connections.
@@ -168,6 +191,9 @@ func (r *runner) start(ncs []*net.TCPConn) {
 func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	cfg := r.cfg
 	var err error
+	r.began = metrics.Nanotime()
+	noEcho := time.AfterFunc(max(cfg.Warmup, minEchoWait), func() { r.checkNoEcho(metrics.Nanotime()) })
+	defer noEcho.Stop()
 	if cfg.Warmup > 0 {
 		err = r.wait(ctx, cfg.Warmup, "warmup")
 	}
@@ -179,6 +205,12 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 		err = r.wait(ctx, cfg.Duration, "run")
 		r.windowEnd = metrics.Nanotime()
 		r.phase.Store(phaseStop)
+		if err == nil {
+			// A run shorter than the check's wait is checked at its
+			// end (an interrupted one is not: ctx is no server's fault).
+			noEcho.Stop()
+			r.checkNoEcho(r.windowEnd)
+		}
 		res.Elapsed = time.Since(w0)
 		u1, _ := metrics.SelfUsage()
 		d := u1.Sub(u0)
@@ -230,6 +262,32 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	}
 }
 
+// minEchoWait is the least time a connection has for its first echo
+// before the no-echo check fails it (see checkNoEcho).
+const minEchoWait = time.Second
+
+// checkNoEcho marks, once, the connections that have had no echoed byte
+// by now although they sent a message in the first half of the time since
+// the start: a server that leaves connections unserved (not accepted: out
+// of descriptors, say) would otherwise pass as one that serves fewer of
+// them faster, its QPS from a few of the connections. It runs at the end
+// of the warm-up, or minEchoWait after the start if that is later, or at
+// the end of a window that ends before that. The half excludes, in open
+// loop, connections whose first message was due too recently to be
+// answered yet; in closed loop every connection sends at the start.
+func (r *runner) checkNoEcho(now int64) {
+	r.noEchoOnce.Do(func() {
+		r.noEchoWait = time.Duration(now - r.began)
+		half := r.began + (now-r.began)/2
+		for _, c := range r.conns {
+			if c.echoed.Load() || (r.open && c.first > half) {
+				continue
+			}
+			c.noEcho.Store(true)
+		}
+	})
+}
+
 // wait lets the run go on for d, calling Progress; it returns early, with
 // nil, when every connection is gone, and with ctx's error when ctx ends.
 func (r *runner) wait(ctx context.Context, d time.Duration, phase string) error {
@@ -270,6 +328,8 @@ func (r *runner) abort() {
 // collect adds up the connections' counts once they are all gone.
 func (r *runner) collect(res *Result) {
 	cancelled := r.aborting.Load() && !r.timedOut
+	res.NoEchoWait = r.noEchoWait
+	var firstOther string // the first failure that is not a missing echo
 	h := metrics.NewHistogram()
 	for i := range r.shards {
 		h.Merge(r.shards[i].h)
@@ -278,11 +338,18 @@ func (r *runner) collect(res *Result) {
 		res.Requests += c.reqs
 		res.Bytes += c.okBytes
 		res.Corrupted += c.corruptAll
+		if c.okBytes > 0 {
+			res.Carried++
+		}
 		owed := c.sent.Load() - c.recv
 		var cerr error
+		noEcho := false
 		switch {
 		case c.err != nil:
 			cerr = c.err
+		case c.noEcho.Load():
+			noEcho = true
+			cerr = fmt.Errorf("no echo within the first %v: the server left it unserved", r.noEchoWait.Round(time.Millisecond))
 		case owed > 0 && r.timedOut:
 			cerr = fmt.Errorf("%s not echoed within the %v drain", nBytes(owed), r.cfg.Drain)
 		}
@@ -307,10 +374,20 @@ func (r *runner) collect(res *Result) {
 		}
 		if cerr != nil {
 			res.ConnErrors++
+			if noEcho {
+				res.NoEcho++
+			}
+			msg := fmt.Sprintf("connection %d: %v", c.id+1, describe(cerr))
 			if res.FirstError == "" {
-				res.FirstError = fmt.Sprintf("connection %d: %v", c.id+1, describe(cerr))
+				res.FirstError = msg
+			}
+			if firstOther == "" && !noEcho {
+				firstOther = msg
 			}
 		}
+	}
+	if firstOther != "" {
+		res.FirstError = firstOther
 	}
 	if res.Elapsed > 0 {
 		s := res.Elapsed.Seconds()
