@@ -12,6 +12,7 @@ import (
 
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("epoll", listenEpoll) }
@@ -77,7 +78,7 @@ type epollServer struct {
 
 	// count counts the connections served by all loops, for MaxConns.
 	count connCount
-	alog  *acceptLog
+	alog  *accepts.Log
 	// mode is what Shutdown asks of the loops: modeRun, then modeDrain,
 	// then modeForce; it only grows. Each change is followed by a write
 	// to every loop's eventfd.
@@ -380,7 +381,7 @@ func (l *eloop) accept() {
 				// stop listening for a moment rather than spin on a
 				// readable listener.
 				l.st.acceptErrs.Add(1)
-				l.s.alog.failed(err)
+				l.s.alog.Failed(err)
 				l.pauseAccept()
 			}
 			return

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("net", listenNet) }
@@ -23,7 +25,7 @@ type netServer struct {
 	addr  netip.AddrPort
 	st    counters
 	count connCount
-	alog  *acceptLog
+	alog  *accepts.Log
 
 	mu      sync.Mutex
 	conns   map[*net.TCPConn]struct{}
@@ -74,7 +76,7 @@ func (s *netServer) acceptLoop() {
 			// stop accepting for a moment rather than spin, serving the
 			// connections already open. Shutdown ends the pause.
 			s.st.acceptErrs.Add(1)
-			s.alog.failed(err)
+			s.alog.Failed(err)
 			pause := time.NewTimer(AcceptPause)
 			select {
 			case <-pause.C:

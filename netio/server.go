@@ -11,10 +11,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 // ErrNotSupported is wrapped by Listen's error when an engine cannot run on
@@ -266,89 +265,11 @@ func (c *connCount) release() { c.open.Add(-1) }
 // readable, so accepting again at once would fail again at once, and
 // spin. The connections open meanwhile are served, and may free
 // descriptors.
-const AcceptPause = 10 * time.Millisecond
+const AcceptPause = accepts.Pause
 
-// acceptLogEvery is the least time between two lines about failed
-// accepts.
-const acceptLogEvery = time.Second
-
-// acceptLog says, through Config.Log, that accepts are failing: at once
-// for the first failure, then at most once every acceptLogEvery, with the
-// failures since the last line. Loops count their failures in their own
-// counters (Stats.AcceptErrors); this is only the rate-limited word.
-type acceptLog struct {
-	log  func(string)
-	what string       // "epoll server on 127.0.0.1:7007"
-	open func() int64 // connections open now
-
-	mu    sync.Mutex
-	last  time.Time // of the last line
-	since int64     // failures since the last line
-	total int64
-}
-
-func newAcceptLog(cfg Config, engine string, addr netip.AddrPort, open func() int64) *acceptLog {
-	return &acceptLog{log: cfg.Log, what: fmt.Sprintf("%s server on %s", engine, addr), open: open}
-}
-
-// failed notes one failed accept; why is the error, or a sentence when
-// the errno alone would mislead (a full fixed-file table is ENFILE).
-func (a *acceptLog) failed(why error) {
-	if a == nil || a.log == nil {
-		return
-	}
-	a.mu.Lock()
-	a.since++
-	a.total++
-	now := time.Now()
-	if !a.last.IsZero() && now.Sub(a.last) < acceptLogEvery {
-		a.mu.Unlock()
-		return
-	}
-	since, total, first := a.since, a.total, a.last.IsZero()
-	a.last, a.since = now, 0
-	a.mu.Unlock()
-	count := fmt.Sprintf("%d failed accepts in the last %v, %d in all", since, acceptLogEvery, total)
-	if first {
-		count = "the first failed accept"
-	}
-	a.log(fmt.Sprintf("%s: accept: %s; new connections wait in the listen queue, unserved, while the %d open are served; retrying every %v (%s)",
-		a.what, describeAcceptErr(why), a.open(), AcceptPause, count))
-}
-
-// describeAcceptErr words an accept failure for a user who must fix it.
-func describeAcceptErr(err error) string {
-	var e syscall.Errno
-	if !errors.As(err, &e) {
-		return err.Error()
-	}
-	switch e {
-	case sys.EMFILE:
-		msg := "too many open files (EMFILE)"
-		if soft, _, err := sys.Nofile(); err == nil {
-			msg = fmt.Sprintf("too many open files (EMFILE: the process's RLIMIT_NOFILE of %d is reached; raise it with ulimit -n)", soft)
-		}
-		return msg
-	case sys.ENFILE:
-		return "too many open files in the system (ENFILE: fs.file-max is reached)"
-	case sys.ENOBUFS, sys.ENOMEM:
-		return fmt.Sprintf("out of memory (%s)", errnoName(e))
-	}
-	return fmt.Sprintf("%v (%s)", e, errnoName(e))
-}
-
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case sys.EMFILE:
-		return "EMFILE"
-	case sys.ENFILE:
-		return "ENFILE"
-	case sys.ENOBUFS:
-		return "ENOBUFS"
-	case sys.ENOMEM:
-		return "ENOMEM"
-	}
-	return fmt.Sprintf("errno %d", int(e))
+// newAcceptLog is the rate-limited word of a server's failed accepts.
+func newAcceptLog(cfg Config, engine string, addr netip.AddrPort, open func() int64) *accepts.Log {
+	return accepts.NewLog(cfg.Log, fmt.Sprintf("%s server on %s", engine, addr), open)
 }
 
 // onceErr runs a shutdown once and hands its result to every caller.

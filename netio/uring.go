@@ -11,6 +11,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("io_uring", listenUring) }
@@ -157,7 +158,7 @@ type uringServer struct {
 
 	// count counts the connections served by all loops, for MaxConns.
 	count connCount
-	alog  *acceptLog
+	alog  *accepts.Log
 	// mode is what Shutdown asks of the loops: uringRun, then uringDrain,
 	// then uringForce; it only grows. Each change is followed by a write
 	// to every loop's eventfd.

@@ -1028,7 +1028,7 @@ func (l *uloop) onAccept(cqe *uring.CQE) {
 			l.st.refused.Add(1)
 			why = fmt.Errorf("the fixed-file table is full (ENFILE: %d slots, MaxConns+64 or RLIMIT_NOFILE, whichever is lower): the kernel closed the connection", l.p.fileSlots)
 		}
-		l.s.alog.failed(why)
+		l.s.alog.Failed(why)
 		if more && !l.acceptCancel {
 			l.cancelAccept()
 		}
