@@ -28,6 +28,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/internal/starve"
 )
 
 func TestMain(m *testing.M) {
@@ -382,14 +383,14 @@ func TestAcceptStarved(t *testing.T) {
 		checkFds(t)
 		// The server starts under the lowered limit: an io_uring ACCEPT
 		// takes the limit in force when it is armed, not when it runs.
-		starve := netio.LowerNofile(t)
+		fds := starve.LowerNofile(t)
 		log := &logLines{}
 		s := start(t, engine, netio.Config{Loops: 1, Log: log.add})
 		a := dial(t, s)
 		defer a.Close()
 		ping(t, a, 1)
 
-		starve.FillAllButOne() // the server's next accept has no descriptor
+		fds.FillAllButOne() // the server's next accept has no descriptor
 		b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
 		if err != nil {
 			t.Fatal(err)
@@ -431,7 +432,7 @@ func TestAcceptStarved(t *testing.T) {
 			}
 		}
 
-		starve.Restore()
+		fds.Restore()
 		ping(t, b, 3) // accepted once descriptors are free
 		if st := s.Stats(); st.Accepted != 2 || st.Active != 2 || st.Peak != 2 {
 			t.Errorf("stats %+v: want 2 accepted, 2 active, a peak of 2", st)
@@ -443,12 +444,12 @@ func TestAcceptStarved(t *testing.T) {
 func TestShutdownWhileStarved(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		checkFds(t)
-		starve := netio.LowerNofile(t)
+		fds := starve.LowerNofile(t)
 		s, err := netio.Listen(engine, netio.Config{Loops: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		starve.FillAllButOne()
+		fds.FillAllButOne()
 		b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
 		if err != nil {
 			t.Fatal(err)
