@@ -280,7 +280,7 @@ func (r *Result) Err() error {
 	}
 	if r.NoEcho > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d connections had no echo within the first %v: the server left them unserved (out of file descriptors? see its log)",
-			r.NoEcho, r.Conns, r.NoEchoWait.Round(time.Millisecond)))
+			r.NoEcho, r.Conns, r.NoEchoWait.Round(10*time.Millisecond)))
 	}
 	if n := r.ConnErrors - r.NoEcho; n > 0 {
 		s := fmt.Sprintf("%d of %d connections failed", n, r.Conns)

@@ -349,7 +349,7 @@ func (r *runner) collect(res *Result) {
 			cerr = c.err
 		case c.noEcho.Load():
 			noEcho = true
-			cerr = fmt.Errorf("no echo within the first %v: the server left it unserved", r.noEchoWait.Round(time.Millisecond))
+			cerr = fmt.Errorf("no echo within the first %v: the server left it unserved", r.noEchoWait.Round(10*time.Millisecond))
 		case owed > 0 && r.timedOut:
 			cerr = fmt.Errorf("%s not echoed within the %v drain", nBytes(owed), r.cfg.Drain)
 		}
