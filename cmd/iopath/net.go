@@ -705,7 +705,11 @@ func integrityFailures(r *netbench.Report) string {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)
 		switch {
 		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0:
-			bad = append(bad, fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors))
+			msg := fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors)
+			if p.NoEcho > 0 {
+				msg += fmt.Sprintf(" (%d left unserved: no echo within the warm-up)", p.NoEcho)
+			}
+			bad = append(bad, msg)
 		case p.Err != "":
 			failed = append(failed, at+": "+p.Err)
 		}

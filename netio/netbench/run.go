@@ -484,6 +484,7 @@ func toRun(r *load.Result) *Run {
 		Corrupted:   r.Corrupted,
 		Lost:        r.Lost,
 		ConnErrors:  r.ConnErrors,
+		NoEcho:      r.NoEcho,
 		DialNs:      int64(r.DialTime),
 		Client:      r.Client,
 	}
@@ -518,6 +519,7 @@ func collect(points map[key]*Point, order []key) []Point {
 			p.Corrupted += r.Corrupted
 			p.Lost += r.Lost
 			p.ConnErrors += r.ConnErrors
+			p.NoEcho += r.NoEcho
 		}
 		p.QPS, p.MBps = median(qps), median(mbps)
 		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = median(srv), median(cli)
