@@ -119,7 +119,8 @@ When accept fails for want of file descriptors (RLIMIT_NOFILE, "ulimit -n",
 reached) or memory, new connections wait in the listen queue, unserved,
 while the open ones are served: serve says so on stderr at once and then at
 most once a second, counts the failed accepts in its summary, and warns at
-the start when the limit is below --max-conns.`,
+the start when the limit allows fewer connections than --max-conns (or than
+10,000, if that is less).`,
 		Example: `  iopath net serve -e io_uring --addr 127.0.0.1:7007
   iopath net serve -e epoll --loops 2 --max-conns 20000`,
 		Args: argsUsage(cobra.NoArgs),
@@ -249,9 +250,9 @@ within the file-descriptor limit), drives them for --warmup and then
 It reports requests per second, latency percentiles, its own CPU and, with
 --server-pid, the server's CPU per request. Corrupted or lost bytes, or
 failed connections, make it exit with status 1. A connection that has had
-no echo by the end of the warm-up (or 1 s from the start, if that is later)
-has failed: the server left it unserved (out of file descriptors, say), and
-the figures would come from the others alone. --server-pid must name the
+no echo by the end of the warm-up (or 1 s from the start, if that is later;
+a shorter run is not checked) has failed: the server left it unserved (out
+of file descriptors, say), and the figures would come from the others alone. --server-pid must name the
 process that listens on --addr: one that does not, or that used no CPU
 while the requests went through, is an error.
 

@@ -610,7 +610,7 @@ func TestNetServeStarved(t *testing.T) {
 	if m == nil {
 		t.Fatalf("net serve did not start: %q %s", line, srvErr.String())
 	}
-	out, errOut, code := runCLI("net", "load", "--addr", m[1], "--conns", "100", "--duration", "300ms", "--warmup", "0s",
+	out, errOut, code := runCLI("net", "load", "--addr", m[1], "--conns", "100", "--duration", "1100ms", "--warmup", "0s",
 		"--server-pid", strconv.Itoa(cmd.Process.Pid))
 	if code != 1 || !strings.Contains(errOut, "connections had no echo within the first") || !strings.Contains(out, "FAILED") {
 		t.Errorf("net load: exit %d, stdout %q, stderr %q: want 1 and the unserved connections", code, out, errOut)

@@ -55,7 +55,8 @@ type Config struct {
 	Duration time.Duration
 	// Warmup runs the load before the window, unmeasured (0: none). A
 	// connection that has had no byte echoed by its end (or 1 s from the
-	// start, if that is later) fails: see Result.NoEcho.
+	// start, if that is later; a shorter run is not checked) fails: see
+	// Result.NoEcho.
 	Warmup time.Duration
 	// Mode is pingpong, pipeline:K or stream (ParseMode).
 	Mode Mode
@@ -213,7 +214,8 @@ type Result struct {
 	// than pass with its QPS from the few it served.
 	NoEcho int64
 	// NoEchoWait is the time the no-echo check allowed: the warm-up, or
-	// 1 s from the start if that is later, or the whole run if shorter.
+	// 1 s from the start if that is later (0: the run was shorter, and
+	// not checked).
 	NoEchoWait time.Duration
 	// FirstError is the error of the lowest-numbered connection that
 	// failed, for messages ("" when none did); a connection that failed

@@ -36,9 +36,14 @@ const (
 	// between minFlight and maxFlight. Unbounded, a thousand streams
 	// fill the kernel's socket buffers past tcp_mem's pressure mark and
 	// every socket slows to a crawl (39 MB/s instead of 2.3 GB/s for
-	// 1000 streams here): a state of the kernel, not of the server.
+	// 1000 streams here): a state of the kernel, not of the server. The
+	// floor is small, so that the budget holds up to 16,384
+	// connections: a floor of 128 KiB put 1.25 GiB in flight for 10,000
+	// (tcp_mem's pressure mark is 1.5 GiB here, for both ends), and the
+	// kernel left 4% of the connections without a byte for over a second
+	// while the others streamed (pipeline:16 and stream of 16 KiB).
 	flightBudget = 256 << 20
-	minFlight    = 2 * streamChunk
+	minFlight    = 16 << 10
 	maxFlight    = 4 << 20
 	// readBudget bounds the read buffers of split connections in all;
 	// each gets between minRead and maxRead bytes.
@@ -116,14 +121,14 @@ type conn struct {
 	dead   chan struct{}  // closed by fail
 	failed atomic.Bool
 	err    error // the failure, unless Run caused it
-	// echoed is set at the first echoed byte (by got), noEcho by the
-	// no-echo check when there was none in time.
-	echoed atomic.Bool
-	noEcho atomic.Bool
-	live   atomic.Int32
-	next   int64 // open loop: when the next message is due (Nanotime)
-	first  int64 // open loop: when message 0 was due
-	timer  *time.Timer
+	// firstEcho is when the first echoed byte came (Nanotime, set once by
+	// got; 0 before), noEcho is set by the no-echo check.
+	firstEcho atomic.Int64
+	noEcho    atomic.Bool
+	live      atomic.Int32
+	next      int64 // open loop: when the next message is due (Nanotime)
+	first     int64 // open loop: when message 0 was due
+	timer     *time.Timer
 
 	// reader
 	recv       int64 // bytes read and checked
@@ -134,7 +139,7 @@ type conn struct {
 	corruptAll int64 // whole run: bytes that did not match
 	msgsEnd    int64 // messages completed before the window ended
 	extra      int64 // bytes the server sent after the last echo
-	gotEcho    bool  // c.echoed is set
+	gotEcho    bool  // c.firstEcho is set
 	lat        [latBatch]int64
 	nlat       int
 	shard      *shard
@@ -403,7 +408,7 @@ func (c *conn) got(b []byte) int64 {
 	n := int64(len(b))
 	if !c.gotEcho {
 		c.gotEcho = true
-		c.echoed.Store(true)
+		c.firstEcho.Store(metrics.Nanotime())
 	}
 	phase := r.phase.Load()
 	measuring := phase == phaseMeasure

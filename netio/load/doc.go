@@ -66,8 +66,8 @@
 // (in its listen queue when it is out of file descriptors, say) must not
 // pass as a server that serves fewer connections fast: a connection that
 // has had no byte echoed by the end of the warm-up (or 1 s from the start,
-// if that is later, or the end of a shorter run) fails, even if the server
-// serves it later, and Result.NoEcho says how many did. Result.Carried
+// if that is later; a shorter run is not checked) fails, even if the
+// server serves it later, and Result.NoEcho says how many did. Result.Carried
 // counts the connections that had bytes echoed within the window, the ones
 // its figures come from.
 //

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -192,7 +193,8 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	cfg := r.cfg
 	var err error
 	r.began = metrics.Nanotime()
-	noEcho := time.AfterFunc(max(cfg.Warmup, minEchoWait), func() { r.checkNoEcho(metrics.Nanotime()) })
+	echoWait := max(cfg.Warmup, minEchoWait)
+	noEcho := time.AfterFunc(echoWait, func() { r.checkNoEcho(metrics.Nanotime()) })
 	defer noEcho.Stop()
 	if cfg.Warmup > 0 {
 		err = r.wait(ctx, cfg.Warmup, "warmup")
@@ -205,10 +207,12 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 		err = r.wait(ctx, cfg.Duration, "run")
 		r.windowEnd = metrics.Nanotime()
 		r.phase.Store(phaseStop)
-		if err == nil {
-			// A run shorter than the check's wait is checked at its
-			// end (an interrupted one is not: ctx is no server's fault).
-			noEcho.Stop()
+		noEcho.Stop()
+		if err == nil && time.Duration(r.windowEnd-r.began) >= echoWait {
+			// The window ended as the check was due: its timer may
+			// not have run yet. (A run shorter than the wait is not
+			// checked, nor is an interrupted one: ctx is no server's
+			// fault.)
 			r.checkNoEcho(r.windowEnd)
 		}
 		res.Elapsed = time.Since(w0)
@@ -263,27 +267,62 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 }
 
 // minEchoWait is the least time a connection has for its first echo
-// before the no-echo check fails it (see checkNoEcho).
+// before the no-echo check fails it (see checkNoEcho): on a busy machine
+// hundreds of connections may wait a few hundred milliseconds for their
+// first turn, which is no fault of the server's.
 const minEchoWait = time.Second
 
-// checkNoEcho marks, once, the connections that have had no echoed byte
-// by now although they sent a message in the first half of the time since
-// the start: a server that leaves connections unserved (not accepted: out
-// of descriptors, say) would otherwise pass as one that serves fewer of
-// them faster, its QPS from a few of the connections. It runs at the end
-// of the warm-up, or minEchoWait after the start if that is later, or at
-// the end of a window that ends before that. The half excludes, in open
-// loop, connections whose first message was due too recently to be
-// answered yet; in closed loop every connection sends at the start.
+// unservedFactor is how many times longer than most answered connections
+// waited for their first echo an unanswered one must have waited to be
+// called unserved (see checkNoEcho).
+const unservedFactor = 10
+
+// checkNoEcho marks, once, the connections the server has left unserved:
+// a server that does not accept some connections (out of descriptors,
+// say) would otherwise pass as one that serves fewer of them faster, its
+// QPS from a few of them. It runs at the end of the warm-up, or
+// minEchoWait after the start if that is later; a run that ends before
+// then is not checked.
+//
+// A connection is unserved when it has had no echoed byte by now although
+// it has waited, since its first message was sent (closed loop: the
+// start; open loop: when it was due), at least half the time since the
+// start and unservedFactor times as long as 90% of the answered
+// connections waited for their first echo. The second bound tells a
+// server that serves some connections and not others from one that is
+// merely slow to give each its first turn (10,000 connections of 16 KiB
+// messages can take more than a second): there the answered connections
+// were answered all along the wait, and the others' turn is coming. No
+// connection answered at all says nothing of the kind either: a server
+// that answers none fails on the bytes it never echoes.
 func (r *runner) checkNoEcho(now int64) {
 	r.noEchoOnce.Do(func() {
 		r.noEchoWait = time.Duration(now - r.began)
-		half := r.began + (now-r.began)/2
-		for _, c := range r.conns {
-			if c.echoed.Load() || (r.open && c.first > half) {
-				continue
+		sent := func(c *conn) int64 {
+			if r.open {
+				return c.first
 			}
-			c.noEcho.Store(true)
+			return r.began
+		}
+		var waits []int64
+		for _, c := range r.conns {
+			if f := c.firstEcho.Load(); f != 0 {
+				waits = append(waits, f-sent(c))
+			}
+		}
+		if len(waits) == 0 {
+			return
+		}
+		slices.Sort(waits)
+		p90 := waits[(len(waits)*9)/10]
+		if len(waits) < 10 {
+			p90 = waits[len(waits)-1]
+		}
+		for _, c := range r.conns {
+			w := now - sent(c)
+			if c.firstEcho.Load() == 0 && w >= (now-r.began)/2 && w >= unservedFactor*p90 {
+				c.noEcho.Store(true)
+			}
 		}
 	})
 }
