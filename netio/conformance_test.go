@@ -28,6 +28,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/internal/starve"
 )
 
 func TestMain(m *testing.M) {
@@ -350,6 +351,153 @@ func TestConnLimit(t *testing.T) {
 		c := dial(t, s)
 		defer c.Close()
 		ping(t, c, 99) // a freed slot is reused
+	})
+}
+
+// logLines collects what a server says through Config.Log.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, msg)
+}
+
+func (l *logLines) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// TestAcceptStarved: a server out of descriptors (RLIMIT_NOFILE reached,
+// as under `ulimit -n 64` with more clients than that) counts each failed
+// accept in Stats.AcceptErrors and says so through Config.Log, naming
+// EMFILE and the limit; it backs off rather than spin, serves the
+// connections it has meanwhile, and accepts the waiting one once
+// descriptors are free.
+func TestAcceptStarved(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		checkFds(t)
+		// The server starts under the lowered limit: an io_uring ACCEPT
+		// takes the limit in force when it is armed, not when it runs.
+		fds := starve.LowerNofile(t)
+		log := &logLines{}
+		s := start(t, engine, netio.Config{Loops: 1, Log: log.add})
+		a := dial(t, s)
+		defer a.Close()
+		ping(t, a, 1)
+
+		fds.FillAllButOne() // the server's next accept has no descriptor
+		b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Stats().AcceptErrors == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no failed accept counted: stats %+v", s.Stats())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		first := time.Now()
+		ping(t, a, 2) // open connections are still served
+		time.Sleep(300 * time.Millisecond)
+		// A retry every AcceptPause (10 ms) makes about 30 in 300 ms; a
+		// loop that spun on the readable listener would make thousands.
+		st := s.Stats()
+		if st.AcceptErrors > 150 {
+			t.Errorf("%d failed accepts in about 300 ms: the server spins on EMFILE", st.AcceptErrors)
+		}
+		if st.Accepted != 1 || st.Refused != 0 || st.Resets != 0 || st.Active != 1 {
+			t.Errorf("stats %+v during EMFILE: want 1 accepted and active, nothing else counted", st)
+		}
+		lines := log.all()
+		if len(lines) == 0 {
+			t.Fatal("nothing logged about the failed accepts")
+		}
+		t.Logf("logged: %s", lines[0])
+		// At most a line a second (the first at once), whatever the
+		// number of failures.
+		if max := 2 + int(time.Since(first)/time.Second); len(lines) > max {
+			t.Errorf("%d lines logged in %v: want at most one a second:\n%s", len(lines), time.Since(first), strings.Join(lines, "\n"))
+		}
+		for _, want := range []string{engine + " server on " + s.Addr().String(), "accept: too many open files (EMFILE",
+			"RLIMIT_NOFILE", "wait in the listen queue, unserved, while the 1 open are served"} {
+			if !strings.Contains(lines[0], want) {
+				t.Errorf("log line %q does not say %q", lines[0], want)
+			}
+		}
+
+		fds.Restore()
+		ping(t, b, 3) // accepted once descriptors are free
+		if st := s.Stats(); st.Accepted != 2 || st.Active != 2 || st.Peak != 2 {
+			t.Errorf("stats %+v: want 2 accepted, 2 active, a peak of 2", st)
+		}
+	})
+}
+
+// TestShutdownWhileStarved: Shutdown does not wait out an accept pause.
+func TestShutdownWhileStarved(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		checkFds(t)
+		fds := starve.LowerNofile(t)
+		s, err := netio.Listen(engine, netio.Config{Loops: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds.FillAllButOne()
+		b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Stats().AcceptErrors < 3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("no failed accepts counted: stats %+v", s.Stats())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if d := time.Since(t0); d > 500*time.Millisecond {
+			t.Errorf("Shutdown took %v while accepts were failing: want it at once", d)
+		}
+	})
+}
+
+// TestPeak: Stats.Peak is the most connections open at once, not the
+// number accepted.
+func TestPeak(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		s := start(t, engine, netio.Config{Loops: 2})
+		var conns []*net.TCPConn
+		for i := range 3 {
+			c := dial(t, s)
+			ping(t, c, i)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		waitActive(t, s, 0)
+		for i := range 2 {
+			c := dial(t, s)
+			ping(t, c, 10+i)
+			c.Close()
+			waitActive(t, s, 0)
+		}
+		if st := s.Stats(); st.Accepted != 5 || st.Peak != 3 {
+			t.Errorf("stats %+v: want 5 accepted, a peak of 3", st)
+		}
 	})
 }
 
@@ -726,7 +874,13 @@ func TestListenErrors(t *testing.T) {
 			{BufSize: -1},
 			{BufSize: 1 << 40},
 			{Loops: -1},
+			{Loops: netio.MaxLoops + 1},
+			{MaxConns: -1},
+			{MaxConns: netio.MaxMaxConns + 1},
 		} {
+			if cfg.Validate() == nil {
+				t.Errorf("Validate(%+v) = nil", cfg)
+			}
 			if s, err := netio.Listen(e, cfg); err == nil {
 				s.Close()
 				t.Errorf("%s: Listen(%+v) succeeded", e, cfg)

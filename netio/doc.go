@@ -19,6 +19,14 @@
 //     slow reader cannot grow the server.
 //   - A connection limit: beyond Config.MaxConns the engine accepts and
 //     closes at once, and counts the refusal.
+//   - No silent starvation: an accept that fails for want of descriptors
+//     (EMFILE once RLIMIT_NOFILE is reached, ENFILE) or memory is counted
+//     (Stats.AcceptErrors) and said through Config.Log, at most once a
+//     second; the engine stops accepting for AcceptPause, serves the
+//     connections it has meanwhile, and accepts again. The connections
+//     that wait are in the listen queue, unserved, until descriptors free
+//     up: Stats.Peak, the most connections open at once, shows how many
+//     were served together.
 //   - Resets and half-closes: a reset connection is closed and counted; a
 //     half-closed one gets every byte it sent echoed, then the server's
 //     FIN.

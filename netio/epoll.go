@@ -12,6 +12,7 @@ import (
 
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("epoll", listenEpoll) }
@@ -75,8 +76,9 @@ type epollServer struct {
 	addr  netip.AddrPort
 	loops []*eloop
 
-	// open counts the connections served by all loops, for MaxConns.
-	open atomic.Int64
+	// count counts the connections served by all loops, for MaxConns.
+	count connCount
+	alog  *accepts.Log
 	// mode is what Shutdown asks of the loops: modeRun, then modeDrain,
 	// then modeForce; it only grows. Each change is followed by a write
 	// to every loop's eventfd.
@@ -105,12 +107,6 @@ const (
 	// readRounds is how many full buffers a connection may read and echo
 	// in one wakeup before it goes to the back of the ready list.
 	readRounds = 4
-	// acceptPause is how long a loop stops accepting after accept(2)
-	// failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
-	// ENOMEM): the listener stays readable, so accepting again at once
-	// would spin. Open connections are served meanwhile, and may free
-	// descriptors.
-	acceptPause = 10 * time.Millisecond
 )
 
 // Tags in EpollEvent.Pad: the listener and the eventfd have negative ones;
@@ -154,9 +150,6 @@ type eloop struct {
 	st counters
 	_  [64]byte
 
-	// pauses counts accept pauses (EMFILE and friends); tests read it.
-	pauses atomic.Int64
-
 	s      *epollServer
 	epfd   int
 	lfd    int // -1 once closed
@@ -180,7 +173,8 @@ func listenEpoll(cfg Config, ap netip.AddrPort) (Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll server: %w", err)
 	}
-	s := &epollServer{cfg: cfg, addr: bound}
+	s := &epollServer{cfg: cfg, addr: bound, count: connCount{max: int64(cfg.MaxConns)}}
+	s.alog = newAcceptLog(cfg, "epoll", bound, s.count.open.Load)
 	fail := func(op string, err error) (Server, error) {
 		for _, fd := range lfds {
 			sys.Close(fd)
@@ -237,6 +231,7 @@ func (s *epollServer) Stats() Stats {
 	for _, l := range s.loops {
 		t.add(l.st.snapshot())
 	}
+	t.Peak = s.count.peak.Load()
 	return t
 }
 
@@ -268,19 +263,6 @@ func (s *epollServer) command(m int32) {
 	s.mode.Store(m)
 	for _, l := range s.loops {
 		wake(l.efd)
-	}
-}
-
-// reserve takes a slot under MaxConns, or reports that none is free.
-func (s *epollServer) reserve() bool {
-	for {
-		n := s.open.Load()
-		if n >= int64(s.cfg.MaxConns) {
-			return false
-		}
-		if s.open.CompareAndSwap(n, n+1) {
-			return true
-		}
 	}
 }
 
@@ -395,13 +377,16 @@ func (l *eloop) accept() {
 				continue
 			default:
 				// EMFILE, ENFILE, ENOBUFS, ENOMEM, or anything else
-				// that would fail again at once: stop listening for a
-				// moment rather than spin on a readable listener.
+				// that would fail again at once: count it, say so, and
+				// stop listening for a moment rather than spin on a
+				// readable listener.
+				l.st.acceptErrs.Add(1)
+				l.s.alog.Failed(err)
 				l.pauseAccept()
 			}
 			return
 		}
-		if !l.s.reserve() {
+		if !l.s.count.reserve() {
 			// Count before the close, so that a client that sees the
 			// close also sees the count.
 			l.st.refused.Add(1)
@@ -432,18 +417,17 @@ func (l *eloop) accept() {
 }
 
 func (l *eloop) pauseAccept() {
-	l.pauses.Add(1)
 	if err := sys.EpollCtl(l.epfd, sys.EPOLL_CTL_DEL, l.lfd, 0, 0); err != nil {
 		return // still in the set: the next wakeup tries again
 	}
 	l.paused = true
-	l.resumeAt = time.Now().Add(acceptPause)
+	l.resumeAt = time.Now().Add(AcceptPause)
 }
 
 func (l *eloop) resumeAccept() {
 	if err := sys.EpollCtl(l.epfd, sys.EPOLL_CTL_ADD, l.lfd, sys.EPOLLIN, tagListener); err != nil {
 		// ENOMEM, say: try again after another pause.
-		l.resumeAt = time.Now().Add(acceptPause)
+		l.resumeAt = time.Now().Add(AcceptPause)
 		return
 	}
 	l.paused = false
@@ -606,5 +590,5 @@ func (l *eloop) closeConn(fd int, c *econn, reset bool) {
 		l.st.resets.Add(1)
 	}
 	l.st.active.Add(-1)
-	l.s.open.Add(-1)
+	l.s.count.release()
 }

@@ -160,49 +160,6 @@ func TestEpollIdleConnsHoldNoBuffers(t *testing.T) {
 	}
 }
 
-// TestEpollAcceptPause: when accept(2) fails with EMFILE the loop stops
-// listening for a moment instead of spinning on the readable listener,
-// keeps serving its connections, and accepts the waiting one once
-// descriptors are free again.
-func TestEpollAcceptPause(t *testing.T) {
-	s := epollStart(t, Config{Loops: 1})
-	l := s.loops[0]
-	a := epollDial(t, s)
-	epollPing(t, a, "before")
-
-	starve := LowerNofile(t)
-	starve.FillAllButOne()
-	b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for l.pauses.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the loop never hit EMFILE")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	epollPing(t, a, "during") // open connections are still served
-	time.Sleep(300 * time.Millisecond)
-	// Retrying every acceptPause makes about 30 attempts in 300 ms; a
-	// loop spinning on the listener makes thousands.
-	if p := l.pauses.Load(); p > 150 {
-		t.Errorf("%d failed accepts in 300 ms: the loop spins on EMFILE", p)
-	}
-	if st := s.Stats(); st.Accepted != 1 || st.Refused != 0 || st.Resets != 0 {
-		t.Errorf("stats %+v during EMFILE: want 1 accepted, nothing else counted", st)
-	}
-
-	starve.Restore()
-	epollPing(t, b, "after") // accepted once descriptors are free
-	if st := s.Stats(); st.Accepted != 2 || st.Active != 2 {
-		t.Errorf("stats %+v: want 2 accepted, 2 active", st)
-	}
-}
-
 // TestEpollUrgentData: a TCP read stops short at an urgent mark with bytes
 // still queued behind it, so a short read does not prove the queue empty
 // there. The client corks "hello", an urgent "!" and "world" into one

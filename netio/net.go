@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("net", listenNet) }
@@ -18,14 +20,17 @@ func init() { register("net", listenNet) }
 // read, and reads again, so a connection never holds more than BufSize
 // bytes and a peer that stops reading stops the echo (backpressure).
 type netServer struct {
-	cfg  Config
-	ln   *net.TCPListener
-	addr netip.AddrPort
-	st   counters
+	cfg   Config
+	ln    *net.TCPListener
+	addr  netip.AddrPort
+	st    counters
+	count connCount
+	alog  *accepts.Log
 
 	mu      sync.Mutex
 	conns   map[*net.TCPConn]struct{}
 	closing bool
+	stop    chan struct{} // closed by Shutdown: ends an accept pause
 
 	wg       sync.WaitGroup // the accept loop and every connection
 	shutdown onceErr
@@ -40,8 +45,11 @@ func listenNet(cfg Config, ap netip.AddrPort) (Server, error) {
 		cfg:   cfg,
 		ln:    ln,
 		addr:  ln.Addr().(*net.TCPAddr).AddrPort(),
+		count: connCount{max: int64(cfg.MaxConns)},
 		conns: make(map[*net.TCPConn]struct{}),
+		stop:  make(chan struct{}),
 	}
+	s.alog = newAcceptLog(cfg, "net", s.addr, s.count.open.Load)
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -49,31 +57,42 @@ func listenNet(cfg Config, ap netip.AddrPort) (Server, error) {
 
 func (s *netServer) Engine() string       { return "net" }
 func (s *netServer) Addr() netip.AddrPort { return s.addr }
-func (s *netServer) Stats() Stats         { return s.st.snapshot() }
+func (s *netServer) Stats() Stats {
+	st := s.st.snapshot()
+	st.Peak = s.count.peak.Load()
+	return st
+}
 
 func (s *netServer) acceptLoop() {
 	defer s.wg.Done()
-	var delay time.Duration
 	for {
 		c, err := s.ln.AcceptTCP()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			// EMFILE and friends: back off as net/http does, rather than
-			// spin, and keep serving the connections already open.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
+			// EMFILE and friends (Go's accept has already skipped
+			// connections that died in the queue): count, say so, and
+			// stop accepting for a moment rather than spin, serving the
+			// connections already open. Shutdown ends the pause.
+			s.st.acceptErrs.Add(1)
+			s.alog.Failed(err)
+			pause := time.NewTimer(AcceptPause)
+			select {
+			case <-pause.C:
+			case <-s.stop:
+				pause.Stop()
+				return
+			}
 			continue
 		}
-		delay = 0
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
 			c.Close()
 			return
 		}
-		if len(s.conns) >= s.cfg.MaxConns {
+		if !s.count.reserve() {
 			s.mu.Unlock()
 			s.st.refused.Add(1)
 			c.Close()
@@ -96,6 +115,7 @@ func (s *netServer) serve(c *net.TCPConn) {
 		delete(s.conns, c)
 		s.mu.Unlock()
 		c.Close()
+		s.count.release()
 		s.st.active.Add(-1)
 		s.wg.Done()
 	}()
@@ -158,6 +178,7 @@ func (s *netServer) Shutdown(ctx context.Context) error {
 	return s.shutdown.do(func() error {
 		s.mu.Lock()
 		s.closing = true
+		close(s.stop)
 		s.ln.Close()
 		// Wake every reader: each echoes what it has and half-closes.
 		for c := range s.conns {

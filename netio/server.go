@@ -14,6 +14,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 // ErrNotSupported is wrapped by Listen's error when an engine cannot run on
@@ -21,11 +22,16 @@ import (
 // It is features.ErrNotSupported, the one sentinel every package wraps.
 var ErrNotSupported = features.ErrNotSupported
 
-// Defaults for the zero Config.
+// Defaults for the zero Config, and the bounds Validate checks.
 const (
 	DefaultAddr     = "127.0.0.1:0"
 	DefaultMaxConns = 100_000
 	DefaultBufSize  = 64 << 10
+	// MaxLoops bounds Config.Loops.
+	MaxLoops = 1024
+	// MaxMaxConns bounds Config.MaxConns: a million connections is more
+	// than a process gets descriptors for on most systems.
+	MaxMaxConns = 1_000_000
 	// MaxBufSize bounds Config.BufSize, so that a typo cannot ask for
 	// gigabytes per connection.
 	MaxBufSize = 64 << 20
@@ -53,9 +59,31 @@ type Config struct {
 	// FixedFiles makes io_uring use registered (direct) descriptors for
 	// connections.
 	FixedFiles bool
+	// Log, when set, is told of trouble the server works around rather
+	// than fails on, one line (no newline) at a time: accepts failing for
+	// want of descriptors or memory (see Stats.AcceptErrors), at most once
+	// a second. It is called from the server's loops and must not block
+	// for long.
+	Log func(msg string)
+}
+
+// Validate checks c as Listen will, with an error naming the field, its
+// value and the range it must be in; 0 stands for the default in every
+// numeric field.
+func (c Config) Validate() error {
+	_, _, err := c.withDefaults()
+	return err
 }
 
 func (c Config) withDefaults() (Config, netip.AddrPort, error) {
+	switch {
+	case c.Loops < 0 || c.Loops > MaxLoops:
+		return c, netip.AddrPort{}, fmt.Errorf("loops %d: want 1 to %d (0: GOMAXPROCS)", c.Loops, MaxLoops)
+	case c.MaxConns < 0 || c.MaxConns > MaxMaxConns:
+		return c, netip.AddrPort{}, fmt.Errorf("max conns %d: want 1 to %d (0: %d)", c.MaxConns, MaxMaxConns, DefaultMaxConns)
+	case c.BufSize < 0 || c.BufSize > MaxBufSize:
+		return c, netip.AddrPort{}, fmt.Errorf("buffer size %d: want 1 to %d bytes (0: %d)", c.BufSize, MaxBufSize, DefaultBufSize)
+	}
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
@@ -67,14 +95,6 @@ func (c Config) withDefaults() (Config, netip.AddrPort, error) {
 	}
 	if c.BufSize == 0 {
 		c.BufSize = DefaultBufSize
-	}
-	switch {
-	case c.Loops < 0 || c.Loops > 1024:
-		return c, netip.AddrPort{}, fmt.Errorf("loops %d: want 1 to 1024", c.Loops)
-	case c.MaxConns < 0:
-		return c, netip.AddrPort{}, fmt.Errorf("max conns %d: want at least 1", c.MaxConns)
-	case c.BufSize < 0 || c.BufSize > MaxBufSize:
-		return c, netip.AddrPort{}, fmt.Errorf("buffer size %d: want 1 to %d bytes", c.BufSize, MaxBufSize)
 	}
 	ap, err := ParseAddr(c.Addr)
 	if err != nil {
@@ -116,9 +136,18 @@ type Stats struct {
 	Accepted int64 // connections accepted and served
 	Refused  int64 // connections accepted and closed at once (over MaxConns)
 	Active   int64 // connections open now
+	Peak     int64 // the most connections open at once
 	Resets   int64 // connections ended by an error (reset, broken pipe)
 	BytesIn  int64 // bytes received
 	BytesOut int64 // bytes sent
+	// AcceptErrors counts accepts that failed, nearly always for want of
+	// descriptors (EMFILE: RLIMIT_NOFILE; ENFILE: the system's limit, or
+	// a full io_uring fixed-file table) or memory (ENOBUFS, ENOMEM).
+	// While accepts fail, new connections wait in the listen queue,
+	// unserved: the engine stops accepting for AcceptPause at a time,
+	// serves the connections it has (whose closing frees descriptors),
+	// and says so through Config.Log.
+	AcceptErrors int64
 }
 
 // Server is a running echo server.
@@ -193,18 +222,56 @@ func Listen(engine string, cfg Config) (Server, error) {
 
 // counters are a server's Stats, updated atomically by its loops.
 type counters struct {
-	accepted, refused, active, resets, bytesIn, bytesOut atomic.Int64
+	accepted, refused, active, resets, bytesIn, bytesOut, acceptErrs atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Accepted: c.accepted.Load(),
-		Refused:  c.refused.Load(),
-		Active:   c.active.Load(),
-		Resets:   c.resets.Load(),
-		BytesIn:  c.bytesIn.Load(),
-		BytesOut: c.bytesOut.Load(),
+		Accepted:     c.accepted.Load(),
+		Refused:      c.refused.Load(),
+		Active:       c.active.Load(),
+		Resets:       c.resets.Load(),
+		BytesIn:      c.bytesIn.Load(),
+		BytesOut:     c.bytesOut.Load(),
+		AcceptErrors: c.acceptErrs.Load(),
 	}
+}
+
+// connCount enforces Config.MaxConns over a server's loops and keeps
+// Stats.Peak.
+type connCount struct {
+	open, peak atomic.Int64
+	max        int64
+}
+
+// reserve takes a slot under the limit, or reports that none is free.
+func (c *connCount) reserve() bool {
+	for {
+		n := c.open.Load()
+		if n >= c.max {
+			return false
+		}
+		if c.open.CompareAndSwap(n, n+1) {
+			for p := c.peak.Load(); n+1 > p && !c.peak.CompareAndSwap(p, n+1); p = c.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+// release gives a slot back.
+func (c *connCount) release() { c.open.Add(-1) }
+
+// AcceptPause is how long an engine stops accepting after an accept
+// failed (EMFILE and friends, see Stats.AcceptErrors): the listener stays
+// readable, so accepting again at once would fail again at once, and
+// spin. The connections open meanwhile are served, and may free
+// descriptors.
+const AcceptPause = accepts.Pause
+
+// newAcceptLog is the rate-limited word of a server's failed accepts.
+func newAcceptLog(cfg Config, engine string, addr netip.AddrPort, open func() int64) *accepts.Log {
+	return accepts.NewLog(cfg.Log, fmt.Sprintf("%s server on %s", engine, addr), open)
 }
 
 // onceErr runs a shutdown once and hands its result to every caller.
@@ -232,6 +299,7 @@ func (s *Stats) add(o Stats) {
 	s.Resets += o.Resets
 	s.BytesIn += o.BytesIn
 	s.BytesOut += o.BytesOut
+	s.AcceptErrors += o.AcceptErrors
 }
 
 // drainThenForce is the shutdown of a server made of loops: it asks them

@@ -11,6 +11,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("io_uring", listenUring) }
@@ -147,15 +148,17 @@ func init() { register("io_uring", listenUring) }
 // every RECV, sends what each connection holds, half-closes it with
 // SHUTDOWN(SHUT_WR), then reads and drops whatever the peer still sends
 // until it closes. Shutdown wakes each loop through an eventfd the loop
-// keeps a READ posted on. EMFILE and friends from ACCEPT stop accepting
-// for 10 ms (a TIMEOUT request) rather than fail again at once.
+// keeps a READ posted on. EMFILE and friends from ACCEPT are counted
+// (Stats.AcceptErrors) and stop accepting for AcceptPause (a TIMEOUT
+// request) rather than fail again at once.
 type uringServer struct {
 	cfg   Config
 	addr  netip.AddrPort
 	loops []*uloop
 
-	// open counts the connections served by all loops, for MaxConns.
-	open atomic.Int64
+	// count counts the connections served by all loops, for MaxConns.
+	count connCount
+	alog  *accepts.Log
 	// mode is what Shutdown asks of the loops: uringRun, then uringDrain,
 	// then uringForce; it only grows. Each change is followed by a write
 	// to every loop's eventfd.
@@ -222,7 +225,8 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("io_uring server: %w", err)
 	}
-	s := &uringServer{cfg: cfg, addr: bound}
+	s := &uringServer{cfg: cfg, addr: bound, count: connCount{max: int64(cfg.MaxConns)}}
+	s.alog = newAcceptLog(cfg, "io_uring", bound, s.count.open.Load)
 	for i, lfd := range lfds {
 		efd, err := sys.Eventfd(0, sys.EFD_CLOEXEC)
 		if err != nil {
@@ -407,6 +411,7 @@ func (s *uringServer) Stats() Stats {
 	for _, l := range s.loops {
 		t.add(l.st.snapshot())
 	}
+	t.Peak = s.count.peak.Load()
 	return t
 }
 
@@ -446,19 +451,6 @@ func (s *uringServer) closeEventfds() {
 		if l.efd >= 0 {
 			sys.Close(l.efd)
 			l.efd = -1
-		}
-	}
-}
-
-// reserve takes a slot under MaxConns, or reports that none is free.
-func (s *uringServer) reserve() bool {
-	for {
-		n := s.open.Load()
-		if n >= int64(s.cfg.MaxConns) {
-			return false
-		}
-		if s.open.CompareAndSwap(n, n+1) {
-			return true
 		}
 	}
 }

@@ -13,11 +13,10 @@ func SetUringTestParams(entries, size, slots int, noLimit bool) (restore func())
 	return func() { uringTestParams = nil }
 }
 
-// UringCounters returns an io_uring server's accept back-offs, RECVs ended
-// with ENOBUFS and CQEs dropped as stale, over all its loops.
-func UringCounters(s Server) (pauses, enobufs, stale int64) {
+// UringCounters returns an io_uring server's RECVs ended with ENOBUFS and
+// CQEs dropped as stale, over all its loops.
+func UringCounters(s Server) (enobufs, stale int64) {
 	for _, l := range s.(*uringServer).loops {
-		pauses += l.pauses.Load()
 		enobufs += l.enobufs.Load()
 		stale += l.stale.Load()
 	}

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
+	"syscall"
 	"unsafe"
 
 	"github.com/iopath/iopath/bufpool"
@@ -60,10 +60,6 @@ const (
 	// uringMinDepth is the fewest buffers the loop keeps in the provided
 	// buffer ring (see uloop.depth).
 	uringMinDepth = 256
-	// uringAcceptPause is how long a loop stops accepting after ACCEPT
-	// failed for want of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
-	// ENOMEM): accepting again at once would fail again at once.
-	uringAcceptPause = 10 * time.Millisecond
 )
 
 // Connection states.
@@ -120,11 +116,11 @@ type uloop struct {
 	st counters
 	_  [64]byte
 
-	// For tests: accept back-offs (EMFILE and friends), RECVs ended for
-	// want of buffers (ENOBUFS), CQEs dropped for a stale generation, RECVs
-	// armed for a share of scarce buffers, and those of them that got nothing
-	// before ENOBUFS (a turn lost to another connection).
-	pauses, enobufs, stale, turns, lostTurns atomic.Int64
+	// For tests: RECVs ended for want of buffers (ENOBUFS), CQEs dropped
+	// for a stale generation, RECVs armed for a share of scarce buffers,
+	// and those of them that got nothing before ENOBUFS (a turn lost to
+	// another connection).
+	enobufs, stale, turns, lostTurns atomic.Int64
 	// ringFlags are the ring's setup flags, set before the loop reports
 	// ready.
 	ringFlags uint32
@@ -294,7 +290,7 @@ func (l *uloop) setup() error {
 	misc := arena[iovSize:]
 	l.wakeBuf = misc[0:8:8]
 	l.ts = (*uring.Timespec)(unsafe.Pointer(&misc[16]))
-	*l.ts = uring.Timespec{Nsec: int64(uringAcceptPause)}
+	*l.ts = uring.Timespec{Nsec: int64(AcceptPause)}
 	l.ringBid = make([]uint16, 1<<16)
 	l.ringPos = make([]uint16, n)
 	l.freeBufs = make([]uint16, n)
@@ -364,7 +360,7 @@ func (l *uloop) abandon() {
 		}
 		c.state = ucFree
 		l.st.active.Add(-1)
-		l.s.open.Add(-1)
+		l.s.count.release()
 	}
 	l.flushCounters()
 	l.ring.Close()
@@ -985,7 +981,7 @@ func (l *uloop) finishClose(i int32, c *uconn) {
 	// Bytes first: a reader that sees the connection gone sees its bytes.
 	l.flushCounters()
 	l.st.active.Add(-1)
-	l.s.open.Add(-1)
+	l.s.count.release()
 }
 
 // closeFd closes an accepted socket (or fixed-file slot) with a CLOSE
@@ -1014,7 +1010,7 @@ func (l *uloop) onAccept(cqe *uring.CQE) {
 	switch {
 	case res >= 0 && l.mode != uringRun:
 		l.closeFd(res) // accepted as Shutdown began
-	case res >= 0 && !l.s.reserve():
+	case res >= 0 && !l.s.count.reserve():
 		// Count before the close, so that a client that sees the close
 		// also sees the count.
 		l.st.refused.Add(1)
@@ -1023,15 +1019,19 @@ func (l *uloop) onAccept(cqe *uring.CQE) {
 		l.newConn(res)
 	case res == -int32(sys.EMFILE) || res == -int32(sys.ENFILE) || res == -int32(sys.ENOBUFS) || res == -int32(sys.ENOMEM):
 		// Out of descriptors (or of fixed-file slots: ENFILE) or
-		// memory: stop accepting for a moment rather than fail again at
-		// once. Open connections are served meanwhile, and may free some.
-		l.pauses.Add(1)
+		// memory: count it, say so, and stop accepting for a moment
+		// rather than fail again at once. Open connections are served
+		// meanwhile, and may free some.
+		l.st.acceptErrs.Add(1)
 		backoff = true
+		why := error(syscall.Errno(-res))
 		if l.fixed && res == -int32(sys.ENFILE) && l.slotsUsed >= l.p.fileSlots {
 			// The file table is full: the kernel took the connection
 			// from the queue, found no slot and closed it.
 			l.st.refused.Add(1)
+			why = fmt.Errorf("the fixed-file table is full (ENFILE: %d slots, MaxConns+64 or RLIMIT_NOFILE, whichever is lower): the kernel closed the connection", l.p.fileSlots)
 		}
+		l.s.alog.Failed(why)
 		if more && !l.acceptCancel {
 			l.cancelAccept()
 		}

@@ -330,7 +330,7 @@ func TestUringENOBUFS(t *testing.T) {
 		t.Error(err)
 	}
 	waitIdle(t, s)
-	_, enobufs, _ := netio.UringCounters(s)
+	enobufs, _ := netio.UringCounters(s)
 	st := s.Stats()
 	t.Logf("%d RECVs ended with ENOBUFS; stats %+v", enobufs, st)
 	if enobufs == 0 {
@@ -370,61 +370,17 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 	}
 }
 
-// TestUringAcceptBackoff: when ACCEPT fails with EMFILE the loop stops
-// accepting for a moment instead of failing again at once, serves its
-// connections meanwhile, and accepts the waiting one once descriptors are
-// free.
-func TestUringAcceptBackoff(t *testing.T) {
-	requireUring(t)
-	starve := netio.LowerNofile(t)
-	// The server starts under the lowered limit: an ACCEPT takes the
-	// limit in force when it is armed, not when it runs.
-	s := start(t, "io_uring", netio.Config{Loops: 1})
-	a := dial(t, s)
-	defer a.Close()
-	ping(t, a, 1)
-	starve.FillAllButOne() // the server's ACCEPT has no descriptor left
-	b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if p, _, _ := netio.UringCounters(s); p > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the loop never hit EMFILE")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	ping(t, a, 2) // open connections are still served
-	time.Sleep(300 * time.Millisecond)
-	// A retry every 10ms makes about 30 in 300 ms; a loop that re-armed
-	// at once would make thousands.
-	if p, _, _ := netio.UringCounters(s); p > 150 {
-		t.Errorf("%d failed accepts in 300 ms: the loop does not back off", p)
-	}
-	if st := s.Stats(); st.Accepted != 1 || st.Refused != 0 || st.Resets != 0 {
-		t.Errorf("stats %+v during EMFILE: want 1 accepted, nothing else counted", st)
-	}
-	starve.Restore()
-	ping(t, b, 3) // accepted once descriptors are free
-	if st := s.Stats(); st.Accepted != 2 || st.Active != 2 {
-		t.Errorf("stats %+v: want 2 accepted, 2 active", st)
-	}
-}
-
 // TestUringFixedTableFull: with fixed files, a connection for which the
 // file table has no slot is closed by the kernel (ACCEPT fails with
-// ENFILE after taking it from the queue); it is counted as refused, the
-// loop backs off, and accepts again once a slot is free.
+// ENFILE after taking it from the queue); it is counted as refused and as
+// a failed accept, said so in the log, the loop backs off, and accepts
+// again once a slot is free.
 func TestUringFixedTableFull(t *testing.T) {
 	checkFds(t)
 	requireUring(t)
 	restore := netio.SetUringTestParams(4096, 4096, 2, false)
-	s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: true})
+	log := &logLines{}
+	s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: true, Log: log.add})
 	restore()
 	a, b := dial(t, s), dial(t, s)
 	defer a.Close()
@@ -444,11 +400,11 @@ func TestUringFixedTableFull(t *testing.T) {
 	for s.Stats().Refused == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if p, _, _ := netio.UringCounters(s); p == 0 {
-		t.Error("no back-off after ENFILE")
+	if st := s.Stats(); st.Refused != 1 || st.Active != 2 || st.AcceptErrors == 0 {
+		t.Errorf("stats %+v: want 1 refused, 2 active, failed accepts counted", st)
 	}
-	if st := s.Stats(); st.Refused != 1 || st.Active != 2 {
-		t.Errorf("stats %+v: want 1 refused, 2 active", st)
+	if l := log.all(); len(l) == 0 || !strings.Contains(l[0], "fixed-file table is full (ENFILE: 2 slots") {
+		t.Errorf("log %q: want a line about the full fixed-file table", l)
 	}
 	a.Close()
 	waitActive(t, s, 1)

@@ -9,10 +9,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -72,7 +72,8 @@ func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("net file-server: %w", err)
 			}
-			fmt.Fprintf(stdout, "iopath net file-server: %s of %s listening on %s\n", sc.Method, sc.Path, ln.Addr())
+			fmt.Fprintf(stdout, "iopath net file-server: %s of %s listening on %s\n", sc.Method, quotePath(sc.Path), ln.Addr())
+			sc.Log = func(msg string) { fmt.Fprintf(stderr, "iopath net file-server: %s\n", msg) }
 			if err := filesrv.Serve(cmd.Context(), ln, sc); err != nil {
 				return fmt.Errorf("net file-server: %w", err)
 			}
@@ -87,6 +88,10 @@ func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:0", "host:port to listen on")
 	return cmd
 }
+
+// maxNetDrain bounds net serve's --drain: every command stops within a
+// second of the first SIGINT or SIGTERM, and the drain is most of it.
+const maxNetDrain = 750 * time.Millisecond
 
 type netServeOptions struct {
 	engine     string
@@ -107,7 +112,15 @@ func newNetServeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `serve runs an echo server: every byte a client sends comes back to it.
 On SIGINT or SIGTERM it stops accepting, echoes what it has received,
 half-closes every connection, waits up to --drain for the clients to close,
-then closes everything and prints what it served.`,
+then closes everything and prints what it served: within a second of the
+signal.
+
+When accept fails for want of file descriptors (RLIMIT_NOFILE, "ulimit -n",
+reached) or memory, new connections wait in the listen queue, unserved,
+while the open ones are served: serve says so on stderr at once and then at
+most once a second, counts the failed accepts in its summary, and warns at
+the start when the limit allows fewer connections than --max-conns (or than
+10,000, if that is less).`,
 		Example: `  iopath net serve -e io_uring --addr 127.0.0.1:7007
   iopath net serve -e epoll --loops 2 --max-conns 20000`,
 		Args: argsUsage(cobra.NoArgs),
@@ -118,41 +131,56 @@ then closes everything and prints what it served.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.engine, "engine", "e", "epoll", "server engine: "+strings.Join(netio.Engines(), ", "))
 	f.StringVar(&o.addr, "addr", defaultNetAddr, "host:port to listen on (port 0: any free port)")
-	f.IntVar(&o.loops, "loops", 0, "event loops for epoll and io_uring (0: one per CPU, GOMAXPROCS)")
-	f.IntVar(&o.maxConns, "max-conns", netio.DefaultMaxConns, "most connections served at once; more are closed at once")
+	f.IntVar(&o.loops, "loops", 0, fmt.Sprintf("event loops for epoll and io_uring, 0 (one per CPU, GOMAXPROCS) to %d", netio.MaxLoops))
+	f.IntVar(&o.maxConns, "max-conns", netio.DefaultMaxConns, fmt.Sprintf("most connections served at once, 1 to %d; more are closed at once", netio.MaxMaxConns))
 	o.bufSize = netio.DefaultBufSize
-	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them")
+	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them, 1B to "+units.FormatSize(netio.MaxBufSize))
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: a kernel thread polls each ring's submissions (burns a core while busy)")
 	f.BoolVar(&o.fixedFiles, "fixed-files", false, "io_uring: registered (direct) descriptors for connections")
-	f.DurationVar(&o.drain, "drain", 5*time.Second, "on SIGINT/SIGTERM, how long to wait for clients to close before closing them")
+	f.DurationVar(&o.drain, "drain", 300*time.Millisecond, fmt.Sprintf("on SIGINT/SIGTERM, how long to wait for clients to close before closing them, 0 to %v", maxNetDrain))
 	return cmd
 }
 
+// lockedWriter serialises writes to w: a server's loops log from their
+// own threads.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Writer) error {
-	if o.drain < 0 || o.drain > time.Hour {
-		return usagef("net serve: --drain %v: want 0 to 1h", o.drain)
+	if o.drain < 0 || o.drain > maxNetDrain {
+		return usagef("net serve: --drain %v: want 0 to %v (the server exits within a second of the signal)", o.drain, maxNetDrain)
 	}
-	if o.maxConns < 1 {
-		return usagef("net serve: --max-conns %d: want at least 1", o.maxConns)
+	if o.maxConns < 1 || o.maxConns > netio.MaxMaxConns {
+		return usagef("net serve: --max-conns %d: want 1 to %d", o.maxConns, netio.MaxMaxConns)
 	}
 	if !slices.Contains(netio.Engines(), o.engine) {
 		return usagef("net serve: unknown engine %q (want one of %s)", o.engine, strings.Join(netio.Engines(), ", "))
 	}
-	if o.bufSize > netio.MaxBufSize {
-		return usagef("net serve: --buf-size %s: at most %s", units.FormatSize(o.bufSize), units.FormatSize(netio.MaxBufSize))
+	if o.bufSize < 1 || o.bufSize > netio.MaxBufSize {
+		return usagef("net serve: --buf-size %s: want 1B to %s", units.FormatSize(o.bufSize), units.FormatSize(netio.MaxBufSize))
 	}
 	if _, err := netio.ParseAddr(o.addr); err != nil {
 		return usagef("net serve: --addr: %v", err)
 	}
-	if o.loops < 0 || o.loops > 1024 {
-		return usagef("net serve: --loops %d: want 0 (one per CPU) to 1024", o.loops)
+	if o.loops < 0 || o.loops > netio.MaxLoops {
+		return usagef("net serve: --loops %d: want 0 (one per CPU) to %d", o.loops, netio.MaxLoops)
 	}
 	if o.engine != "io_uring" && (o.sqpoll || o.fixedFiles) {
 		return usagef("net serve: --sqpoll and --fixed-files are for -e io_uring")
 	}
+	stderr = &lockedWriter{w: stderr}
 	srv, err := netio.Listen(o.engine, netio.Config{
 		Addr: o.addr, Loops: o.loops, MaxConns: o.maxConns, BufSize: int(o.bufSize),
 		SQPoll: o.sqpoll, FixedFiles: o.fixedFiles,
+		Log: func(msg string) { fmt.Fprintf(stderr, "iopath net serve: %s\n", msg) },
 	})
 	if err != nil {
 		if errors.Is(err, netio.ErrNotSupported) {
@@ -162,27 +190,36 @@ func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "iopath net serve: %s listening on %s (max %d connections, %s per connection); SIGINT or SIGTERM to stop\n",
 		o.engine, srv.Addr(), o.maxConns, units.FormatSize(o.bufSize))
+	// Besides its connections a server holds stdio, the runtime's poller
+	// and, per loop, a listener, an epoll or io_uring instance and an
+	// eventfd.
+	loops := o.loops
+	if loops == 0 {
+		loops = runtime.GOMAXPROCS(0)
+	}
+	slack := uint64(8 + 3*loops)
+	// Only a limit below what a load test commonly asks for (up to
+	// 10,000 connections) is worth a word before anything fails: the
+	// failed accepts are said when they happen anyway.
+	if soft, hard, err := sys.Nofile(); err == nil && soft < uint64(min(o.maxConns, 10_000))+slack {
+		fmt.Fprintf(stderr, "iopath net serve: RLIMIT_NOFILE is %d (hard limit %d): about %d connections can be open at once, not --max-conns %d; "+
+			"more wait in the listen queue, unserved (raise the limit with ulimit -n)\n",
+			soft, hard, max(int64(soft)-int64(slack), 0), o.maxConns)
+	}
 	<-ctx.Done()
-	fmt.Fprintf(stderr, "iopath net serve: draining (up to %v; signal again to close now)\n", o.drain)
+	fmt.Fprintf(stderr, "iopath net serve: interrupted; draining %d connections (up to %v)\n", srv.Stats().Active, o.drain)
 	dctx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
-	// A second SIGINT or SIGTERM cuts the drain short.
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(again)
-	go func() {
-		select {
-		case <-again:
-			cancel()
-		case <-dctx.Done():
-		}
-	}()
 	serr := srv.Shutdown(dctx)
 	st := srv.Stats()
-	fmt.Fprintf(stderr, "iopath net serve: served %d connections (%d refused, %d reset), %s in, %s out\n",
-		st.Accepted, st.Refused, st.Resets, units.FormatSize(st.BytesIn), units.FormatSize(st.BytesOut))
-	if errors.Is(serr, context.DeadlineExceeded) || errors.Is(serr, context.Canceled) {
-		fmt.Fprintf(stderr, "iopath net serve: clients still open were closed\n")
+	fmt.Fprintf(stderr, "iopath net serve: accepted %d connections, at most %d at once (%d refused, %d reset), %s in, %s out\n",
+		st.Accepted, st.Peak, st.Refused, st.Resets, units.FormatSize(st.BytesIn), units.FormatSize(st.BytesOut))
+	if st.AcceptErrors > 0 {
+		fmt.Fprintf(stderr, "iopath net serve: %d accepts failed for want of file descriptors or memory: connections waited in the listen queue, unserved, meanwhile (see above)\n",
+			st.AcceptErrors)
+	}
+	if errors.Is(serr, context.DeadlineExceeded) {
+		fmt.Fprintf(stderr, "iopath net serve: clients still open after %v were closed\n", o.drain)
 		return nil
 	}
 	return serr
@@ -212,7 +249,12 @@ within the file-descriptor limit), drives them for --warmup and then
 --duration in one mode, and checks every echoed byte against what was sent.
 It reports requests per second, latency percentiles, its own CPU and, with
 --server-pid, the server's CPU per request. Corrupted or lost bytes, or
-failed connections, make it exit with status 1.
+failed connections, make it exit with status 1. A connection that has had
+no echo by the end of the warm-up (or 1 s from the start, if that is later;
+a shorter run is not checked) has failed: the server left it unserved (out
+of file descriptors, say), and the figures would come from the others alone. --server-pid must name the
+process that listens on --addr: one that does not, or that used no CPU
+while the requests went through, is an error.
 
 Modes: pingpong (one message in flight per connection), pipeline:K (K in
 flight), stream (write and read continuously). --rate R runs pingpong or
@@ -228,15 +270,15 @@ from when each message was meant to go.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", defaultNetAddr, "the echo server's host:port")
-	f.IntVar(&o.conns, "conns", 100, "connections")
+	f.IntVar(&o.conns, "conns", 100, fmt.Sprintf("connections, 1 to %d", load.MaxConns))
 	o.size = 64
-	f.Var(sizeValue{&o.size}, "size", "message size (64, 1KiB, 16KiB, ...)")
-	f.DurationVar(&o.duration, "duration", 5*time.Second, "measured window")
-	f.DurationVar(&o.warmup, "warmup", time.Second, "load before the window, not measured")
-	f.StringVar(&o.mode, "mode", "pingpong", "pingpong, pipeline:K or stream")
-	f.Float64Var(&o.rate, "rate", 0, "open loop: messages per second across all connections (0: closed loop)")
-	f.IntVar(&o.dialRate, "dial-rate", 0, "connections dialled per second while ramping up (0: as fast as the server takes them)")
-	f.IntVar(&o.serverPID, "server-pid", 0, "the server's process id, to report its CPU per request (the kernel's process CPU clock: every thread)")
+	f.Var(sizeValue{&o.size}, "size", "message size (64, 1KiB, 16KiB, ...), 1B to "+units.FormatSize(load.MaxSize))
+	f.DurationVar(&o.duration, "duration", 5*time.Second, fmt.Sprintf("measured window, above 0 and at most %v", load.MaxDuration))
+	f.DurationVar(&o.warmup, "warmup", time.Second, fmt.Sprintf("load before the window, not measured, 0 to %v", load.MaxDuration))
+	f.StringVar(&o.mode, "mode", "pingpong", fmt.Sprintf("pingpong, pipeline:K (K from 1 to %d) or stream", load.MaxDepth))
+	f.Float64Var(&o.rate, "rate", 0, fmt.Sprintf("open loop: messages per second across all connections, 0 (closed loop) to %g", float64(load.MaxRate)))
+	f.IntVar(&o.dialRate, "dial-rate", 0, fmt.Sprintf("connections dialled per second while ramping up, 0 (as fast as the server takes them) to %d", load.MaxDialRate))
+	f.IntVar(&o.serverPID, "server-pid", 0, "the process id of the server listening on --addr, to report its CPU per request (the kernel's process CPU clock: every thread); 0: none")
 	f.StringVar(&o.client, "client", "auto", "client driver: epoll (closed-loop pingpong and pipeline), net (any mode), or auto")
 	f.StringVar(&o.format, "format", "table", "output: table or json")
 	return cmd
@@ -270,6 +312,10 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	}
 	res, err := load.Run(ctx, cfg)
 	if err != nil && res == nil {
+		if ctx.Err() != nil {
+			// Interrupted while dialling.
+			return errors.New("net load: interrupted before the load began; nothing measured")
+		}
 		return fmt.Errorf("net load: %w", err)
 	}
 	if o.format == "json" {
@@ -280,6 +326,9 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		}
 	} else {
 		writeLoadResult(stdout, res, o.addr, o.serverPID)
+	}
+	if err != nil && ctx.Err() != nil {
+		return errors.New("net load: interrupted; the figures above cover the window until then")
 	}
 	if err != nil {
 		return fmt.Errorf("net load: %w", err)
@@ -303,13 +352,13 @@ func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
 	fmt.Fprintf(tw, "server\t%s\n", addr)
 	fmt.Fprintf(tw, "load\t%d connections × %s, %s, %s, %v measured (dial ramp %v), %s client\n",
 		r.Conns, units.FormatSize(int64(r.Size)), r.Mode, loop, r.Elapsed.Round(time.Millisecond), r.DialTime.Round(time.Millisecond), r.Client)
-	fmt.Fprintf(tw, "requests\t%d (%.0f/s), %.1f MB/s echoed\n", r.Requests, r.QPS, r.MBps)
+	fmt.Fprintf(tw, "requests\t%d (%.0f/s), %.1f MB/s echoed, on %d of %d connections\n", r.Requests, r.QPS, r.MBps, r.Carried, r.Conns)
 	if r.LatencyNs.Max > 0 {
 		fmt.Fprintf(tw, "latency\tP50 %s  P90 %s  P99 %s  P99.9 %s  max %s\n",
 			fmtNs(r.LatencyNs.P50), fmtNs(r.LatencyNs.P90), fmtNs(r.LatencyNs.P99), fmtNs(r.LatencyNs.P999), fmtNs(r.LatencyNs.Max))
 	}
 	fmt.Fprintf(tw, "client CPU\t%v (%.2f µs/request)\n", r.ClientCPU.Round(time.Millisecond), r.ClientCPUPerReqUs)
-	if serverPID > 0 {
+	if serverPID > 0 && r.ServerCPUSource != "" {
 		src := "the kernel's process CPU clock"
 		if r.ServerCPUSource == "proc" {
 			src = "/proc/PID/stat, 10 ms ticks"
@@ -319,7 +368,10 @@ func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
 	integrity := "every byte verified: 0 corrupted, 0 lost, 0 failed connections"
 	if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 {
 		integrity = fmt.Sprintf("FAILED: %d corrupted bytes, %d lost bytes, %d failed connections", r.Corrupted, r.Lost, r.ConnErrors)
-		if r.FirstError != "" {
+		if r.NoEcho > 0 {
+			integrity += fmt.Sprintf(", %d of them with no echo within the first %v (left unserved)", r.NoEcho, r.NoEchoWait.Round(10*time.Millisecond))
+		}
+		if r.FirstError != "" && r.ConnErrors > r.NoEcho {
 			integrity += " (first: " + r.FirstError + ")"
 		}
 	}
@@ -390,24 +442,42 @@ response.`,
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&o.engines, "engines", nil, "server engines, comma-separated (default: "+strings.Join(netio.Engines(), ",")+")")
-	f.Var(intListValue{&o.conns}, "conns", "connection counts, comma-separated (default 1,100,1000,10000)")
-	f.Var(sizeListValue{&o.sizes}, "sizes", "message sizes, comma-separated (default 64,1KiB,16KiB)")
+	f.Var(intListValue{&o.conns}, "conns", fmt.Sprintf("connection counts, comma-separated, each 1 to %d (default 1,100,1000,10000)", load.MaxConns))
+	f.Var(sizeListValue{&o.sizes}, "sizes", "message sizes, comma-separated, each 1B to "+units.FormatSize(load.MaxSize)+" (default 64,1KiB,16KiB)")
 	f.StringSliceVar(&o.modes, "modes", nil, "load modes, comma-separated (default pingpong,pipeline:16,stream)")
-	f.DurationVar(&o.duration, "duration", netbench.DefaultDuration, "measured window per run")
-	f.DurationVar(&o.warmup, "warmup", netbench.DefaultWarmup, "load before each window, not measured")
-	f.IntVar(&o.runs, "runs", 1, "runs per engine and point, interleaved")
+	f.DurationVar(&o.duration, "duration", netbench.DefaultDuration, fmt.Sprintf("measured window per run, %v to %v", netbench.MinDuration, netbench.MaxDuration))
+	f.DurationVar(&o.warmup, "warmup", netbench.DefaultWarmup, fmt.Sprintf("load before each window, not measured, 0 to %v", netbench.MaxDuration))
+	f.IntVar(&o.runs, "runs", 1, fmt.Sprintf("runs per engine and point, interleaved, 1 to %d", netbench.MaxRuns))
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.force, "force", false, "overwrite the --html file if it exists")
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
-	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated (default 4KiB,64KiB,1MiB,64MiB)")
+	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated, each 1B to "+units.FormatSize(maxServeFileSize)+" (default 4KiB,64KiB,1MiB,64MiB)")
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
-	f.Var(intListValue{&o.parts}, "parts", "with --writev: part counts k, comma-separated (default 1,2,4,8,16,64)")
+	f.Var(intListValue{&o.parts}, "parts", fmt.Sprintf("with --writev: part counts k, comma-separated, each 1 to %d (default 1,2,4,8,16,64)", maxWritevParts))
 	return cmd
 }
 
 // netSideFormats are the outputs of --serve-file and --writev.
 var netSideFormats = []string{"table", "json"}
+
+// Bounds of --file-sizes and --parts.
+const (
+	maxServeFileSize = 16 << 30
+	maxWritevParts   = 1024
+)
+
+// checkRunsDuration checks --runs and --duration, which every net bench
+// shares; 0 is no default here (the flags show theirs).
+func checkRunsDuration(o netBenchOptions) error {
+	if o.runs < 1 || o.runs > netbench.MaxRuns {
+		return usagef("net bench: --runs %d: want 1 to %d", o.runs, netbench.MaxRuns)
+	}
+	if o.duration < netbench.MinDuration || o.duration > netbench.MaxDuration {
+		return usagef("net bench: --duration %v: want %v to %v", o.duration, netbench.MinDuration, netbench.MaxDuration)
+	}
+	return nil
+}
 
 func checkSideBench(name string, o netBenchOptions) error {
 	if !slices.Contains(netSideFormats, o.format) {
@@ -418,13 +488,7 @@ func checkSideBench(name string, o netBenchOptions) error {
 			return usagef("net bench: --html: %v", err)
 		}
 	}
-	if o.runs < 1 || o.runs > 100 {
-		return usagef("net bench: --runs %d: want 1 to 100", o.runs)
-	}
-	if o.duration <= 0 || o.duration > time.Hour {
-		return usagef("net bench: --duration %v: want above 0 and at most 1h", o.duration)
-	}
-	return nil
+	return checkRunsDuration(o)
 }
 
 func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdline string, stdout, stderr io.Writer) error {
@@ -432,8 +496,8 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return err
 	}
 	for _, s := range o.fileSizes {
-		if s < 1 || s > 16<<30 {
-			return usagef("net bench: --file-sizes %s: want 1 byte to 16 GiB", units.FormatSize(s))
+		if s < 1 || s > maxServeFileSize {
+			return usagef("net bench: --file-sizes %s: want 1B to %s", units.FormatSize(s), units.FormatSize(maxServeFileSize))
 		}
 	}
 	exe, err := os.Executable()
@@ -478,6 +542,11 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	}
 	rs, berr := filesrv.Bench(ctx, bc)
 	p.done()
+	if berr != nil && ctx.Err() != nil {
+		// The runs so far are not a result: some sizes and methods
+		// would be missing from every comparison.
+		return errors.New("net bench --serve-file: interrupted; nothing written")
+	}
 	if rs == nil && berr != nil {
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
@@ -508,8 +577,8 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return err
 	}
 	for _, k := range o.parts {
-		if k < 1 || k > 1024 {
-			return usagef("net bench: --parts %d: want 1 to 1024", k)
+		if k < 1 || k > maxWritevParts {
+			return usagef("net bench: --parts %d: want 1 to %d", k, maxWritevParts)
 		}
 	}
 	runs := o.runs
@@ -517,6 +586,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		runs = 3
 	}
 	rs, werr := writev.Run(ctx, writev.Config{Parts: o.parts, Rounds: runs})
+	if werr != nil && ctx.Err() != nil {
+		return errors.New("net bench --writev: interrupted; nothing written")
+	}
 	if rs == nil && werr != nil {
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
@@ -561,11 +633,11 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 			return usagef("net bench: --html: %v", err)
 		}
 	}
-	if o.runs < 1 {
-		return usagef("net bench: --runs %d: want 1 to 100", o.runs)
+	if err := checkRunsDuration(o); err != nil {
+		return err
 	}
-	if o.duration <= 0 || o.warmup < 0 {
-		return usagef("net bench: --duration %v, --warmup %v: want a duration above 0 and a warmup of 0 or more", o.duration, o.warmup)
+	if o.warmup < 0 || o.warmup > netbench.MaxDuration {
+		return usagef("net bench: --warmup %v: want 0 to %v", o.warmup, netbench.MaxDuration)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -587,6 +659,21 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	opts.Progress = p.steps()
 	rep, err := netbench.Bench(ctx, opts)
 	p.done()
+	if err != nil && ctx.Err() != nil {
+		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netbench.Point) bool { return len(p.Runs) > 0 }) {
+			return errors.New("net bench: interrupted; nothing measured")
+		}
+		// What was measured is shown, on stdout only: an interrupted
+		// run does not replace an --html file.
+		rep.Command, rep.Version, rep.Machine.IopathVersion = cmdline, version, version
+		if werr := report.WriteNet(stdout, o.format, rep); werr != nil {
+			return werr
+		}
+		if o.html != "" {
+			return fmt.Errorf("net bench: interrupted; the results above are incomplete, and %s is not written", quotePath(o.html))
+		}
+		return errors.New("net bench: interrupted; the results above are incomplete")
+	}
 	if rep == nil {
 		return fmt.Errorf("net bench: %w", err)
 	}
@@ -619,7 +706,11 @@ func integrityFailures(r *netbench.Report) string {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)
 		switch {
 		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0:
-			bad = append(bad, fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors))
+			msg := fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors)
+			if p.NoEcho > 0 {
+				msg += fmt.Sprintf(" (%d left unserved: no echo within the warm-up)", p.NoEcho)
+			}
+			bad = append(bad, msg)
 		case p.Err != "":
 			failed = append(failed, at+": "+p.Err)
 		}

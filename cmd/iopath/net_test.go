@@ -3,12 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,42 +29,103 @@ import (
 )
 
 func TestNetBadFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"net", "serve", "-e", "carrier-pigeon"},
-		{"net", "serve", "--addr", "nonsense"},
-		{"net", "serve", "--drain", "-1s"},
-		{"net", "serve", "--max-conns", "0"},
-		{"net", "serve", "--buf-size", "1TiB"},
-		{"net", "serve", "-e", "epoll", "--sqpoll"},
-		{"net", "serve", "extra"},
-		{"net", "load", "--mode", "pipeline:0"},
-		{"net", "load", "--mode", "sideways"},
-		{"net", "load", "--addr", "nohost"},
-		{"net", "load", "--conns", "0"},
-		{"net", "load", "--conns", "5000000"},
-		{"net", "load", "--size", "0"},
-		{"net", "load", "--duration", "0s"},
-		{"net", "load", "--format", "xml"},
-		{"net", "bench", "--format", "xml"},
-		{"net", "bench", "--engines", "carrier-pigeon"},
-		{"net", "bench", "--conns", "0"},
-		{"net", "bench", "--modes", "pipeline:x"},
-		{"net", "bench", "--runs", "0"},
-		{"net", "bench", "--duration", "1ns"},
-		{"net", "bench", "--serve-file", "--writev"},
-		{"net", "bench", "--serve-file", "--format", "csv"},
-		{"net", "bench", "--serve-file", "--file-sizes", "0"},
-		{"net", "bench", "--writev", "--parts", "0"},
-		{"net", "bench", "--writev", "--runs", "0"},
-		{"net", "load", "--client", "carrier-pigeon"},
-		{"net", "load", "--client", "epoll", "--mode", "stream"},
+	for _, c := range []struct {
+		args []string
+		want string // what the error says is wanted (the range), if anything
+	}{
+		{[]string{"net", "serve", "-e", "carrier-pigeon"}, ""},
+		{[]string{"net", "serve", "--addr", "nonsense"}, ""},
+		{[]string{"net", "serve", "--drain", "-1s"}, "want 0 to 750ms"},
+		{[]string{"net", "serve", "--drain", "1s"}, "want 0 to 750ms"}, // beyond the second a stop may take
+		{[]string{"net", "serve", "--max-conns", "0"}, "want 1 to 1000000"},
+		{[]string{"net", "serve", "--max-conns", "1000001"}, "want 1 to 1000000"},
+		{[]string{"net", "serve", "--buf-size", "1TiB"}, "want 1B to 64MiB"},
+		{[]string{"net", "serve", "--buf-size", "0"}, "want 1B to 64MiB"},
+		{[]string{"net", "serve", "--loops", "-1"}, "want 0 (one per CPU) to 1024"},
+		{[]string{"net", "serve", "--loops", "1025"}, "want 0 (one per CPU) to 1024"},
+		{[]string{"net", "serve", "-e", "epoll", "--sqpoll"}, ""},
+		{[]string{"net", "serve", "extra"}, ""},
+		{[]string{"net", "load", "--mode", "pipeline:0"}, "want an integer from 1 to 1024"},
+		{[]string{"net", "load", "--mode", "pipeline:1025"}, "want an integer from 1 to 1024"},
+		{[]string{"net", "load", "--mode", "sideways"}, ""},
+		{[]string{"net", "load", "--addr", "nohost"}, ""},
+		{[]string{"net", "load", "--conns", "0"}, "want 1 to 1000000"},
+		{[]string{"net", "load", "--conns", "5000000"}, "want 1 to 1000000"},
+		{[]string{"net", "load", "--size", "0"}, "want 1 byte to 67108864 bytes"},
+		{[]string{"net", "load", "--size", "65MiB"}, "want 1 byte to 67108864 bytes"},
+		{[]string{"net", "load", "--duration", "0s"}, "want above 0 and at most 24h"},
+		{[]string{"net", "load", "--duration", "25h"}, "want above 0 and at most 24h"},
+		{[]string{"net", "load", "--warmup", "-1s"}, "want 0 to 24h"},
+		{[]string{"net", "load", "--rate", "-1"}, "want 0 (closed loop) to 1e+09"},
+		{[]string{"net", "load", "--rate", "NaN"}, "want 0 (closed loop) to 1e+09"},
+		{[]string{"net", "load", "--dial-rate", "-1"}, "want 0 (unpaced) to 1000000"},
+		{[]string{"net", "load", "--server-pid", "-1"}, "want a process id, or 0 for none"},
+		{[]string{"net", "load", "--format", "xml"}, ""},
+		{[]string{"net", "load", "--client", "carrier-pigeon"}, ""},
+		{[]string{"net", "load", "--client", "epoll", "--mode", "stream"}, ""},
+		{[]string{"net", "bench", "--format", "xml"}, ""},
+		{[]string{"net", "bench", "--engines", "carrier-pigeon"}, ""},
+		{[]string{"net", "bench", "--conns", "0"}, "want 1 to 1000000"},
+		{[]string{"net", "bench", "--sizes", "65MiB"}, "want 1 byte to 64 MiB"},
+		{[]string{"net", "bench", "--modes", "pipeline:x"}, ""},
+		{[]string{"net", "bench", "--runs", "0"}, "want 1 to 100"},
+		{[]string{"net", "bench", "--runs", "101"}, "want 1 to 100"},
+		{[]string{"net", "bench", "--duration", "1ns"}, "want 10ms to 1h"},
+		{[]string{"net", "bench", "--duration", "2h"}, "want 10ms to 1h"},
+		{[]string{"net", "bench", "--warmup", "-1s"}, "want 0 to 1h"},
+		{[]string{"net", "bench", "--serve-file", "--writev"}, ""},
+		{[]string{"net", "bench", "--serve-file", "--format", "csv"}, ""},
+		{[]string{"net", "bench", "--serve-file", "--file-sizes", "0"}, "want 1B to 16GiB"},
+		{[]string{"net", "bench", "--serve-file", "--file-sizes", "17GiB"}, "want 1B to 16GiB"},
+		{[]string{"net", "bench", "--serve-file", "--duration", "0s"}, "want 10ms to 1h"},
+		{[]string{"net", "bench", "--writev", "--parts", "0"}, "want 1 to 1024"},
+		{[]string{"net", "bench", "--writev", "--parts", "1025"}, "want 1 to 1024"},
+		{[]string{"net", "bench", "--writev", "--runs", "0"}, "want 1 to 100"},
 	} {
-		_, errOut, code := runCLI(args...)
+		args := c.args
+		// A flag that should have been refused may start a server or a
+		// run: the deadline ends it, and the test says so.
+		if args[1] == "serve" && !slices.Contains(args, "--addr") {
+			args = append(args, "--addr", "127.0.0.1:0")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(ctx, args, strings.NewReader(""), &stdout, &stderr), &stderr)
+		cancel()
+		errOut := stderr.String()
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
 		}
 		if lines := strings.Count(strings.TrimSpace(errOut), "\n"); lines != 0 || !strings.HasPrefix(errOut, "iopath: ") {
 			t.Errorf("%v: want one line starting \"iopath: \", got %q", args, errOut)
+		}
+		if !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: %q does not say %q", args, errOut, c.want)
+		}
+	}
+}
+
+// TestNetHelpStatesRanges: each numeric flag's --help line gives its
+// range, as the error for a value outside it does.
+func TestNetHelpStatesRanges(t *testing.T) {
+	for cmd, flags := range map[string][]string{
+		"serve": {"--loops", "--max-conns", "--buf-size", "--drain"},
+		"load":  {"--conns", "--size", "--duration", "--warmup", "--mode", "--rate", "--dial-rate"},
+		"bench": {"--conns", "--sizes", "--duration", "--warmup", "--runs", "--file-sizes", "--parts"},
+	} {
+		out, errOut, code := runCLI("net", cmd, "--help")
+		if code != 0 {
+			t.Fatalf("net %s --help: exit %d: %s", cmd, code, errOut)
+		}
+		for _, f := range flags {
+			line := regexp.MustCompile(`(?m)^\s+(-\w, )?` + f + ` \S+\s+(.*)$`).FindString(out)
+			if line == "" {
+				t.Errorf("net %s --help: no %s", cmd, f)
+				continue
+			}
+			if !regexp.MustCompile(` to \d|at most \d`).MatchString(line) {
+				t.Errorf("net %s --help: %q states no range", cmd, strings.TrimSpace(line))
+			}
 		}
 	}
 }
@@ -135,8 +200,8 @@ func TestNetServeLoad(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("net serve did not exit after SIGTERM")
 			}
-			if !strings.Contains(srvErr.String(), "served ") {
-				t.Errorf("net serve printed no summary: %q", srvErr.String())
+			if !strings.Contains(srvErr.String(), "accepted 23 connections") {
+				t.Errorf("net serve printed no summary, or a wrong one: %q", srvErr.String())
 			}
 		})
 	}
@@ -245,29 +310,321 @@ func TestNetBenchWritev(t *testing.T) {
 	}
 }
 
-// TestNetServeSecondSignal: a second SIGTERM cuts a long drain short.
-func TestNetServeSecondSignal(t *testing.T) {
-	srv, addr, srvErr := startServeProcess(t, nil, "-e", "net", "--drain", "1h")
-	c, err := net.Dial("tcp", addr)
+// interrupted is a net command run as a process of its own (in its own
+// process group, so that its children can be found) with its stdout on a
+// pipe that nobody reads until it has exited: a consumer slower than any.
+type interrupted struct {
+	cmd    *exec.Cmd
+	stdout *os.File // the pipe's read end
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+func startInterrupted(t *testing.T, env []string, args ...string) *interrupted {
+	t.Helper()
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close() // open through the drain: only the second signal ends it
-	srv.Process.Signal(syscall.SIGTERM)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(srvErr.String(), "draining") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	cmd := exec.Command(os.Args[0], args...)
+	// The race detector sleeps a second at exit by default: not the
+	// command's time.
+	cmd.Env = append(append(os.Environ(), cliEnv+"=1", "GORACE=atexit_sleep_ms=0"), env...)
+	cmd.Stdout = pw
+	p := &interrupted{cmd: cmd, stdout: pr, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	srv.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit: %v: %s", err, srvErr.String())
+	pw.Close()
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		pr.Close()
+	})
+	return p
+}
+
+// waitFor waits, at most 30 s, for cond: a sign that the command is
+// mid-run.
+func (p *interrupted) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-p.done:
+			t.Fatalf("exited (%v) before %s: %s", p.err, what, p.stderr.String())
+		default:
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("a second SIGTERM did not end the drain")
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 30 s: %s", what, p.stderr.String())
+		}
+	}
+}
+
+// interrupt sends SIGINT to the command alone (not its group: its
+// children must be stopped by it) and checks that it exits within a
+// second, says "interrupted" in its last line rather than "context
+// canceled", and leaves no process of its group behind. It returns the
+// exit status and what it wrote to stdout.
+func (p *interrupted) interrupt(t *testing.T) (int, string) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	t0 := time.Now()
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still running 10 s after SIGINT: %s", p.stderr.String())
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("exited %v after SIGINT: want within 1 s", d.Round(time.Millisecond))
+	} else {
+		t.Logf("exited %v after SIGINT", d.Round(time.Millisecond))
+	}
+	if errOut := p.stderr.String(); !strings.Contains(errOut, "interrupted") || strings.Contains(errOut, "context canceled") {
+		t.Errorf("stderr %q: want it to say \"interrupted\", and no \"context canceled\"", errOut)
+	}
+	if left := groupMembers(pid); len(left) > 0 {
+		t.Errorf("processes %v of its group outlived it", left)
+	}
+	out, _ := io.ReadAll(p.stdout)
+	code := 0
+	if ee, ok := p.err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return code, string(out)
+}
+
+// groupMembers lists the live processes of process group pgid.
+func groupMembers(pgid int) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestNetServeInterrupt: SIGINT stops net serve within a second, a drain
+// included, even with a client that never closes; it says so and prints
+// what it served.
+func TestNetServeInterrupt(t *testing.T) {
+	for _, e := range netio.Engines() {
+		t.Run(e, func(t *testing.T) {
+			if e == "io_uring" && !features.Probe().IOURing.Available {
+				t.Skipf("io_uring unavailable here: %s", features.Probe().IOURing.Reason)
+			}
+			p := startInterrupted(t, nil, "net", "serve", "-e", e, "--addr", "127.0.0.1:0")
+			var addr string
+			re := regexp.MustCompile(`listening on (\S+)`)
+			sc := bufio.NewReader(p.stdout)
+			line, err := sc.ReadString('\n')
+			if m := re.FindStringSubmatch(line); m != nil {
+				addr = m[1]
+			} else {
+				t.Fatalf("no address: %q, %v: %s", line, err, p.stderr.String())
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close() // open through the drain: the drain's bound ends it
+			c.Write([]byte("ping"))
+			io.ReadFull(c, make([]byte, 4))
+			p.interrupt(t)
+			if p.err != nil {
+				t.Errorf("exit: %v (a signal is net serve's way to stop)", p.err)
+			}
+			for _, want := range []string{"interrupted; draining 1 connections (up to 300ms)", "accepted 1 connections, at most 1 at once", "were closed"} {
+				if !strings.Contains(p.stderr.String(), want) {
+					t.Errorf("stderr %q does not say %q", p.stderr.String(), want)
+				}
+			}
+		})
+	}
+}
+
+// TestNetLoadInterrupt: SIGINT stops net load within a second, with the
+// figures of the window so far and "interrupted", and a non-zero status.
+func TestNetLoadInterrupt(t *testing.T) {
+	s, err := netio.Listen("epoll", netio.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, mode := range []string{"pingpong", "stream"} {
+		t.Run(mode, func(t *testing.T) {
+			before := s.Stats().BytesIn
+			p := startInterrupted(t, nil, "net", "load", "--addr", s.Addr().String(), "--conns", "10",
+				"--mode", mode, "--duration", "1h", "--warmup", "0s")
+			p.waitFor(t, "load on the server", func() bool { return s.Stats().BytesIn > before+1<<20 })
+			code, out := p.interrupt(t)
+			if code == 0 {
+				t.Error("exit 0 after an interrupted run")
+			}
+			if !strings.Contains(out, "requests") || !strings.Contains(p.stderr.String(), "net load: interrupted; the figures above cover the window until then") {
+				t.Errorf("stdout %q, stderr %q: want the window so far, said to be cut short", out, p.stderr.String())
+			}
+		})
+	}
+}
+
+// TestNetBenchInterrupt: SIGINT stops every net bench within a second,
+// its children (servers, load generators) and temporary files gone.
+func TestNetBenchInterrupt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		kids int // children seen (in all) before the signal
+		want string
+		out  string // on stdout
+	}{
+		{"echo", []string{"--engines", "net,epoll", "--conns", "2", "--sizes", "64", "--modes", "pingpong", "--duration", "1h", "--warmup", "0s"},
+			3, "net bench: interrupted; nothing measured", ""},
+		// Two runs of the first point done, the second point not run.
+		{"echo-partial", []string{"--engines", "net", "--conns", "1,2", "--sizes", "64", "--modes", "pingpong", "--duration", "50ms", "--warmup", "0s", "--runs", "100"},
+			4, "net bench: interrupted; the results above are incomplete, and ", "not run: interrupted"},
+		{"serve-file", []string{"--serve-file", "--file-sizes", "4KiB", "--duration", "1h", "--runs", "1"},
+			1, "net bench --serve-file: interrupted; nothing written", ""},
+		{"writev", []string{"--writev", "--runs", "100", "--parts", "1,2,4,8,16,64"},
+			0, "net bench --writev: interrupted; nothing written", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			html := filepath.Join(tmp, "out", "net.html")
+			os.Mkdir(filepath.Dir(html), 0o755)
+			p := startInterrupted(t, []string{"TMPDIR=" + tmp}, append([]string{"net", "bench", "--html", html}, c.args...)...)
+			if c.kids > 0 {
+				seen := map[int]bool{}
+				p.waitFor(t, fmt.Sprintf("%d children", c.kids), func() bool {
+					for _, pid := range groupMembers(p.cmd.Process.Pid) {
+						if pid != p.cmd.Process.Pid {
+							seen[pid] = true
+						}
+					}
+					return len(seen) >= c.kids
+				})
+			} else {
+				time.Sleep(500 * time.Millisecond) // in process: well into its first runs
+			}
+			code, out := p.interrupt(t)
+			if code == 0 {
+				t.Error("exit 0 after an interrupted run")
+			}
+			if !strings.Contains(p.stderr.String(), c.want) || !strings.Contains(out, c.out) {
+				t.Errorf("stderr %q, stdout %q: want %q and %q", p.stderr.String(), out, c.want, c.out)
+			}
+			for _, dir := range []string{tmp, filepath.Dir(html)} {
+				ents, _ := os.ReadDir(dir)
+				for _, e := range ents {
+					if e.Name() != "out" {
+						t.Errorf("left behind in %s: %s", dir, e.Name())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNetBenchHTMLForce: an existing --html file is refused without
+// --force, before anything runs, and left byte for byte; with --force it
+// is replaced by the report.
+func TestNetBenchHTMLForce(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "notes.html")
+	mine := []byte("mine, not a report\n")
+	if err := os.WriteFile(html, mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"net", "bench", "--engines", "net", "--conns", "1", "--sizes", "64", "--modes", "pingpong",
+		"--duration", "50ms", "--warmup", "0s", "--html", html}
+	for _, side := range [][]string{nil, {"--serve-file", "--file-sizes", "4KiB"}, {"--writev", "--parts", "2"}} {
+		_, errOut, code := runCLIProcess(t, nil, append(slices.Clone(args), side...)...)
+		if code != 2 || !strings.Contains(errOut, "already exists (use --force to overwrite)") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v without --force: exit %d, stderr %q: want 2 and one line", side, code, errOut)
+		}
+		if b, err := os.ReadFile(html); err != nil || !bytes.Equal(b, mine) {
+			t.Fatalf("%v: the file changed: %q, %v", side, b, err)
+		}
+	}
+	_, errOut, code := runCLIProcess(t, nil, append(args, "--force")...)
+	if code != 0 {
+		t.Fatalf("with --force: exit %d: %s", code, errOut)
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Errorf("with --force the file is not the report: %.80q, %v", b, err)
+	}
+}
+
+// TestNetBenchNothingMeasured: a bench in which no engine could run exits
+// 1, saying why, rather than 0 with an empty table.
+func TestNetBenchNothingMeasured(t *testing.T) {
+	out, errOut, code := runCLIProcess(t, []string{features.DisableEnv + "=1"}, "net", "bench", "--engines", "io_uring",
+		"--conns", "1", "--sizes", "64", "--modes", "pingpong", "--duration", "50ms")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != 1 || !strings.Contains(lines[len(lines)-1], "iopath: net bench: no server engine could start: io_uring: ") ||
+		!strings.Contains(lines[len(lines)-1], "disabled by "+features.DisableEnv+"=1") {
+		t.Errorf("exit %d, stderr %q: want 1 and why", code, errOut)
+	}
+	if !strings.Contains(out, "NO RUN WAS MEASURED") {
+		t.Errorf("stdout %q: want the report to say nothing was measured", out)
+	}
+}
+
+// TestNetServeStarved: net serve under a low RLIMIT_NOFILE (as after
+// `ulimit -n 48`), loaded with more connections than that: the server
+// warns at the start, says at once that accepts fail, and counts them in
+// its summary; net load fails the connections left unserved and exits 1.
+func TestNetServeStarved(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to lower the limit with")
+	}
+	cmd := exec.Command("sh", "-c", `ulimit -n 48 && exec "$0" "$@"`, os.Args[0], "net", "serve", "--addr", "127.0.0.1:0", "--loops", "1")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvErr := &syncBuffer{}
+	cmd.Stderr = srvErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	m := regexp.MustCompile(`listening on (\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("net serve did not start: %q %s", line, srvErr.String())
+	}
+	out, errOut, code := runCLI("net", "load", "--addr", m[1], "--conns", "100", "--duration", "1100ms", "--warmup", "0s",
+		"--server-pid", strconv.Itoa(cmd.Process.Pid))
+	if code != 1 || !strings.Contains(errOut, "connections had no echo within the first") || !strings.Contains(out, "FAILED") {
+		t.Errorf("net load: exit %d, stdout %q, stderr %q: want 1 and the unserved connections", code, out, errOut)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	for _, want := range []string{
+		"RLIMIT_NOFILE is 48 (hard limit 48): about 37 connections can be open at once",
+		"accept: too many open files (EMFILE: the process's RLIMIT_NOFILE of 48 is reached",
+		"accepts failed for want of file descriptors",
+	} {
+		if !strings.Contains(srvErr.String(), want) {
+			t.Errorf("net serve said %q; want %q", srvErr.String(), want)
+		}
 	}
 }
 

@@ -193,7 +193,7 @@ func Median(rs []Result) []Result {
 		}
 		m := ok[0]
 		m.Runs = len(ok)
-		m.Responses, m.Bytes, m.Elapsed, m.ServerCPU, m.IOThreadCPU, m.ProcessCPU, m.Syscalls, m.Corrupted = 0, 0, 0, 0, 0, 0, 0, 0
+		m.Responses, m.Bytes, m.Elapsed, m.ServerCPU, m.IOThreadCPU, m.ProcessCPU, m.Syscalls, m.SyscallRetries, m.Corrupted = 0, 0, 0, 0, 0, 0, 0, 0, 0
 		m.Verified = true
 		var gbps, cpu, pcpu, spm, spr []float64
 		for _, r := range ok {
@@ -204,6 +204,7 @@ func Median(rs []Result) []Result {
 			m.IOThreadCPU += r.IOThreadCPU
 			m.ProcessCPU += r.ProcessCPU
 			m.Syscalls += r.Syscalls
+			m.SyscallRetries += r.SyscallRetries
 			m.Corrupted += r.Corrupted
 			m.Verified = m.Verified && r.Verified
 			gbps = append(gbps, r.GBps)

@@ -44,9 +44,21 @@
 //
 // System calls are counted at the call sites: every recv of a request,
 // pread, send, sendfile, splice and io_uring_enter a response costs,
-// retries included. Setup (accept, the ring, registering buffers, the
-// pipe) is not counted. Connections that ask for counters ('S') are
-// control connections: their time and calls are left out.
+// retries included. Retries are also counted apart (Stats.Retries,
+// Result.SyscallRetries): a call a signal cut short (EINTR, or a send,
+// sendfile or splice to the socket that moved less than asked, which on a
+// blocking socket only a signal does) is made again, and how often that
+// happens depends on the scheduling (Go's runtime signals its threads to
+// preempt them), not on the method. Setup (accept, the ring, registering
+// buffers, the pipe) is not counted. Connections that ask for counters
+// ('S') are control connections: their time and calls are left out.
+//
+// An accept that fails for want of descriptors or memory (EMFILE and
+// friends) is counted (Stats.AcceptErrors) and said through
+// ServerConfig.Log at most once a second; the server tries again every
+// 10 ms. Run fails, saying so, when the server has not accepted every
+// connection before the first request, rather than wait for ever on one
+// left in the listen queue.
 //
 // # Use
 //

@@ -41,9 +41,19 @@ type Stats struct {
 	ProcessCPU time.Duration
 	FileErrors int64 // responses cut short because the file changed
 	ConnErrors int64 // connections that ended with an error (reset, protocol)
+	// Retries counts the calls of Syscalls that only repeat or continue
+	// a call a signal cut short: an EINTR retried, the rest of a send,
+	// sendfile or splice to the socket that moved less than asked, an
+	// io_uring_enter whose wait was interrupted. They depend on the
+	// scheduling (Go's runtime signals its threads to preempt them), not
+	// on the method: Syscalls - Retries is what the responses cost.
+	Retries int64
+	// AcceptErrors counts accepts that failed for want of descriptors or
+	// memory (EMFILE and friends): connections waited in the listen queue.
+	AcceptErrors int64
 }
 
-const statsFields = 14
+const statsFields = 16
 
 const statsLen = statsFields * 8
 
@@ -56,7 +66,7 @@ func (s *Stats) encode(b []byte) {
 	}
 	v := [statsFields]uint64{m, uint64(s.FileSize), uint64(s.Chunk), uint64(s.Depth), uint64(s.Live), uint64(s.Conns), uint64(s.Responses), uint64(s.Bytes),
 		uint64(s.Syscalls), uint64(s.HandlerCPU), uint64(s.IOThreadCPU), uint64(s.ProcessCPU),
-		uint64(s.FileErrors), uint64(s.ConnErrors)}
+		uint64(s.FileErrors), uint64(s.ConnErrors), uint64(s.Retries), uint64(s.AcceptErrors)}
 	for i, x := range v {
 		binary.LittleEndian.PutUint64(b[8*i:], x)
 	}
@@ -77,6 +87,7 @@ func (s *Stats) decode(b []byte) error {
 		Method: methods[v[0]], FileSize: v[1], Chunk: int(v[2]), Depth: int(v[3]), Live: v[4],
 		Conns: v[5], Responses: v[6], Bytes: v[7], Syscalls: v[8], HandlerCPU: time.Duration(v[9]),
 		IOThreadCPU: time.Duration(v[10]), ProcessCPU: time.Duration(v[11]), FileErrors: v[12], ConnErrors: v[13],
+		Retries: v[14], AcceptErrors: v[15],
 	}
 	return nil
 }
@@ -91,6 +102,7 @@ func (s Stats) Sub(o Stats) Stats {
 		Syscalls: s.Syscalls - o.Syscalls, HandlerCPU: s.HandlerCPU - o.HandlerCPU,
 		IOThreadCPU: max(s.IOThreadCPU-o.IOThreadCPU, 0), ProcessCPU: s.ProcessCPU - o.ProcessCPU,
 		FileErrors: s.FileErrors - o.FileErrors, ConnErrors: s.ConnErrors - o.ConnErrors,
+		Retries: s.Retries - o.Retries, AcceptErrors: s.AcceptErrors - o.AcceptErrors,
 	}
 	return d
 }

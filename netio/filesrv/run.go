@@ -70,6 +70,9 @@ type Result struct {
 	Syscalls        int64   `json:"syscalls"` // the server's, per the package doc (summed)
 	SyscallsPerMB   float64 `json:"syscalls_per_mb"`
 	SyscallsPerResp float64 `json:"syscalls_per_response"`
+	// SyscallRetries is the part of Syscalls that only repeated or
+	// continued calls a signal cut short (Stats.Retries; summed).
+	SyscallRetries int64 `json:"syscall_retries"`
 
 	Corrupted int64 `json:"corrupted_bytes"` // bytes that differed from the file (summed)
 	Verified  bool  `json:"verified"`        // every response complete and byte-exact
@@ -83,6 +86,9 @@ type Result struct {
 	// Err is why the run failed (Bench); the figures are then zero.
 	Err string `json:"error,omitempty"`
 }
+
+// acceptWait bounds the wait for the server to accept every connection.
+const acceptWait = 5 * time.Second
 
 // ErrCorrupted is wrapped by Run's error when a response differed from
 // the file.
@@ -218,6 +224,25 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Every data connection must have been accepted before the first
+	// request: one left in the listen queue (the server out of
+	// descriptors) would have its request wait for ever, since no
+	// connection ends before the measurement does.
+	for deadline := time.Now().Add(acceptWait); ; {
+		st, err := ctl.Stats()
+		if err != nil {
+			return fail(err)
+		}
+		accepted := st.Conns - st0.Conns
+		if accepted >= int64(len(clients)) {
+			break
+		}
+		if failed := st.AcceptErrors - st0.AcceptErrors; failed > 0 || time.Now().After(deadline) {
+			return nil, fmt.Errorf("filesrv: the server at %s accepted %d of %d connections (%d accepts failed for want of descriptors or memory; see its log)",
+				addr, accepted, len(clients), failed)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 
 	workers := make([]worker, len(clients))
 	var wg sync.WaitGroup
@@ -306,6 +331,7 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 	r.IOThreadCPU = d.IOThreadCPU
 	r.ProcessCPU = d.ProcessCPU
 	r.Syscalls = d.Syscalls
+	r.SyscallRetries = d.Retries
 	r.derive()
 	r.Verified = werr == nil && r.Corrupted == 0
 	if werr != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 // The four ways of serving a file; see the package doc.
@@ -72,6 +73,9 @@ type ServerConfig struct {
 	// MaxConns bounds the connections served at once (0:
 	// DefaultMaxConns); more are closed as soon as they are accepted.
 	MaxConns int
+	// Log, when set, is told of accepts failing for want of descriptors
+	// or memory (Stats.AcceptErrors), at most once a second.
+	Log func(msg string)
 }
 
 func (c ServerConfig) withDefaults() (ServerConfig, error) {
@@ -105,8 +109,9 @@ type server struct {
 	fd   int   // the file, opened once
 	size int64 // its size when opened: every response's length
 
-	nconns, responses, bytes, syscalls atomic.Int64
-	fileErrs, connErrs                 atomic.Int64
+	nconns, responses, bytes, syscalls, retries atomic.Int64
+	fileErrs, connErrs, acceptErrs              atomic.Int64
+	alog                                        *accepts.Log
 
 	mu       sync.Mutex
 	live     map[*conn]struct{}
@@ -126,6 +131,7 @@ type conn struct {
 	control bool  // it asked for counters: left out of them
 	closed  bool
 	pending int64 // system calls of the response in progress
+	retried int64 // of which repeat a call a signal cut short (Stats.Retries)
 }
 
 // Serve serves cfg.Path on ln until ctx ends, then stops accepting,
@@ -168,9 +174,13 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 				if errors.As(err, &ne) && ne.Timeout() {
 					continue
 				}
-				if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-					// Out of descriptors: let connections end, then retry.
-					time.Sleep(10 * time.Millisecond)
+				if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+					errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) {
+					// Out of descriptors or memory: count it, say so,
+					// and let connections end before trying again.
+					s.acceptErrs.Add(1)
+					s.alog.Failed(err)
+					time.Sleep(accepts.Pause)
 					continue
 				}
 				acceptErr = fmt.Errorf("filesrv: accept: %w", err)
@@ -228,6 +238,11 @@ func newServer(cfg ServerConfig) (*server, error) {
 		return nil, &fs.PathError{Op: "serve", Path: cfg.Path, Err: errors.New("not a regular file")}
 	}
 	s := &server{cfg: cfg, fd: fd, size: st.Size, live: map[*conn]struct{}{}}
+	s.alog = accepts.NewLog(cfg.Log, fmt.Sprintf("file server (%s)", cfg.Method), func() int64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return int64(len(s.live))
+	})
 	if cfg.Method == IOURing {
 		if err := probeURing(cfg); err != nil {
 			sys.Close(fd)
@@ -369,7 +384,8 @@ func (s *server) done(c *conn) {
 	s.responses.Add(1)
 	s.bytes.Add(s.size)
 	s.syscalls.Add(c.pending)
-	c.pending = 0
+	s.retries.Add(c.retried)
+	c.pending, c.retried = 0, 0
 }
 
 // shrank is the error of a response the file ran out under at off.
@@ -394,7 +410,7 @@ func (s *server) sendStats(c *conn) error {
 		s.nconns.Add(-1)
 	}
 	s.mu.Unlock()
-	c.pending = 0
+	c.pending, c.retried = 0, 0
 	st := s.stats()
 	var b [hdrLen + statsLen]byte
 	b[0] = statsLen
@@ -411,6 +427,7 @@ func (s *server) stats() Stats {
 		Method: s.cfg.Method, FileSize: s.size, Chunk: s.cfg.Chunk, Depth: s.cfg.Depth, Conns: s.nconns.Load(),
 		Responses: s.responses.Load(), Bytes: s.bytes.Load(), Syscalls: s.syscalls.Load(),
 		FileErrors: s.fileErrs.Load(), ConnErrors: s.connErrs.Load(),
+		Retries: s.retries.Load(), AcceptErrors: s.acceptErrs.Load(),
 	}
 	s.mu.Lock()
 	cpu := s.doneCPU
@@ -453,13 +470,18 @@ func schedstatCPU(tid int) (int64, bool) {
 	return n, err == nil
 }
 
-// sendAll sends all of b on the blocking socket fd, counting each call in
-// *calls (when not nil).
-func sendAll(fd int, b []byte, flags int, calls *int64) error {
+// sendAll sends all of b on the blocking socket fd, counting each call
+// in c's response (when c is not nil). A blocking send returns less than
+// asked only when a signal cut it short: the call that sends the rest is
+// a retry.
+func sendAll(fd int, b []byte, flags int, c *conn) error {
 	for len(b) > 0 {
 		n, e := sys.SendOnce(fd, b, flags)
-		if calls != nil {
-			*calls++
+		if c != nil {
+			c.pending++
+			if e == syscall.EINTR || (e == 0 && n < len(b)) {
+				c.retried++
+			}
 		}
 		if e == syscall.EINTR {
 			continue

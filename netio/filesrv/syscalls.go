@@ -49,6 +49,7 @@ func (s *server) serveSyscalls(c *conn) error {
 		n, e := sys.RecvOnce(c.fd, req[:])
 		c.pending++
 		if e == syscall.EINTR {
+			c.retried++
 			continue
 		}
 		if e != 0 {
@@ -102,6 +103,7 @@ func (h *syscallConn) readWrite() error {
 				n, e = sys.PreadOnce(s.fd, h.buf[hdrLen:hdrLen+want], off)
 				c.pending++
 				if e == syscall.EINTR {
+					c.retried++
 					continue
 				}
 				if e != 0 {
@@ -112,13 +114,13 @@ func (h *syscallConn) readWrite() error {
 			if n == 0 {
 				// Send what is before the gap, then give up: the
 				// client sees the response cut short at off.
-				if err := sendAll(c.fd, h.buf[start:hdrLen], 0, &c.pending); err != nil {
+				if err := sendAll(c.fd, h.buf[start:hdrLen], 0, c); err != nil {
 					return err
 				}
 				return s.shrank(off)
 			}
 		}
-		if err := sendAll(c.fd, h.buf[start:hdrLen+n], 0, &c.pending); err != nil {
+		if err := sendAll(c.fd, h.buf[start:hdrLen+n], 0, c); err != nil {
 			return err
 		}
 		off += int64(n)
@@ -136,7 +138,7 @@ func (h *syscallConn) header() error {
 	if h.s.size > 0 {
 		flags = sys.MSG_MORE
 	}
-	return sendAll(h.c.fd, b[:], flags, &h.c.pending)
+	return sendAll(h.c.fd, b[:], flags, h.c)
 }
 
 // sendfile asks the kernel for the whole rest of the file in each call;
@@ -148,9 +150,11 @@ func (h *syscallConn) sendfile() error {
 	}
 	var off int64
 	for off < s.size {
-		n, e := sys.Sendfile(c.fd, s.fd, &off, int(min(s.size-off, sys.MaxRW)))
+		want := int(min(s.size-off, sys.MaxRW))
+		n, e := sys.Sendfile(c.fd, s.fd, &off, want)
 		c.pending++
 		if e == syscall.EINTR {
+			c.retried++
 			continue
 		}
 		if e != 0 {
@@ -158,6 +162,11 @@ func (h *syscallConn) sendfile() error {
 		}
 		if n == 0 {
 			return s.shrank(off)
+		}
+		if n < want && off < s.size {
+			// On a blocking socket only a signal cuts a sendfile short
+			// (the file's end would be n == 0 next time).
+			c.retried++
 		}
 	}
 	return nil
@@ -178,6 +187,7 @@ func (h *syscallConn) splice() error {
 			n, e = sys.Splice(s.fd, &off, h.pw, nil, int(min(int64(h.pipeSz), s.size-off)), sys.SPLICE_F_MOVE|sys.SPLICE_F_MORE)
 			c.pending++
 			if e == syscall.EINTR {
+				c.retried++
 				continue
 			}
 			if e != 0 {
@@ -196,10 +206,14 @@ func (h *syscallConn) splice() error {
 			m, e := sys.Splice(h.pr, nil, c.fd, nil, n, flags)
 			c.pending++
 			if e == syscall.EINTR {
+				c.retried++
 				continue
 			}
 			if e != 0 {
 				return connErr("splice", e)
+			}
+			if m < n {
+				c.retried++ // cut short by a signal: the rest goes next
 			}
 			n -= m
 		}

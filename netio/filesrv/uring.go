@@ -59,6 +59,7 @@ type uringConn struct {
 	readOff  []int64 // and where
 	sendWant []int
 	base     int64 // ring.Syscalls() already counted in some response
+	retries  int64 // io_uring_enter calls that repeated an interrupted wait, not yet counted
 }
 
 // newURingConn sets up a ring for 2×depth+1 requests and registers depth
@@ -171,6 +172,10 @@ func (u *uringConn) recv(fd int) (int, error) {
 // calling fn for each; fn's first error is returned after all n are in,
 // so that nothing is left in flight.
 func (u *uringConn) submitAndReap(n int, fn func(c *uring.CQE) error) error {
+	// One io_uring_enter submits and waits for all n; any more are
+	// retries of a wait a signal cut short (Stats.Retries).
+	calls := u.ring.Syscalls()
+	defer func() { u.retries += max(u.ring.Syscalls()-calls-1, 0) }()
 	var first error
 	for got := 0; got < n; {
 		if u.ring.CQReady() == 0 || u.ring.SQReady() > 0 {
@@ -208,7 +213,7 @@ func (u *uringConn) respond(s *server, c *conn, withRecv bool) (int, error) {
 	size := s.size
 	var off int64
 	recvRes := 0
-	var early int64 // system calls counted ahead, when the response was
+	var early, earlyRetries int64 // system calls counted ahead, when the response was
 	for first := true; first || off < size; {
 		var last *uring.SQE
 		nsqe := 0
@@ -241,10 +246,12 @@ func (u *uringConn) respond(s *server, c *conn, withRecv bool) (int, error) {
 			nsqe++
 			next := u.ring.Syscalls() + 1
 			early = c.pending + next - u.base
-			u.base, c.pending = next, 0
+			earlyRetries = c.retried + u.retries
+			u.base, c.pending, c.retried, u.retries = next, 0, 0, 0
 			s.responses.Add(1)
 			s.bytes.Add(size)
 			s.syscalls.Add(early)
+			s.retries.Add(earlyRetries)
 		}
 		last.Flags &^= uring.SQEIOLink
 		err := u.submitAndReap(nsqe, func(c *uring.CQE) error {
@@ -286,6 +293,7 @@ func (u *uringConn) respond(s *server, c *conn, withRecv bool) (int, error) {
 				s.responses.Add(-1)
 				s.bytes.Add(-size)
 				s.syscalls.Add(-early)
+				s.retries.Add(-earlyRetries)
 			}
 			return 0, err
 		}
@@ -293,6 +301,8 @@ func (u *uringConn) respond(s *server, c *conn, withRecv bool) (int, error) {
 	if early == 0 {
 		c.pending += u.ring.Syscalls() - u.base
 		u.base = u.ring.Syscalls()
+		c.retried += u.retries
+		u.retries = 0
 		s.done(c)
 	}
 	return recvRes, nil

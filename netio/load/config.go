@@ -53,7 +53,10 @@ type Config struct {
 	Size int
 	// Duration is the measured window, above 0 and at most MaxDuration.
 	Duration time.Duration
-	// Warmup runs the load before the window, unmeasured (0: none).
+	// Warmup runs the load before the window, unmeasured (0: none). A
+	// connection that has had no byte echoed by its end (or 1 s from the
+	// start, if that is later; a shorter run is not checked) fails: see
+	// Result.NoEcho.
 	Warmup time.Duration
 	// Mode is pingpong, pipeline:K or stream (ParseMode).
 	Mode Mode
@@ -66,7 +69,11 @@ type Config struct {
 	// ramping up (0: as fast as the server's listen backlog takes them,
 	// with at most 256 dials in flight).
 	DialRate int
-	// ServerPID, when above 0, is the server's process: its CPU time
+	// ServerPID, when above 0, is the server's process: Run first makes
+	// sure it holds a socket listening on Addr's port (when it is in this
+	// process's network namespace and its /proc entries are readable),
+	// and fails after the window if it used no CPU time while many
+	// requests went through (see Result.ServerCPUSource). Its CPU time
 	// (every thread, exited ones too) is read at the start and the end
 	// of the window from its CPU clock (metrics.ProcessCPUClock,
 	// nanoseconds), or from /proc/PID/stat (10 ms ticks) when the kernel
@@ -194,13 +201,29 @@ type Result struct {
 	// drain (bytes in flight when ctx ended the run are not counted).
 	Lost int64
 	// ConnErrors counts connections that failed: reset, closed by the
-	// server, still owing bytes when the drain ran out, or sent bytes
-	// after the last echo. A server that never answers the FIN fails no
-	// connection (nothing was owed), but holds Run for all of Drain.
+	// server, still owing bytes when the drain ran out, sent bytes
+	// after the last echo, or got no echo in time (NoEcho). A server that
+	// never answers the FIN fails no connection (nothing was owed), but
+	// holds Run for all of Drain.
 	ConnErrors int64
+	// NoEcho counts the connections of ConnErrors that had no byte echoed
+	// within NoEchoWait from the start, though they had sent a message
+	// early enough (closed loop: at the start): a server that leaves
+	// connections unserved (in its listen queue when it is out of
+	// descriptors, say) fails them, even if it serves them later, rather
+	// than pass with its QPS from the few it served.
+	NoEcho int64
+	// NoEchoWait is the time the no-echo check allowed: the warm-up, or
+	// 1 s from the start if that is later (0: the run was shorter, and
+	// not checked).
+	NoEchoWait time.Duration
 	// FirstError is the error of the lowest-numbered connection that
-	// failed, for messages ("" when none did).
+	// failed, for messages ("" when none did); a connection that failed
+	// otherwise comes before one that got no echo.
 	FirstError string
+	// Carried counts the connections that had bytes echoed within the
+	// window: the ones the window's figures come from.
+	Carried int
 
 	QPS  float64 // Requests per second of Elapsed
 	MBps float64 // Bytes per second of Elapsed, in 10^6 bytes
@@ -257,8 +280,15 @@ func (r *Result) Err() error {
 	if r.Lost > 0 {
 		parts = append(parts, fmt.Sprintf("%d bytes never echoed", r.Lost))
 	}
-	if r.ConnErrors > 0 {
-		s := fmt.Sprintf("%d of %d connections failed", r.ConnErrors, r.Conns)
+	if r.NoEcho > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d connections had no echo within the first %v: the server left them unserved (out of file descriptors? see its log)",
+			r.NoEcho, r.Conns, r.NoEchoWait.Round(10*time.Millisecond)))
+	}
+	if n := r.ConnErrors - r.NoEcho; n > 0 {
+		s := fmt.Sprintf("%d of %d connections failed", n, r.Conns)
+		if r.NoEcho > 0 {
+			s = fmt.Sprintf("%d more failed", n)
+		}
 		if r.FirstError != "" {
 			s += " (first: " + r.FirstError + ")"
 		}

@@ -36,9 +36,14 @@ const (
 	// between minFlight and maxFlight. Unbounded, a thousand streams
 	// fill the kernel's socket buffers past tcp_mem's pressure mark and
 	// every socket slows to a crawl (39 MB/s instead of 2.3 GB/s for
-	// 1000 streams here): a state of the kernel, not of the server.
+	// 1000 streams here): a state of the kernel, not of the server. The
+	// floor is small, so that the budget holds up to 16,384
+	// connections: a floor of 128 KiB put 1.25 GiB in flight for 10,000
+	// (tcp_mem's pressure mark is 1.5 GiB here, for both ends), and the
+	// kernel left 4% of the connections without a byte for over a second
+	// while the others streamed (pipeline:16 and stream of 16 KiB).
 	flightBudget = 256 << 20
-	minFlight    = 2 * streamChunk
+	minFlight    = 16 << 10
 	maxFlight    = 4 << 20
 	// readBudget bounds the read buffers of split connections in all;
 	// each gets between minRead and maxRead bytes.
@@ -78,6 +83,12 @@ type runner struct {
 	// serverCPU reads the server's CPU time (nil without ServerPID).
 	serverCPU func() (time.Duration, error)
 
+	// The no-echo check (checkNoEcho): began is when the connections
+	// started (Nanotime), noEchoWait the time the check allowed.
+	began      int64
+	noEchoOnce sync.Once
+	noEchoWait time.Duration
+
 	shards []shard
 	conns  []*conn
 	left   atomic.Int64  // connections still running
@@ -110,10 +121,14 @@ type conn struct {
 	dead   chan struct{}  // closed by fail
 	failed atomic.Bool
 	err    error // the failure, unless Run caused it
-	live   atomic.Int32
-	next   int64 // open loop: when the next message is due (Nanotime)
-	first  int64 // open loop: when message 0 was due
-	timer  *time.Timer
+	// firstEcho is when the first echoed byte came (Nanotime, set once by
+	// got; 0 before), noEcho is set by the no-echo check.
+	firstEcho atomic.Int64
+	noEcho    atomic.Bool
+	live      atomic.Int32
+	next      int64 // open loop: when the next message is due (Nanotime)
+	first     int64 // open loop: when message 0 was due
+	timer     *time.Timer
 
 	// reader
 	recv       int64 // bytes read and checked
@@ -124,6 +139,7 @@ type conn struct {
 	corruptAll int64 // whole run: bytes that did not match
 	msgsEnd    int64 // messages completed before the window ended
 	extra      int64 // bytes the server sent after the last echo
+	gotEcho    bool  // c.firstEcho is set
 	lat        [latBatch]int64
 	nlat       int
 	shard      *shard
@@ -390,6 +406,10 @@ func (c *conn) got(b []byte) int64 {
 	r := c.r
 	size := r.size
 	n := int64(len(b))
+	if !c.gotEcho {
+		c.gotEcho = true
+		c.firstEcho.Store(metrics.Nanotime())
+	}
 	phase := r.phase.Load()
 	measuring := phase == phaseMeasure
 	if bytes.Equal(b, c.window(c.recv, n)) { // the fast path

@@ -62,10 +62,23 @@
 // when the drain does, which then takes all of Config.Drain, counting
 // nothing lost and only the bytes that came before.
 //
+// A server that serves some connections and leaves the others waiting
+// (in its listen queue when it is out of file descriptors, say) must not
+// pass as a server that serves fewer connections fast: a connection that
+// has had no byte echoed by the end of the warm-up (or 1 s from the start,
+// if that is later; a shorter run is not checked) fails, even if the
+// server serves it later, and Result.NoEcho says how many did. Result.Carried
+// counts the connections that had bytes echoed within the window, the ones
+// its figures come from.
+//
 // With Config.ServerPID the server's CPU over the window is read from the
 // kernel's CPU clock of that process (nanoseconds, every thread, exited
 // ones too), or from /proc/PID/stat (10 ms ticks) when the kernel refuses
-// the clock; Result.ServerCPUSource says which.
+// the clock; Result.ServerCPUSource says which. A pid that is not the
+// server's is an error rather than a figure: Run checks before the run
+// that the process holds a socket listening on the port (when it can see
+// that), and after it that the process used CPU time while the requests
+// went through.
 //
 // Two drivers (Config.Client) put the load on. The net client drives each
 // connection from one goroutine on Go's net package that writes, then

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		var err error
 		serverCPU, cpuSource, err = serverCPUReader(cfg.ServerPID)
 		if err != nil {
+			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
+		}
+		if err := checkListens(cfg.ServerPID, cfg.Addr); err != nil {
 			return nil, fmt.Errorf("load: server pid %d: %w", cfg.ServerPID, err)
 		}
 	}
@@ -74,12 +78,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = r.drive(ctx, res, ec.abort)
 		ec.wait()
 		r.collect(res)
-		return res, err
+		return res, r.checkServerCPU(res, err)
 	}
 	r.start(ncs)
 	err = r.drive(ctx, res, r.abort)
 	r.collect(res)
-	return res, err
+	return res, r.checkServerCPU(res, err)
+}
+
+// minServerCPUReqs is how many requests a window must have answered
+// before a server CPU time of 0 proves ServerPID is not the server: with
+// the process CPU clock (nanoseconds) any work shows; /proc's 10 ms ticks
+// need a window long enough for one whole tick at 0.1 µs a request.
+var minServerCPUReqs = map[string]int64{"clock": 1000, "proc": 100_000}
+
+// checkServerCPU turns a server CPU time of 0 over a window that many
+// requests went through into an error (a pid that is not the server's,
+// which no check before the run caught), rather than a figure of
+// 0.00 µs per request; err is the run's error so far.
+func (r *runner) checkServerCPU(res *Result, err error) error {
+	if r.serverCPU == nil || err != nil || res.ServerCPU > 0 || res.Requests < minServerCPUReqs[res.ServerCPUSource] {
+		return err
+	}
+	src := res.ServerCPUSource
+	res.ServerCPUSource = "" // no figure of the server's
+	return fmt.Errorf("load: server pid %d used no CPU time (%s) while the server at %s answered %d requests: it is not that server's process",
+		r.cfg.ServerPID, src, r.cfg.Addr, res.Requests)
 }
 
 // newRunner prepares a run over n connections.
@@ -168,6 +192,10 @@ func (r *runner) start(ncs []*net.TCPConn) {
 func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	cfg := r.cfg
 	var err error
+	r.began = metrics.Nanotime()
+	echoWait := max(cfg.Warmup, minEchoWait)
+	noEcho := time.AfterFunc(echoWait, func() { r.checkNoEcho(metrics.Nanotime()) })
+	defer noEcho.Stop()
 	if cfg.Warmup > 0 {
 		err = r.wait(ctx, cfg.Warmup, "warmup")
 	}
@@ -179,6 +207,14 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 		err = r.wait(ctx, cfg.Duration, "run")
 		r.windowEnd = metrics.Nanotime()
 		r.phase.Store(phaseStop)
+		noEcho.Stop()
+		if err == nil && time.Duration(r.windowEnd-r.began) >= echoWait {
+			// The window ended as the check was due: its timer may
+			// not have run yet. (A run shorter than the wait is not
+			// checked, nor is an interrupted one: ctx is no server's
+			// fault.)
+			r.checkNoEcho(r.windowEnd)
+		}
 		res.Elapsed = time.Since(w0)
 		u1, _ := metrics.SelfUsage()
 		d := u1.Sub(u0)
@@ -230,6 +266,67 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	}
 }
 
+// minEchoWait is the least time a connection has for its first echo
+// before the no-echo check fails it (see checkNoEcho): on a busy machine
+// hundreds of connections may wait a few hundred milliseconds for their
+// first turn, which is no fault of the server's.
+const minEchoWait = time.Second
+
+// unservedFactor is how many times longer than most answered connections
+// waited for their first echo an unanswered one must have waited to be
+// called unserved (see checkNoEcho).
+const unservedFactor = 10
+
+// checkNoEcho marks, once, the connections the server has left unserved:
+// a server that does not accept some connections (out of descriptors,
+// say) would otherwise pass as one that serves fewer of them faster, its
+// QPS from a few of them. It runs at the end of the warm-up, or
+// minEchoWait after the start if that is later; a run that ends before
+// then is not checked.
+//
+// A connection is unserved when it has had no echoed byte by now although
+// it has waited, since its first message was sent (closed loop: the
+// start; open loop: when it was due), at least half the time since the
+// start and unservedFactor times as long as 90% of the answered
+// connections waited for their first echo. The second bound tells a
+// server that serves some connections and not others from one that is
+// merely slow to give each its first turn (10,000 connections of 16 KiB
+// messages can take more than a second): there the answered connections
+// were answered all along the wait, and the others' turn is coming. No
+// connection answered at all says nothing of the kind either: a server
+// that answers none fails on the bytes it never echoes.
+func (r *runner) checkNoEcho(now int64) {
+	r.noEchoOnce.Do(func() {
+		r.noEchoWait = time.Duration(now - r.began)
+		sent := func(c *conn) int64 {
+			if r.open {
+				return c.first
+			}
+			return r.began
+		}
+		var waits []int64
+		for _, c := range r.conns {
+			if f := c.firstEcho.Load(); f != 0 {
+				waits = append(waits, f-sent(c))
+			}
+		}
+		if len(waits) == 0 {
+			return
+		}
+		slices.Sort(waits)
+		p90 := waits[(len(waits)*9)/10]
+		if len(waits) < 10 {
+			p90 = waits[len(waits)-1]
+		}
+		for _, c := range r.conns {
+			w := now - sent(c)
+			if c.firstEcho.Load() == 0 && w >= (now-r.began)/2 && w >= unservedFactor*p90 {
+				c.noEcho.Store(true)
+			}
+		}
+	})
+}
+
 // wait lets the run go on for d, calling Progress; it returns early, with
 // nil, when every connection is gone, and with ctx's error when ctx ends.
 func (r *runner) wait(ctx context.Context, d time.Duration, phase string) error {
@@ -270,6 +367,8 @@ func (r *runner) abort() {
 // collect adds up the connections' counts once they are all gone.
 func (r *runner) collect(res *Result) {
 	cancelled := r.aborting.Load() && !r.timedOut
+	res.NoEchoWait = r.noEchoWait
+	var firstOther string // the first failure that is not a missing echo
 	h := metrics.NewHistogram()
 	for i := range r.shards {
 		h.Merge(r.shards[i].h)
@@ -278,11 +377,18 @@ func (r *runner) collect(res *Result) {
 		res.Requests += c.reqs
 		res.Bytes += c.okBytes
 		res.Corrupted += c.corruptAll
+		if c.okBytes > 0 {
+			res.Carried++
+		}
 		owed := c.sent.Load() - c.recv
 		var cerr error
+		noEcho := false
 		switch {
 		case c.err != nil:
 			cerr = c.err
+		case c.noEcho.Load():
+			noEcho = true
+			cerr = fmt.Errorf("no echo within the first %v: the server left it unserved", r.noEchoWait.Round(10*time.Millisecond))
 		case owed > 0 && r.timedOut:
 			cerr = fmt.Errorf("%s not echoed within the %v drain", nBytes(owed), r.cfg.Drain)
 		}
@@ -307,10 +413,20 @@ func (r *runner) collect(res *Result) {
 		}
 		if cerr != nil {
 			res.ConnErrors++
+			if noEcho {
+				res.NoEcho++
+			}
+			msg := fmt.Sprintf("connection %d: %v", c.id+1, describe(cerr))
 			if res.FirstError == "" {
-				res.FirstError = fmt.Sprintf("connection %d: %v", c.id+1, describe(cerr))
+				res.FirstError = msg
+			}
+			if firstOther == "" && !noEcho {
+				firstOther = msg
 			}
 		}
+	}
+	if firstOther != "" {
+		res.FirstError = firstOther
 	}
 	if res.Elapsed > 0 {
 		s := res.Elapsed.Seconds()

@@ -49,7 +49,7 @@ func FileServerStart(command func(args ...string) *exec.Cmd) filesrv.StartFunc {
 			close(s.exited)
 		}()
 		stop := func() error {
-			s.stop()
+			s.stop(ctx)
 			if waitErr != nil {
 				return fmt.Errorf("%s: %v: %s", s.engine, waitErr, s.stderr.last())
 			}
@@ -61,10 +61,10 @@ func FileServerStart(command func(args ...string) *exec.Cmd) filesrv.StartFunc {
 		case <-s.exited:
 			return "", nil, fmt.Errorf("%s exited at start: %s", s.engine, s.stderr.last())
 		case <-time.After(10 * time.Second):
-			s.stop()
+			s.stop(ctx)
 			return "", nil, fmt.Errorf("%s did not start listening in 10 s: %s", s.engine, s.stderr.last())
 		case <-ctx.Done():
-			s.stop()
+			s.stop(ctx)
 			return "", nil, ctx.Err()
 		}
 	}

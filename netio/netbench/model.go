@@ -74,6 +74,9 @@ type Point struct {
 	Corrupted  int64 `json:"corrupted_bytes"`
 	Lost       int64 `json:"lost_bytes"`
 	ConnErrors int64 `json:"conn_errors"`
+	// NoEcho is the part of ConnErrors the server left unserved: no echo
+	// within the warm-up (load.Result.NoEcho).
+	NoEcho int64 `json:"no_echo_conns,omitempty"`
 	// Err is set when the point could not be measured (the server died,
 	// the dial ramp failed); its figures are then 0.
 	Err string `json:"error,omitempty"`
@@ -98,6 +101,7 @@ type Run struct {
 	Corrupted         int64   `json:"corrupted_bytes"`
 	Lost              int64   `json:"lost_bytes"`
 	ConnErrors        int64   `json:"conn_errors"`
+	NoEcho            int64   `json:"no_echo_conns,omitempty"`
 	DialNs            int64   `json:"dial_ns"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`

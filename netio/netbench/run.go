@@ -54,7 +54,10 @@ var (
 const (
 	DefaultDuration = time.Second
 	DefaultWarmup   = 300 * time.Millisecond
-	maxDuration     = time.Hour
+	// Bounds of Options.Duration (and of Warmup, from 0), and of Runs.
+	MinDuration = 10 * time.Millisecond
+	MaxDuration = time.Hour
+	MaxRuns     = 100
 )
 
 // Validate fills defaults and checks every field, with one error per bad
@@ -97,17 +100,17 @@ func (o *Options) Validate() error {
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
 	}
-	if o.Duration < 10*time.Millisecond || o.Duration > maxDuration {
-		return fmt.Errorf("duration %v: want 10ms to 1h", o.Duration)
+	if o.Duration < MinDuration || o.Duration > MaxDuration {
+		return fmt.Errorf("duration %v: want %v to %v", o.Duration, MinDuration, MaxDuration)
 	}
-	if o.Warmup < 0 || o.Warmup > maxDuration {
-		return fmt.Errorf("warmup %v: want 0 to 1h", o.Warmup)
+	if o.Warmup < 0 || o.Warmup > MaxDuration {
+		return fmt.Errorf("warmup %v: want 0 to %v", o.Warmup, MaxDuration)
 	}
 	if o.Runs == 0 {
 		o.Runs = 1
 	}
-	if o.Runs < 1 || o.Runs > 100 {
-		return fmt.Errorf("runs %d: want 1 to 100", o.Runs)
+	if o.Runs < 1 || o.Runs > MaxRuns {
+		return fmt.Errorf("runs %d: want 1 to %d", o.Runs, MaxRuns)
 	}
 	if o.Command == nil {
 		return errors.New("netbench: no Command to start children with")
@@ -181,17 +184,24 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	case <-s.exited:
 		return nil, fmt.Errorf("%s server exited at start: %s", engine, s.stderr.last())
 	case <-time.After(10 * time.Second):
-		s.stop()
+		s.stop(ctx)
 		return nil, fmt.Errorf("%s server did not start listening in 10 s: %s", engine, s.stderr.last())
 	case <-ctx.Done():
-		s.stop()
+		s.stop(ctx)
 		return nil, ctx.Err()
 	}
 }
 
 // stop asks the server to drain (SIGTERM) and kills it if it takes more
-// than a few seconds.
-func (s *server) stop() {
+// than a few seconds; when ctx has ended (the bench is interrupted) it
+// kills it at once: there is nothing left to measure, and the bench must
+// be gone within a second.
+func (s *server) stop(ctx context.Context) {
+	if ctx.Err() != nil {
+		s.cmd.Process.Kill()
+		<-s.exited
+		return
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
@@ -267,6 +277,10 @@ func (t *tailBuffer) last() string {
 	return "no message"
 }
 
+// NotRun is the Err of a point that Bench did not get to because ctx
+// ended: a report never shows zeros for a figure it did not measure.
+const NotRun = "not run: interrupted"
+
 // Bench runs the whole matrix and returns the report. A failed run is
 // recorded in its point (Err) and the bench goes on; Bench fails only on
 // bad options, or when ctx ends (with the report so far).
@@ -294,7 +308,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 	servers := map[string]*server{}
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.stop(ctx)
 		}
 	}()
 	var engines []string
@@ -361,6 +375,11 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 						r, err := runLoad(ctx, &o, s, cliCPUs, c, sz, m)
 						if ctx.Err() != nil {
 							rep.Points = collect(points, order)
+							for i := range rep.Points {
+								if p := &rep.Points[i]; len(p.Runs) == 0 && p.Err == "" {
+									p.Err = NotRun
+								}
+							}
 							return rep, ctx.Err()
 						}
 						if err != nil {
@@ -465,6 +484,7 @@ func toRun(r *load.Result) *Run {
 		Corrupted:   r.Corrupted,
 		Lost:        r.Lost,
 		ConnErrors:  r.ConnErrors,
+		NoEcho:      r.NoEcho,
 		DialNs:      int64(r.DialTime),
 		Client:      r.Client,
 	}
@@ -499,6 +519,7 @@ func collect(points map[key]*Point, order []key) []Point {
 			p.Corrupted += r.Corrupted
 			p.Lost += r.Lost
 			p.ConnErrors += r.ConnErrors
+			p.NoEcho += r.NoEcho
 		}
 		p.QPS, p.MBps = median(qps), median(mbps)
 		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = median(srv), median(cli)

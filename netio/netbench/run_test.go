@@ -54,10 +54,10 @@ func TestCollect(t *testing.T) {
 	p := &Point{Engine: "epoll", Conns: 10, Size: 64, Mode: "pingpong", Runs: []Run{
 		{QPS: 100, ServerCPUPerReqUs: 3, P99Ns: 50, Lost: 1},
 		{QPS: 300, ServerCPUPerReqUs: 1, P99Ns: 10, Corrupted: 2},
-		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3},
+		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3, NoEcho: 2},
 	}}
 	got := collect(map[key]*Point{k: p}, []key{k})[0]
-	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 {
+	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 || got.NoEcho != 2 {
 		t.Errorf("collect: %+v", got)
 	}
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
