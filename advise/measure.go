@@ -257,7 +257,7 @@ type runner struct {
 	// ref is the first whole pass's sum, by the number of files in the
 	// pass: warming may cut a many-files sample to a prefix of it, and a
 	// pass over the cut sample has its own sum.
-	ref map[int64]uint64
+	ref      map[int64]uint64
 	notes    []string
 	firstErr map[string]error // per label: an example of a file it could not read
 }
