@@ -228,7 +228,7 @@ func TestNetServeIOURingDisabled(t *testing.T) {
 func TestNetBenchSmoke(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "net.html")
 	out, errOut, code := runCLIProcess(t, nil, "net", "bench", "--conns", "4", "--sizes", "64",
-		"--modes", "pingpong,stream", "--duration", "150ms", "--warmup", "50ms", "--runs", "2",
+		"--modes", "pingpong,stream", "--duration", "300ms", "--warmup", "50ms", "--runs", "2",
 		"--format", "json", "--html", html)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -464,6 +464,11 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 	if !s.alive() || (res.Requests > 0 && res.ServerCPU <= 0) {
 		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
 	}
+	if res.Requests == 0 {
+		// A window in which nothing completed measured nothing: an
+		// error, not a row of zeros.
+		return nil, fmt.Errorf("no request completed in the %v window (the machine too busy, or the server stalled)", o.Duration)
+	}
 	return toRun(&res), nil
 }
 

@@ -1,6 +1,8 @@
 package netbench
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -108,5 +110,20 @@ func TestTailBuffer(t *testing.T) {
 	}
 	if (&tailBuffer{max: 8}).last() != "no message" {
 		t.Error("empty buffer")
+	}
+}
+
+// TestRunLoadNothingCompleted: a window in which no request completed
+// (a load generator that got no CPU) is an error for that run, not a row
+// of zeros.
+func TestRunLoadNothingCompleted(t *testing.T) {
+	o := Options{Duration: 150 * time.Millisecond, Warmup: 50 * time.Millisecond,
+		Command: func(args ...string) *exec.Cmd {
+			return exec.Command("echo", `{"requests":0,"bytes":0,"elapsed_ns":150000000}`)
+		}}
+	s := &server{engine: "net", addr: "127.0.0.1:1", pid: os.Getpid(), exited: make(chan struct{}), stderr: &tailBuffer{max: 64}}
+	r, err := runLoad(context.Background(), &o, s, nil, 4, 64, "pingpong")
+	if err == nil || !strings.Contains(err.Error(), "no request completed") {
+		t.Fatalf("run %+v, error %v: want an error saying no request completed", r, err)
 	}
 }
