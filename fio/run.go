@@ -63,6 +63,9 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 		return p.Signal(syscall.SIGTERM)
 	}
 	cmd.WaitDelay = killGrace + 2*time.Second // then give up on fio's pipes
+	// If this process dies without cancelling (a second Ctrl-C, SIGKILL),
+	// the kernel sends fio the same SIGTERM, and fio stops its jobs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	runErr := cmd.Run()
 	mu.Lock()
 	if escalate != nil {
