@@ -107,7 +107,9 @@ func runCat(ctx context.Context, o catOptions, paths []string, stdout, stderr io
 			return fmt.Errorf("cat: %w", err)
 		}
 		err = catFile(ctx, pr, job, catInflight(e, o.qd), stdout)
-		pr.Close()
+		if !errors.Is(err, errStuckWrite) {
+			pr.Close() // else a write from its buffers is under way (see reorder.run)
+		}
 		if errors.Is(err, syscall.EPIPE) {
 			return nil // the reader went away: stop quietly, like cat
 		}
@@ -135,8 +137,46 @@ func catFile(ctx context.Context, pr engine.Prepared, job engine.Job, inflight i
 
 // run runs pr with r as its sink and says whether the whole file (path)
 // was written in order.
+//
+// Interrupted (r.ctx done), the engine stops within milliseconds, except
+// for a worker inside a write(2) to a pipe whose reader has stopped
+// reading: nothing can cut that short. When a write has been under way
+// for stuckWrite after the interrupt, run returns errStuckWrite at once,
+// leaving that worker writing from the engine's buffer (the caller must
+// not Close the engine under it): the process is about to exit, and
+// waiting for the reader would break the promise to stop within a second.
 func (r *reorder) run(pr engine.Prepared, path string) error {
-	st, err := pr.Run(r.ctx, r)
+	type result struct {
+		st  *engine.Stats
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := pr.Run(r.ctx, r)
+		done <- result{st, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-r.ctx.Done():
+		tick := time.NewTicker(stuckWrite / 4)
+		defer tick.Stop()
+	wait:
+		for {
+			select {
+			case res = <-done:
+				break wait
+			case <-tick.C:
+				r.mu.Lock()
+				stuck := r.writing && time.Since(r.writeStart) >= stuckWrite
+				r.mu.Unlock()
+				if stuck {
+					return errStuckWrite
+				}
+			}
+		}
+	}
+	st, err := res.st, res.err
 	if r.werr != nil {
 		if errors.Is(r.werr, syscall.EFAULT) {
 			// write(2) from a mapping whose pages the file no longer has.
@@ -155,6 +195,14 @@ func (r *reorder) run(pr engine.Prepared, path string) error {
 	}
 	return nil
 }
+
+// stuckWrite is how long a write to stdout may last after an interrupt
+// before cat stops without waiting for it.
+var stuckWrite = 100 * time.Millisecond
+
+// errStuckWrite says cat was interrupted while stdout's reader was not
+// reading; it is the interrupt's cancellation, so it reads "interrupted".
+var errStuckWrite = fmt.Errorf("%w (stdout's reader was not reading)", context.Canceled)
 
 // catWindow is how far ahead of the next byte to write the reorder buffer
 // accepts blocks: at least 64 MiB, and twice what one io_uring worker can
@@ -215,17 +263,18 @@ type reorder struct {
 	window int64
 	farCap int64
 
-	mu       sync.Mutex
-	next     int64            // the offset of the next byte to write
-	pending  map[int64][]byte // copied blocks waiting for their turn
-	held     int64            // bytes in pending
-	free     [][]byte         // recycled copy buffers
-	writing  bool             // a Block is writing to out (without mu)
-	waiting  int              // Blocks waiting for the write position to come near
-	stalled  bool             // see reorder; never reset
-	progress chan struct{}    // closed (and replaced) when next advances or err is set
-	err      error            // why every Block now fails: werr, Stop's error or ctx's
-	werr     error            // the first write error
+	mu         sync.Mutex
+	next       int64            // the offset of the next byte to write
+	pending    map[int64][]byte // copied blocks waiting for their turn
+	held       int64            // bytes in pending
+	free       [][]byte         // recycled copy buffers
+	writing    bool             // a Block is writing to out (without mu)
+	writeStart time.Time        // when the write under way started
+	waiting    int              // Blocks waiting for the write position to come near
+	stalled    bool             // see reorder; never reset
+	progress   chan struct{}    // closed (and replaced) when next advances or err is set
+	err        error            // why every Block now fails: werr, Stop's error or ctx's
+	werr       error            // the first write error
 }
 
 func newReorder(ctx context.Context, out io.Writer, bs, window, farCap int64) *reorder {
@@ -297,6 +346,7 @@ func (r *reorder) write(b []byte) error {
 	defer func() { r.writing = false }()
 	var copied []byte // b, when it is one of ours
 	for {
+		r.writeStart = time.Now()
 		r.mu.Unlock()
 		_, err := r.out.Write(b)
 		r.mu.Lock()

@@ -415,3 +415,42 @@ func TestCatFileShrinks(t *testing.T) {
 		t.Errorf("err %v, want ErrChanged", err)
 	}
 }
+
+// notifyRun tells when Run has returned.
+type notifyRun struct {
+	engine.Prepared
+	ran chan struct{}
+}
+
+func (n notifyRun) Run(ctx context.Context, sink engine.Sink) (*engine.Stats, error) {
+	defer close(n.ran)
+	return n.Prepared.Run(ctx, sink)
+}
+
+// TestCatStuckWrite: interrupted while a write to stdout cannot finish (its
+// reader does not read), cat returns at once, saying so, instead of
+// waiting for the reader; the engine, still writing from its buffer, is
+// left open.
+func TestCatStuckWrite(t *testing.T) {
+	e, _ := engine.Lookup("pread")
+	path, _ := catTestFile(t, t.TempDir(), 1<<20)
+	job := engine.Job{Path: path, Pattern: engine.Sequential, BlockSize: 4096, Workers: 2}
+	pr, err := e.Prepare(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := notifyRun{pr, make(chan struct{})}
+	out := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- catFile(ctx, run, job, 1, out) }()
+	<-out.entered
+	cancel()
+	err = waitErr(t, done, "cat")
+	if !errors.Is(err, errStuckWrite) || !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want errStuckWrite (a cancellation)", err)
+	}
+	close(out.release)
+	<-run.ran
+	pr.Close()
+}
