@@ -69,7 +69,7 @@ var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 func mainCode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	p := &process{name: "iopath", stderr: stderr, exit: os.Exit, cancel: cancel, done: make(chan struct{})}
+	p := &process{name: "bench child", stderr: stderr, exit: os.Exit, cancel: cancel, done: make(chan struct{})}
 	if !bench.IsChild() {
 		p.name = commandName(args)
 	}

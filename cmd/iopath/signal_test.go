@@ -654,3 +654,18 @@ func TestBenchChildrenDieWithIt(t *testing.T) {
 		})
 	}
 }
+
+func TestCommandName(t *testing.T) {
+	for args, want := range map[string]string{
+		"bench --tree x":          "bench",
+		"net serve --addr :0":     "net serve",
+		"cat -e io_uring f":       "cat",
+		"":                        "iopath",
+		"--version":               "iopath",
+		"no-such-command and-arg": "iopath",
+	} {
+		if got := commandName(strings.Fields(args)); got != want {
+			t.Errorf("commandName(%q) = %q, want %q", args, got, want)
+		}
+	}
+}
