@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/engine"
@@ -503,6 +504,12 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 	req, _ := json.Marshal(cr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	// A child must not outlive the bench: cancelling ctx kills it, and so
+	// does the kernel if this process dies without running its defers
+	// (a second Ctrl-C, SIGKILL). Pdeathsig follows the forking thread,
+	// which Go ends only when a goroutine exits locked to it; engines,
+	// which do, run in the children, not here.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = bytes.NewReader(req)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout

@@ -21,15 +21,18 @@ import (
 var ErrNotRegular = errors.New("not a regular file")
 
 // killGrace is how long a cancelled fio has to stop its jobs and exit
-// before they are killed.
-var killGrace = 2 * time.Second
+// before they are killed. fio obeys SIGTERM within milliseconds when it
+// does at all (on a starved machine a job was seen running on), and an
+// interrupted iopath must have stopped, children included, within a
+// second; fio's output is not wanted after a cancel anyway.
+var killGrace = 200 * time.Millisecond
 
 // Run runs fio for job and parses its output. It first checks that the
 // file exists, is a regular file and holds job.PassBytes bytes, so that fio
 // never gets a chance to create, extend or replace it.
 //
 // Cancelling ctx stops fio and its job processes (SIGTERM, which fio obeys
-// within milliseconds, SIGKILL two seconds later), and Run returns ctx's
+// within milliseconds, SIGKILL killGrace later), and Run returns ctx's
 // error. Other errors name fio, the file and fio's last line on stderr.
 func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 	args, err := job.Args()
@@ -63,6 +66,9 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 		return p.Signal(syscall.SIGTERM)
 	}
 	cmd.WaitDelay = killGrace + 2*time.Second // then give up on fio's pipes
+	// If this process dies without cancelling (a second Ctrl-C, SIGKILL),
+	// the kernel sends fio the same SIGTERM, and fio stops its jobs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	runErr := cmd.Run()
 	mu.Lock()
 	if escalate != nil {

@@ -706,7 +706,9 @@ func (t *treeWriter) mkdirs() error {
 	var prev []byte
 	buf := make([]byte, 0, 64)
 	for leaf := range l.leaves() {
-		if leaf%1024 == 0 && t.stopped() {
+		// Often: a mkdir can take a millisecond on a busy disk, and a
+		// Ctrl-C must stop the command within a second.
+		if leaf%32 == 0 && t.stopped() {
 			return context.Cause(t.ctx)
 		}
 		buf = l.dirPath(buf[:0], leaf*l.fan)

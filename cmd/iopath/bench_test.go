@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -22,18 +22,14 @@ func TestMain(m *testing.M) {
 	// Started under a seccomp filter by a test (seccomp_test.go): forbid
 	// what it says before anything runs.
 	seccomptest.Install()
-	if bench.IsChild() {
-		// `iopath bench` starts this test binary as its child process.
-		os.Exit(exitCode(bench.ChildMain(context.Background(), os.Stdin, os.Stdout), os.Stderr))
-	}
-	if os.Getenv(cliEnv) == "1" {
-		// runCLIProcess starts this test binary as the iopath command.
-		// As main does: SIGINT and SIGTERM end the context (net serve
-		// drains on them).
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := exitCode(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
-		stop()
-		os.Exit(code)
+	if bench.IsChild() || os.Getenv(cliEnv) == "1" {
+		// This test binary was started as the iopath command (by
+		// runCLIProcess) or as its benchmark child (by `iopath bench`):
+		// it runs as main does, signals and exit status included.
+		if d, err := time.ParseDuration(os.Getenv(stopGraceEnv)); err == nil {
+			stopGrace = d
+		}
+		os.Exit(mainCode(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-
-	"github.com/iopath/iopath/bench"
 )
 
 // version is iopath's version, stamped by -ldflags "-X main.version=..."
@@ -62,30 +59,40 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	if bench.IsChild() {
-		// A benchmark child: one measurement, asked for on stdin.
-		err := bench.ChildMain(ctx, os.Stdin, os.Stdout)
-		stop()
-		os.Exit(exitCode(err, os.Stderr))
-	}
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(mainCode(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // exitCode prints err as one line and maps it to the exit status: 0 for
-// success, 2 for bad usage, 1 for a failed operation.
+// success, 2 for bad usage, 1 for a failed operation. (mainCode adds the
+// status of an interrupt.)
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "iopath: %v\n", err)
+	fmt.Fprintf(stderr, "iopath: %s\n", oneLine(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
 	}
 	return 1
+}
+
+// oneLine escapes, as quotePath would, every character of msg that does
+// not print as itself (a newline, a terminal escape, a byte that is not
+// UTF-8), so that the last line iopath prints is one line and carries
+// nothing the terminal would act on, whatever an error quotes. Paths the
+// commands quote already pass unchanged.
+func oneLine(msg string) string {
+	var b strings.Builder
+	for i, w := 0, 0; i < len(msg); i += w {
+		_, w = utf8.DecodeRuneInString(msg[i:])
+		c := msg[i : i+w]
+		if q := quotePath(c); q != c {
+			c = q[1 : len(q)-1] // "\n" without its quotes
+		}
+		b.WriteString(c)
+	}
+	return b.String()
 }
 
 // run is the whole program: main only wires the process to it, so that
@@ -107,7 +114,14 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Measure Linux's file I/O paths side by side, and read files through the fastest",
 		Long: `iopath reads files through each of Linux's I/O paths (read, pread, readv,
 mmap, io_uring), checks every byte, and prints one honest side-by-side table
-of throughput, CPU, latency, syscalls, faults and context switches.`,
+of throughput, CPU, latency, syscalls, faults and context switches.
+
+Ctrl-C (SIGINT), SIGTERM or SIGHUP stops any command within a second: it
+removes its temporary files and ends its child processes. A second signal
+stops it at once. Errors are one line on stderr, "iopath: ...".
+
+Exit status: 0 success, 1 a failed operation, 2 bad usage (flags,
+arguments), 128+N stopped by signal N (130 for Ctrl-C, 143 for SIGTERM).`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -90,8 +90,10 @@ func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // maxNetDrain bounds net serve's --drain: every command stops within a
-// second of the first SIGINT or SIGTERM, and the drain is most of it.
-const maxNetDrain = 750 * time.Millisecond
+// second of the first SIGINT or SIGTERM, and main ends one that has not
+// stopped stopGrace after the signal; the drain must end before that,
+// with time left to close what is still open and print the summary.
+const maxNetDrain = defaultStopGrace - 200*time.Millisecond
 
 type netServeOptions struct {
 	engine     string

@@ -35,8 +35,8 @@ func TestNetBadFlags(t *testing.T) {
 	}{
 		{[]string{"net", "serve", "-e", "carrier-pigeon"}, ""},
 		{[]string{"net", "serve", "--addr", "nonsense"}, ""},
-		{[]string{"net", "serve", "--drain", "-1s"}, "want 0 to 750ms"},
-		{[]string{"net", "serve", "--drain", "1s"}, "want 0 to 750ms"}, // beyond the second a stop may take
+		{[]string{"net", "serve", "--drain", "-1s"}, "want 0 to 500ms"},
+		{[]string{"net", "serve", "--drain", "1s"}, "want 0 to 500ms"}, // beyond the second a stop may take
 		{[]string{"net", "serve", "--max-conns", "0"}, "want 1 to 1000000"},
 		{[]string{"net", "serve", "--max-conns", "1000001"}, "want 1 to 1000000"},
 		{[]string{"net", "serve", "--buf-size", "1TiB"}, "want 1B to 64MiB"},
@@ -310,10 +310,10 @@ func TestNetBenchWritev(t *testing.T) {
 	}
 }
 
-// interrupted is a net command run as a process of its own (in its own
+// netProc is a net command run as a process of its own (in its own
 // process group, so that its children can be found) with its stdout on a
 // pipe that nobody reads until it has exited: a consumer slower than any.
-type interrupted struct {
+type netProc struct {
 	cmd    *exec.Cmd
 	stdout *os.File // the pipe's read end
 	stderr *syncBuffer
@@ -321,7 +321,7 @@ type interrupted struct {
 	err    error
 }
 
-func startInterrupted(t *testing.T, env []string, args ...string) *interrupted {
+func startInterrupted(t *testing.T, env []string, args ...string) *netProc {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -332,7 +332,7 @@ func startInterrupted(t *testing.T, env []string, args ...string) *interrupted {
 	// command's time.
 	cmd.Env = append(append(os.Environ(), cliEnv+"=1", "GORACE=atexit_sleep_ms=0"), env...)
 	cmd.Stdout = pw
-	p := &interrupted{cmd: cmd, stdout: pr, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &netProc{cmd: cmd, stdout: pr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -350,7 +350,7 @@ func startInterrupted(t *testing.T, env []string, args ...string) *interrupted {
 
 // waitFor waits, at most 30 s, for cond: a sign that the command is
 // mid-run.
-func (p *interrupted) waitFor(t *testing.T, what string, cond func() bool) {
+func (p *netProc) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		select {
@@ -369,7 +369,7 @@ func (p *interrupted) waitFor(t *testing.T, what string, cond func() bool) {
 // second, says "interrupted" in its last line rather than "context
 // canceled", and leaves no process of its group behind. It returns the
 // exit status and what it wrote to stdout.
-func (p *interrupted) interrupt(t *testing.T) (int, string) {
+func (p *netProc) interrupt(t *testing.T) (int, string) {
 	t.Helper()
 	pid := p.cmd.Process.Pid
 	t0 := time.Now()
@@ -396,28 +396,6 @@ func (p *interrupted) interrupt(t *testing.T) (int, string) {
 		code = ee.ExitCode()
 	}
 	return code, string(out)
-}
-
-// groupMembers lists the live processes of process group pgid.
-func groupMembers(pgid int) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 2 && f[0] != "Z" && f[2] == strconv.Itoa(pgid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // TestNetServeInterrupt: SIGINT stops net serve within a second, a drain
@@ -512,7 +490,7 @@ func TestNetBenchInterrupt(t *testing.T) {
 			if c.kids > 0 {
 				seen := map[int]bool{}
 				p.waitFor(t, fmt.Sprintf("%d children", c.kids), func() bool {
-					for _, pid := range groupMembers(p.cmd.Process.Pid) {
+					for _, pid := range groupPIDs(p.cmd.Process.Pid) {
 						if pid != p.cmd.Process.Pid {
 							seen[pid] = true
 						}
