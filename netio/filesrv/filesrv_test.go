@@ -589,9 +589,11 @@ func TestAcceptStarved(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		for deadline := time.Now().Add(10 * time.Second); s.acceptErrs.Load() == 0; time.Sleep(time.Millisecond) {
+		// The count comes before the log line: wait for both.
+		logged := func() bool { mu.Lock(); defer mu.Unlock(); return len(lines) > 0 }
+		for deadline := time.Now().Add(10 * time.Second); s.acceptErrs.Load() == 0 || !logged(); time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("no failed accept counted")
+				t.Fatalf("after 10 s: %d failed accepts counted, and logged: %v", s.acceptErrs.Load(), logged())
 			}
 		}
 		mu.Lock()
