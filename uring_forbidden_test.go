@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
@@ -356,5 +357,53 @@ func TestIOURingOutOfDescriptorsChild(t *testing.T) {
 	}
 	if u := features.Probe().IOURing; !u.Available {
 		t.Errorf("running out of descriptors made io_uring unavailable: %s", u.Reason)
+	}
+}
+
+// io_uring_enter refused in the middle of a process's life (a policy that
+// changed after the probe and after a ring was set up): the engine's and
+// batch's runs fail with ErrNotSupported and the reason, and the ring,
+// which the kernel took no request of, is closed rather than kept for
+// ever as one that failed with requests in flight.
+func TestIOURingEnterRefusedMidRun(t *testing.T) {
+	requireUring(t)
+	seccomptest.Run(t, "TestIOURingEnterRefusedMidRunChild", nil)
+}
+
+func TestIOURingEnterRefusedMidRunChild(t *testing.T) {
+	if !seccomptest.InChild() {
+		t.Skip("the child half of TestIOURingEnterRefusedMidRun: runs only in its child process")
+	}
+	paths, _ := forbiddenFiles(t, 8)
+	big := paths[len(paths)-1]
+	before := openFDs(t)
+	e, err := engine.Lookup("io_uring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := e.Prepare(engine.Job{Path: big, BlockSize: 16 << 10, QueueDepth: 8})
+	if err != nil {
+		t.Fatalf("Prepare before the filter: %v", err)
+	}
+	if err := seccomptest.Deny("io_uring_enter"); err != nil {
+		t.Fatal(err)
+	}
+	// batch first: the engine's refusal below marks io_uring unavailable
+	// for the process, after which batch would not set a ring up at all.
+	be, err := batch.Lookup("io_uring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = batch.Read(context.Background(), be, batch.Job{Paths: paths}, func(*batch.File) error { return nil })
+	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "io_uring_enter") {
+		t.Errorf("batch: %v, want ErrNotSupported naming io_uring_enter", err)
+	}
+	_, err = pr.Run(context.Background(), engine.SinkFunc(func(int, int64, []byte) error { return nil }))
+	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "io_uring_enter") {
+		t.Errorf("engine: %v, want ErrNotSupported naming io_uring_enter", err)
+	}
+	pr.Close()
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open before, %d after: a ring the kernel took nothing of was kept", before, after)
 	}
 }

@@ -584,10 +584,15 @@ func (w *uringWorker) loop(ctx context.Context) error {
 		// (open, statx), and must be reaped to have its read cancelled.
 		want := max(1, w.pending/2)
 		if _, err := r.SubmitAndWait(uint32(want)); err != nil {
-			// The ring is unusable with requests in flight: never reuse
-			// or free their memory.
-			w.broken = true
-			stop(err)
+			// The ring is unusable. With requests in the kernel's hands,
+			// never reuse or free their memory; when it took none of them
+			// (io_uring_enter refused outright: a policy that changed
+			// after the probe) nothing can write it, and the ring is
+			// closed as usual.
+			if w.pending != int(r.SQReady()) {
+				w.broken = true
+			}
+			stop(fmt.Errorf("io_uring: %w", engine.UringError(err)))
 			return ferr
 		}
 		if w.lat != nil {

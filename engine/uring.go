@@ -424,10 +424,15 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 		// enters with O_DIRECT but let the queue drain; the throughput
 		// difference was lost in this machine's noise either way.
 		if _, err := r.SubmitAndWait(1); err != nil {
-			// The ring is unusable with requests in flight: never reuse
-			// or free their memory.
-			w.broken = true
-			fail(err)
+			// The ring is unusable. With requests in the kernel's hands,
+			// never reuse or free their memory; when it took none of them
+			// (io_uring_enter refused outright: a policy that changed
+			// after the probe) nothing can write it, and the ring is
+			// closed as usual.
+			if inflight != int(r.SQReady()) {
+				w.broken = true
+			}
+			fail(UringError(err))
 			return firstErr
 		}
 		var now int64
