@@ -146,7 +146,7 @@ type UnavailableError struct {
 	Err     error // nil for a refusal
 }
 
-func (e *UnavailableError) Error() string { return "io_uring is not available: " + e.IOURing.Reason }
+func (e *UnavailableError) Error() string { return "io_uring is not supported: " + e.IOURing.Reason }
 
 // Is makes errors.Is(err, ErrNotSupported) true for a refusal.
 func (e *UnavailableError) Is(target error) bool { return target == ErrNotSupported && e.Err == nil }

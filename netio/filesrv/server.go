@@ -50,9 +50,11 @@ const (
 )
 
 // ErrNotSupported is wrapped by Serve's (and Run's) error when a method
-// cannot run on this kernel or under this policy (io_uring disabled, an
-// opcode missing, buffers that cannot be registered).
-var ErrNotSupported = errors.New("not supported")
+// cannot run on this kernel or under this policy (io_uring disabled or
+// refused, an opcode missing). A ring that cannot be made for want of
+// descriptors or memory is that error, not this one (features.Classify).
+// It is features.ErrNotSupported, the one value every package wraps.
+var ErrNotSupported = features.ErrNotSupported
 
 // ErrShrank is wrapped (inside an *fs.PathError naming the file) by the
 // error of a response the file could not fill because it shrank after
@@ -257,7 +259,7 @@ func newServer(cfg ServerConfig) (*server, error) {
 // instead of every connection later.
 func probeURing(cfg ServerConfig) error {
 	if err := features.IOURingError(); err != nil {
-		return fmt.Errorf("filesrv: %s: %w: %v", IOURing, ErrNotSupported, err)
+		return fmt.Errorf("filesrv: %s: %w", IOURing, err)
 	}
 	rep := features.Probe()
 	for _, op := range []string{"READ_FIXED", "SEND", "RECV"} {
@@ -269,7 +271,7 @@ func probeURing(cfg ServerConfig) error {
 	defer runtime.UnlockOSThread()
 	u, err := newURingConn(cfg.Chunk, cfg.Depth)
 	if err != nil {
-		return fmt.Errorf("filesrv: %s: %w: %v", IOURing, ErrNotSupported, err)
+		return fmt.Errorf("filesrv: %s: %w", IOURing, features.Classify(err))
 	}
 	u.close()
 	return nil

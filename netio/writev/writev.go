@@ -50,8 +50,10 @@ const (
 )
 
 // ErrNotSupported is wrapped by the error of a way that cannot run here
-// (io_uring disabled or missing SENDMSG).
-var ErrNotSupported = errors.New("not supported")
+// (io_uring disabled or refused, or missing SENDMSG). A ring that cannot
+// be made for want of descriptors or memory is that error, not this one
+// (features.Classify). It is features.ErrNotSupported.
+var ErrNotSupported = features.ErrNotSupported
 
 // Config says what Run measures. The zero value measures every way and
 // DefaultParts with DefaultResponses responses per run, once.
@@ -520,7 +522,7 @@ func parseSyscw(b []byte) (int64, error) {
 
 func uringSupported() error {
 	if err := features.IOURingError(); err != nil {
-		return fmt.Errorf("writev: %s: %w: %v", IOURing, ErrNotSupported, err)
+		return fmt.Errorf("writev: %s: %w", IOURing, err)
 	}
 	if !features.Probe().HasOp("SENDMSG") {
 		return fmt.Errorf("writev: %s: %w: the kernel lacks IORING_OP_SENDMSG", IOURing, ErrNotSupported)
@@ -542,7 +544,7 @@ func sendURing(ctx context.Context, c *net.TCPConn, r response, n int, until tim
 	ring, err := uring.New(4, uring.Options{SubmitAll: true, CoopTaskrun: true, TaskrunFlag: true,
 		SingleIssuer: true, DeferTaskrun: true, NoSQArray: true})
 	if err != nil {
-		return m, fmt.Errorf("writev: %s: %w: %v", IOURing, ErrNotSupported, err)
+		return m, fmt.Errorf("writev: %s: %w", IOURing, features.Classify(err))
 	}
 	defer ring.Close()
 	k := len(r.sizes)
