@@ -655,6 +655,19 @@ func (t *treeWriter) run() (TreeStats, error) {
 		progress = func(int, int) {}
 	}
 	n := t.opts.Files
+	// A panic in progress (the caller's function, called here while the
+	// workers write) goes on only once they have stopped: no goroutine
+	// of Tree's outlives the call, and no file is left half written.
+	var finished chan struct{}
+	defer func() {
+		if r := recover(); r != nil {
+			t.stop.Store(true)
+			if finished != nil {
+				<-finished
+			}
+			panic(r)
+		}
+	}()
 	progress(0, n)
 
 	if err := t.mkdirs(); err != nil {
@@ -665,7 +678,7 @@ func (t *treeWriter) run() (TreeStats, error) {
 		for range workers {
 			wg.Go(t.worker)
 		}
-		finished := make(chan struct{})
+		finished = make(chan struct{})
 		go func() { wg.Wait(); close(finished) }()
 		tick := time.NewTicker(progressEvery)
 	wait:

@@ -788,3 +788,40 @@ func TestIsTreeMarker(t *testing.T) {
 		t.Error("a missing file or a directory taken for the marker")
 	}
 }
+
+// A panic in Progress, called while the workers write, reaches Tree's
+// caller only once every worker has stopped: nothing of Tree's runs after
+// the recover (goleak checks at the end), and no temporary file is left.
+func TestTreeProgressPanics(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "t")
+	calls := 0
+	func() {
+		defer func() {
+			if r := recover(); r != "stop here" {
+				t.Fatalf("recovered %v, want the Progress panic", r)
+			}
+		}()
+		Tree(context.Background(), dir, TreeOptions{Files: 20000, Size: FixedSize(4 << 10), Progress: func(done, total int) {
+			if calls++; calls == 2 { // the first tick: the workers are writing
+				panic("stop here")
+			}
+		}})
+		t.Fatal("Tree returned instead of panicking")
+	}()
+	// Every worker has stopped: the tree does not change any more.
+	count := func() int {
+		n := 0
+		filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	before := count()
+	time.Sleep(100 * time.Millisecond)
+	if after := count(); after != before {
+		t.Errorf("%d files after the panic, %d a moment later: writers still running", before, after)
+	}
+}
