@@ -84,6 +84,22 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool) ([]*net.TCPConn, []i
 	var next, dialled atomic.Int64
 	start := time.Now()
 	var wg sync.WaitGroup
+	// A panic in Progress (the caller's function, called here while the
+	// dialers run) goes on once they have stopped and every connection
+	// they opened is closed.
+	defer func() {
+		if p := recover(); p != nil {
+			cancel(errors.New("load: Progress panicked"))
+			wg.Wait()
+			for _, c := range conns {
+				if c != nil {
+					c.Close()
+				}
+			}
+			closeFds(fds)
+			panic(p)
+		}
+	}()
 	for range min(n, maxDialers) {
 		wg.Go(func() {
 			// No keep-alive: it would only add a setsockopt per dial

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -540,4 +541,52 @@ func TestSmallServerBuffer(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A panic in Progress reaches Run's caller only once every goroutine of
+// Run's has ended and every connection it opened is closed, whichever
+// phase it comes in.
+func TestProgressPanics(t *testing.T) {
+	checkFds(t)
+	addr := echoServer(t)
+	for _, client := range clients {
+		for _, phase := range []string{"dial", "run", "drain"} {
+			t.Run(client+"/"+phase, func(t *testing.T) {
+				func() {
+					defer func() {
+						if r := recover(); r != "stop at "+phase {
+							t.Fatalf("recovered %v, want the Progress panic", r)
+						}
+					}()
+					Run(context.Background(), Config{
+						Addr: addr, Conns: 50, Size: 64, Mode: mustMode(t, "pingpong"), Client: client,
+						Duration: 150 * time.Millisecond,
+						Progress: func(p string, done, total int) {
+							if p == phase {
+								panic("stop at " + p)
+							}
+						},
+					})
+					t.Fatal("Run returned instead of panicking")
+				}()
+				if left := loadGoroutines(); len(left) > 0 {
+					t.Errorf("goroutines of Run still running after the panic reached the caller:\n%s", strings.Join(left, "\n\n"))
+				}
+			})
+		}
+	}
+}
+
+// loadGoroutines lists the goroutines, other than the caller's, that are
+// running this package's code.
+func loadGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var left []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i > 0 && strings.Contains(g, "iopath/netio/load.") && !strings.Contains(g, "load.Test") {
+			left = append(left, g)
+		}
+	}
+	return left
 }

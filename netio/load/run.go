@@ -75,8 +75,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		ec.start(0)
-		err = r.drive(ctx, res, ec.abort)
-		ec.wait()
+		func() {
+			defer ec.wait() // its loops and descriptors, also after a panic in Progress
+			err = r.drive(ctx, res, ec.abort)
+		}()
 		r.collect(res)
 		return res, r.checkServerCPU(res, err)
 	}
@@ -191,6 +193,16 @@ func (r *runner) start(ncs []*net.TCPConn) {
 // the run short.
 func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 	cfg := r.cfg
+	// A panic in Progress (the caller's function, called here while the
+	// connections run) goes on once every connection is closed and its
+	// goroutines have ended: nothing of Run's outlives the call.
+	defer func() {
+		if p := recover(); p != nil {
+			abort()
+			<-r.done
+			panic(p)
+		}
+	}()
 	var err error
 	r.began = metrics.Nanotime()
 	echoWait := max(cfg.Warmup, minEchoWait)
