@@ -19,8 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -305,7 +304,7 @@ func plan(dir string, opts TreeOptions) (TreePlan, error) {
 		parent := filepath.Dir(dir)
 		pst, err := os.Stat(parent)
 		if err == nil && !pst.IsDir() {
-			err = unix.ENOTDIR
+			err = sys.ENOTDIR
 		}
 		if err != nil {
 			var pe *fs.PathError
@@ -319,7 +318,7 @@ func plan(dir string, opts TreeOptions) (TreePlan, error) {
 	case err != nil:
 		return p, err
 	case !st.IsDir():
-		return p, &fs.PathError{Op: "gen", Path: dir, Err: unix.ENOTDIR}
+		return p, &fs.PathError{Op: "gen", Path: dir, Err: sys.ENOTDIR}
 	}
 	marker := filepath.Join(dir, TreeMarker)
 	have, err := os.ReadFile(marker)
@@ -488,7 +487,7 @@ func Tree(ctx context.Context, dir string, opts TreeOptions) (TreeStats, error) 
 		write: opts.write,
 	}
 	if t.write == nil {
-		t.write = unix.Write
+		t.write = sys.Write
 	}
 	return t.run()
 }
@@ -736,15 +735,15 @@ func (t *treeWriter) mkdirs() error {
 				continue
 			}
 			p := filepath.Join(t.dir, string(buf[:end]))
-			if err := unix.Mkdir(p, 0o755); err != nil {
-				if err != unix.EEXIST {
+			if err := sys.Mkdir(p, 0o755); err != nil {
+				if err != sys.EEXIST {
 					return &fs.PathError{Op: "mkdir", Path: p, Err: err}
 				}
-				var st unix.Stat_t
-				if err := unix.Lstat(p, &st); err != nil {
+				var st sys.Stat_t
+				if err := sys.Lstat(p, &st); err != nil {
 					return &fs.PathError{Op: "lstat", Path: p, Err: err}
 				}
-				if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				if st.Mode&sys.S_IFMT != sys.S_IFDIR {
 					return &fs.PathError{Op: "mkdir", Path: p, Err: errors.New("exists and is not a directory")}
 				}
 			}
@@ -795,15 +794,15 @@ func (t *treeWriter) worker() {
 // truncating what is there), fills it with size bytes of the stream of
 // seed, and closes it. On failure it removes the file it created.
 func (t *treeWriter) writeFile(path string, size int64, seed uint64, buf []byte) error {
-	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := unix.Open(path, flags, 0o644)
-	if err == unix.EEXIST && t.regen {
+	const flags = sys.O_WRONLY | sys.O_CREAT | sys.O_EXCL | sys.O_NOFOLLOW
+	fd, err := sys.Create(path, flags, 0o644)
+	if err == sys.EEXIST && t.regen {
 		// Our own file from before: replace it (unlink, so that a hard
 		// link's other names and a symbolic link's target are untouched).
-		if err := unix.Unlink(path); err != nil && err != unix.ENOENT {
+		if err := sys.Unlink(path); err != nil && err != sys.ENOENT {
 			return &fs.PathError{Op: "unlink", Path: path, Err: err}
 		}
-		fd, err = unix.Open(path, flags, 0o644)
+		fd, err = sys.Create(path, flags, 0o644)
 	}
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
@@ -824,11 +823,11 @@ func (t *treeWriter) writeFile(path string, size int64, seed uint64, buf []byte)
 			break
 		}
 	}
-	if err := unix.Close(fd); err != nil && werr == nil && err != unix.EINTR {
+	if err := sys.Close(fd); err != nil && werr == nil {
 		werr = &fs.PathError{Op: "close", Path: path, Err: err}
 	}
 	if werr != nil {
-		unix.Unlink(path)
+		sys.Unlink(path)
 	}
 	return werr
 }
@@ -836,14 +835,14 @@ func (t *treeWriter) writeFile(path string, size int64, seed uint64, buf []byte)
 func (t *treeWriter) writeAll(fd int, b []byte) error {
 	for len(b) > 0 {
 		n, err := t.write(fd, b)
-		if err == unix.EINTR {
+		if err == sys.EINTR {
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		if n <= 0 {
-			return unix.EIO
+			return sys.EIO
 		}
 		b = b[n:]
 	}

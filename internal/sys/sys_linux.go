@@ -13,6 +13,9 @@ import (
 // Re-exported constants, so that callers need not import x/sys/unix.
 const (
 	O_RDONLY     = unix.O_RDONLY
+	O_WRONLY     = unix.O_WRONLY
+	O_CREAT      = unix.O_CREAT
+	O_EXCL       = unix.O_EXCL
 	O_DIRECT     = unix.O_DIRECT
 	O_CLOEXEC    = unix.O_CLOEXEC
 	O_NOATIME    = unix.O_NOATIME
@@ -62,6 +65,7 @@ const (
 	EFAULT     = unix.EFAULT
 	EBADF      = unix.EBADF
 	ENOENT     = unix.ENOENT
+	ENOTDIR    = unix.ENOTDIR
 	ENOSPC     = unix.ENOSPC
 	ETIME      = unix.ETIME
 	ECANCELED  = unix.ECANCELED
@@ -106,6 +110,45 @@ func Open(path string, flags int) (int, error) {
 			return -1, pathErr("open", path, err)
 		}
 		return fd, nil
+	}
+}
+
+// Create is open(2) of path with flags (O_CLOEXEC is always added) and
+// mode for a file it creates, retrying EINTR. Unlike Open, the error is
+// the bare errno, for callers that tell EEXIST apart and name the path
+// themselves.
+func Create(path string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, mode)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, err
+		}
+		return fd, nil
+	}
+}
+
+// Mkdir is mkdir(2); the error is the bare errno.
+func Mkdir(path string, mode uint32) error {
+	return noEINTR(func() error { return unix.Mkdir(path, mode) })
+}
+
+// Unlink is unlink(2); the error is the bare errno.
+func Unlink(path string) error { return noEINTR(func() error { return unix.Unlink(path) }) }
+
+// Lstat is lstat(2); the error is the bare errno.
+func Lstat(path string, st *Stat_t) error {
+	return noEINTR(func() error { return unix.Lstat(path, st) })
+}
+
+// noEINTR makes call again while it fails with EINTR.
+func noEINTR(call func() error) error {
+	for {
+		if err := call(); err != unix.EINTR {
+			return err
+		}
 	}
 }
 
