@@ -16,11 +16,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/metrics"
 	"github.com/iopath/iopath/netio"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	if os.Getenv(nofileHelperEnv) != "" {
 		os.Exit(nofileHelper())
 	}
