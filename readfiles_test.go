@@ -19,11 +19,13 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/seccomptest"
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
 // TestMain fails the run if goroutines or descriptors outlive the tests.
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	// A child process of the io_uring refusal tests: forbid what it says.
 	seccomptest.Install()
 	// The runtime poller's descriptors (epoll, eventfd) stay open once

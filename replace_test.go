@@ -18,13 +18,11 @@ import (
 // reads from one file and read another (ReadFiles on io_uring did) mixes
 // versions.
 
-// newSwap is a Swap for one case of this file: they are many, so each
-// reads for half the usual budget.
+// newSwap is a Swap for one case of this file.
 func newSwap(t *testing.T, cold bool) *enginetest.Swap {
 	t.Helper()
 	s := enginetest.NewSwap(t)
 	s.Cold = cold
-	s.Budget = enginetest.SwapBudget() / 2
 	return s
 }
 

@@ -18,7 +18,16 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/iopath/iopath/internal/testenv"
 )
+
+// TestMain: the tests that run this binary again (TestPermissionDenied,
+// TestLowFDLimit) do it without the race detector's exit sleep.
+func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
+	os.Exit(m.Run())
+}
 
 // The conformance suite: every registered engine but archive (which reads
 // Job.Archive, not paths; its author tests it) must pass it. An engine that

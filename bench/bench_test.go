@@ -13,9 +13,11 @@ import (
 
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/enginetest"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	if IsChild() {
 		// The runner starts this test binary as its child process.
 		if err := ChildMain(context.Background(), os.Stdin, os.Stdout); err != nil {

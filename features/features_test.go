@@ -11,10 +11,12 @@ import (
 
 	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/internal/uring"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	seccomptest.Install()
 	os.Exit(m.Run())
 }

@@ -1,9 +1,19 @@
 package metrics
 
 import (
+	"os"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/testenv"
 )
+
+// TestMain: TestProcessCPUClockChild runs this binary again, without the
+// race detector's exit sleep.
+func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
+	os.Exit(m.Run())
+}
 
 func TestTicksMeasureTime(t *testing.T) {
 	InitClock()

@@ -27,11 +27,13 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/internal/starve"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	goleak.VerifyTestMain(m)
 }
 

@@ -16,9 +16,11 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/seccomptest"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	// Started under a seccomp filter by a test (seccomp_test.go): forbid
 	// what it says before anything runs.
 	seccomptest.Install()

@@ -15,11 +15,14 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // TestMain lets the test binary be wc itself (for TestBinary), and checks
 // that no test leaves a goroutine behind.
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	if os.Getenv("IOPATH_WC_TEST_MAIN") == "1" {
 		main()
 		return

@@ -9,9 +9,11 @@ import (
 
 	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	seccomptest.Install()
 	os.Exit(m.Run())
 }

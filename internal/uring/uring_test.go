@@ -13,10 +13,12 @@ import (
 
 	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	seccomptest.Install()
 	goleak.VerifyTestMain(m)
 }

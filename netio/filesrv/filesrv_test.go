@@ -24,12 +24,14 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/netio/internal/starve"
 )
 
 const childEnv = "FILESRV_TEST_CHILD" // "method:path": be a server child
 
 func TestMain(m *testing.M) {
+	testenv.NoRaceExitSleep()
 	if v := os.Getenv(childEnv); v != "" {
 		os.Exit(child(v))
 	}

@@ -1,0 +1,31 @@
+// Package testenv prepares the environment that the processes a test
+// binary starts inherit. This project's tests start their own test binary
+// again, many times: as the iopath command, as a benchmark child (one per
+// run), as a server or load generator, under a seccomp filter.
+//
+// A binary built with -race sleeps a second when it exits (the race
+// detector's atexit_sleep_ms, so that goroutines still running can report
+// a race): a second per child, which made `go test -race ./...` spend
+// most of its time asleep. TestMain of a package whose tests start
+// children calls NoRaceExitSleep first thing.
+package testenv
+
+import (
+	"os"
+	"strings"
+)
+
+// NoRaceExitSleep makes the processes this one starts from now on exit
+// without the race detector's sleep: it adds atexit_sleep_ms=0 to GORACE
+// in this process's environment, unless GORACE already sets it. This
+// process's own sleep is not changed (the runtime read GORACE as it
+// started). A child that races is still caught: the detector reports a
+// race when it happens and the child exits with status 66, which fails
+// the test that started it.
+func NoRaceExitSleep() {
+	v := os.Getenv("GORACE")
+	if strings.Contains(v, "atexit_sleep_ms") {
+		return
+	}
+	os.Setenv("GORACE", strings.TrimSpace(v+" atexit_sleep_ms=0"))
+}
