@@ -228,10 +228,18 @@ func TestOpenLoop(t *testing.T) {
 			if due := rate*res.Elapsed.Seconds() + conns; float64(res.Requests) > due*1.1 {
 				t.Errorf("%d requests in %v at %v/s: the schedule allows %.0f", res.Requests, res.Elapsed, rate, due)
 			}
-			// A server that keeps up leaves at most the messages in
-			// flight at the end unfinished, and the histogram holds
-			// them with the rest.
-			if m := mustMode(t, mode); res.Unfinished > int64(conns*m.Depth) {
+			// Every message due in the window either came back in it or
+			// is unfinished: the two add up to the schedule, within one
+			// message per connection (each starts at its own phase).
+			if due, got := rate*res.Elapsed.Seconds(), float64(res.Requests+res.Unfinished); got < due-conns || got > due+conns {
+				t.Errorf("%d requests + %d unfinished in %v at %v/s: the schedule had %.0f due", res.Requests, res.Unfinished, res.Elapsed, rate, due)
+			}
+			// A server that keeps up leaves about the messages in flight
+			// at the end unfinished; a busy machine (two CPUs, -race)
+			// may hold the loop back for some tens of milliseconds, which
+			// adds the messages that fell due meanwhile. Counting every
+			// message of the window as unfinished would be ten times more.
+			if m := mustMode(t, mode); float64(res.Unfinished) > float64(conns*m.Depth)+rate*0.1 {
 				t.Errorf("%d messages unfinished at the end of the window, %d connections × %d in flight", res.Unfinished, conns, m.Depth)
 			}
 			if n := metrics.Import(res.Hist).Count(); n != res.Requests+res.Unfinished {
