@@ -24,6 +24,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 var fileOpts = []named{
@@ -62,7 +63,7 @@ func wantRead(data []byte, off int64, n int) ([]byte, error) {
 }
 
 func TestFileReadAt(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	for _, o := range fileOpts {
 		t.Run(o.name, func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestFileReadAt(t *testing.T) {
 // their mix: adjacent (coalesced), repeated, past the end, across it,
 // empty, more than the queue depth.
 func TestFileReadBatch(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	size := 3<<20 + 11
 	data := content(size, 3)
@@ -169,7 +170,7 @@ func TestFileReadBatch(t *testing.T) {
 // A File is safe for concurrent use: many goroutines mixing ReadAt and
 // ReadBatch (run with -race), then a Close that waits for them.
 func TestFileConcurrent(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(2<<20+99, 8)
 	path := writeFile(t, t.TempDir(), data)
 	for _, o := range fileOpts {
@@ -222,7 +223,7 @@ func TestFileConcurrent(t *testing.T) {
 // Close while reads run: they finish on the descriptor they started with,
 // or fail with fs.ErrClosed; none reads another file.
 func TestFileCloseWhileReading(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(1<<20, 10)
 	path := writeFile(t, t.TempDir(), data)
 	for _, o := range fileOpts {
@@ -264,7 +265,7 @@ func TestFileCloseWhileReading(t *testing.T) {
 // Close waits for a read in progress: the read ends on the descriptor it
 // started with, and Close returns after it.
 func TestFileCloseWaits(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(10000, 11)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path)
@@ -308,7 +309,7 @@ func TestFileCloseWaits(t *testing.T) {
 }
 
 func TestFileDirect(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := directDir(t)
 	size := 1<<20 + 100
 	data := content(size, 12)
@@ -374,7 +375,7 @@ func TestFileDirect(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -407,7 +408,7 @@ func TestOpenErrors(t *testing.T) {
 // Under Auto an io_uring that cannot run gives a pread File; asked for by
 // name it is an error that says why.
 func TestOpenUringFallback(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(100000, 13)
 	path := writeFile(t, t.TempDir(), data)
 	t.Setenv(features.DisableEnv, "1")
@@ -449,7 +450,7 @@ func TestOpenUsesRings(t *testing.T) {
 // Reads that come back short (a signal, a partly cached file) are
 // continued where they stopped, by every synchronous path.
 func TestShortReads(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	size := 1<<20 + 4321
 	data := content(size, 14)
 	path := writeFile(t, t.TempDir(), data)
@@ -497,7 +498,7 @@ func TestShortReads(t *testing.T) {
 // A File dropped without Close gives its descriptor back when collected.
 func TestFileCollected(t *testing.T) {
 	path := writeFile(t, t.TempDir(), []byte("data"))
-	before := openFDs(t)
+	before := testenv.OpenFDs(t)
 	for _, o := range fileOpts {
 		f, err := Open(path, o.opts...)
 		if errors.Is(err, ErrNotSupported) && !features.Probe().IOURing.Available {
@@ -514,11 +515,11 @@ func TestFileCollected(t *testing.T) {
 	}
 	// Cleanups run on their own goroutine after a collection: give them
 	// a moment (this bounds the wait, it does not time anything).
-	for i := 0; i < 200 && openFDs(t) > before; i++ {
+	for i := 0; i < 200 && testenv.OpenFDs(t) > before; i++ {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 	}
-	if after := openFDs(t); after > before {
+	if after := testenv.OpenFDs(t); after > before {
 		t.Errorf("%d descriptors open before, %d after the Files were collected", before, after)
 	}
 }
@@ -630,7 +631,7 @@ func stripes(t testing.TB, path string, size int64) {
 // straddle a stripe are partly read inline, then continued), every byte
 // as os.ReadFile has it, with concurrent callers (run with -race).
 func TestReadBatchPartlyCached(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	size := 4<<20 + 555
 	path := writeFile(t, dropDir(t), content(size, 41))
 	data, err := os.ReadFile(path)
@@ -723,7 +724,7 @@ func TestReadBatchPartlyCached(t *testing.T) {
 // with what it read of it); after a batch that mostly missed, the next
 // inlineBackoff batches skip the pass; WithDirect never takes it.
 func TestReadBatchInline(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	const size = 2 << 20
 	const half = size / 2
 	path := writeFile(t, dropDir(t), content(size, 42))
@@ -891,7 +892,7 @@ func TestReadBatchInline(t *testing.T) {
 // The mmap backend maps the file once, at Open: an empty file has no
 // mapping; the others have one of the size at Open.
 func TestFileMmapMapping(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	for _, size := range []int{0, 1, 8192} {
 		path := writeFile(t, dir, content(size, 20))
@@ -915,7 +916,7 @@ func TestFileMmapMapping(t *testing.T) {
 // Auto maps a file that is wholly in the page cache (rule
 // positioned-cached-mmap), and reads it right.
 func TestFileAutoMmap(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(2<<20, 21)
 	path := writeFile(t, t.TempDir(), data)
 	if _, err := os.ReadFile(path); err != nil { // cached, whatever wrote it
@@ -939,7 +940,7 @@ func TestFileAutoMmap(t *testing.T) {
 // WithDirect and mmap cannot go together: an error wrapping
 // ErrNotSupported, nothing opened. Under Auto, WithDirect never maps.
 func TestFileMmapDirect(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), content(8192, 22))
 	f, err := Open(path, WithEngine("mmap"), WithDirect())
 	if f != nil || !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "O_DIRECT") {
@@ -965,7 +966,7 @@ func TestFileMmapDirect(t *testing.T) {
 // grew reads right, across the old end and past it, and io.EOF comes at
 // the new end.
 func TestFileMmapGrown(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(10000, 23)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path, WithEngine("mmap"))
@@ -1000,7 +1001,7 @@ func TestFileMmapGrown(t *testing.T) {
 // crash; the other requests of the batch are read, and the goroutine's
 // SetPanicOnFault setting is as it was.
 func TestFileMmapTruncated(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(64<<10, 25)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path, WithEngine("mmap"))
@@ -1028,7 +1029,7 @@ func TestFileMmapTruncated(t *testing.T) {
 // Close while mmap reads run waits for them before it unmaps (with
 // -race, and the readers would fault on an unmapped page otherwise).
 func TestFileMmapCloseWhileReading(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(1<<20, 26)
 	path := writeFile(t, t.TempDir(), data)
 	for range 20 {
@@ -1071,7 +1072,7 @@ func TestFileMmapCloseWhileReading(t *testing.T) {
 // bytes are right, and a request past the end of a truncated file fails
 // with ErrChanged in whichever worker copies it, the others read.
 func TestFileMmapParallelBatch(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(4<<20, 26)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path, WithEngine("mmap"), WithWorkers(3))

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // Every misuse of the API gives the documented error, and neither a panic
 // nor a read.
 
 func TestMisuseNilFunc(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), []byte("data"))
 	if err := Scan(context.Background(), path, nil, nil); err != ErrNilFunc {
 		t.Errorf("Scan: %v", err)
@@ -37,7 +39,7 @@ func TestMisuseNilContext(t *testing.T) {
 
 // A ctx cancelled before the call: ctx.Err(), and fn never called.
 func TestMisuseCancelledBefore(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), content(1<<20, 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -67,7 +69,7 @@ func TestMisuseCancelledBefore(t *testing.T) {
 }
 
 func TestMisuseNegativeOffset(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(10000, 2)
 	path := writeFile(t, t.TempDir(), data)
 	for _, o := range fileOpts {
@@ -96,7 +98,7 @@ func TestMisuseNegativeOffset(t *testing.T) {
 // A closed File: reads fail with an *fs.PathError{Op: "read", Err:
 // fs.ErrClosed}, as os.File's do, and a second Close with Op "close".
 func TestMisuseClosedFile(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), []byte("data"))
 	for _, o := range fileOpts {
 		t.Run(o.name, func(t *testing.T) {
@@ -127,7 +129,7 @@ func TestMisuseClosedFile(t *testing.T) {
 
 // Requests whose buffers share memory: ErrOverlap, and nothing read.
 func TestMisuseOverlap(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), content(100000, 3))
 	for _, o := range fileOpts {
 		t.Run(o.name, func(t *testing.T) {

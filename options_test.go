@@ -25,28 +25,6 @@ func choose(t *testing.T, c auto.Choice) {
 	steer(t, func(auto.Workload) auto.Choice { return c })
 }
 
-// openFDs counts this process's open descriptors.
-func openFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// checkFDs fails the test if it ends with more descriptors open than it
-// started with.
-func checkFDs(t *testing.T) {
-	t.Helper()
-	before := openFDs(t)
-	t.Cleanup(func() {
-		if after := openFDs(t); after != before {
-			t.Errorf("%d descriptors open before the test, %d after", before, after)
-		}
-	})
-}
-
 func TestOptionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		c    call

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // Files of a pseudo-filesystem state a size that means nothing (4096 for
 // a sysfs attribute, 0 in /proc) and cannot be mapped: every engine,
 // ordered or not, reads them to their end with read(2).
 func TestPseudoFiles(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	paths := []string{"/sys/kernel/mm/transparent_hugepage/enabled", "/proc/self/status"}
 	for _, path := range paths {
 		if _, err := os.Stat(path); err != nil {
@@ -91,7 +92,7 @@ func TestPseudoFiles(t *testing.T) {
 // An explicit engine that cannot run here fails the same way for every
 // file, also for those read without it (empty, pseudo-files).
 func TestExplicitEngineUnavailableShortcuts(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	t.Setenv(features.DisableEnv, "1")
 	empty := writeFile(t, t.TempDir(), nil)
 	for _, path := range []string{empty, "/proc/self/status"} {
@@ -149,7 +150,7 @@ func keep(got, b []byte) []byte {
 // WithPseudoLimit, whatever the engine, with an error that names the path,
 // the limit and the option that raises it.
 func TestPseudoLimit(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	const pagemap = "/proc/self/pagemap"
 	if _, err := os.Stat(pagemap); err != nil {
 		t.Skipf("%s: %v", pagemap, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // awkward are file sizes around the boundaries the readers care about:
@@ -98,7 +99,7 @@ var readFileOpts = []named{
 // Every path gives os.ReadFile's bytes, for ReadFile and ReadFileBuf, on
 // every awkward size.
 func TestReadFile(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	files := map[int]string{}
 	for _, size := range awkward {
@@ -172,7 +173,7 @@ func TestReadFile(t *testing.T) {
 // and the reads comes back exactly as the reads found it: cut at its new
 // end (never bytes from beyond it), or read on to its new end.
 func TestReadFileChangingSize(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name         string
@@ -302,7 +303,7 @@ func TestReadFileProc(t *testing.T) {
 }
 
 func TestReadFileErrors(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
 	fifo := filepath.Join(dir, "fifo")

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -22,7 +23,7 @@ type readFilesPanic struct{ n int64 }
 // leak check to find).
 func TestReadFilesPanicInFn(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	for i := range 300 {
 		// Some larger than a first read's buffer, so that io_uring has

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -54,7 +55,7 @@ func collect(t *testing.T) {
 // pinned for the runtime.Pinner leak check to find.
 func TestScanPanicInFn(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	path := writeFile(t, dir, content(4<<20+123, 9))
 	for _, workers := range []int{1, 3} {

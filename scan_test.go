@@ -17,6 +17,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -102,7 +103,7 @@ func forEngines(t *testing.T, engines []string, fn func(t *testing.T, e string, 
 // Every block exactly once, with the file's bytes, for every engine,
 // ordered or not, on every awkward size.
 func TestScan(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	sizes := []int{0, 1, 4095, 4096, 4097, 8191, 8193, 128<<10 - 1, 128<<10 + 1, 5<<20 + 1234}
 	files := map[int]string{}
@@ -194,7 +195,7 @@ func TestScan(t *testing.T) {
 
 // fn's error stops the scan and comes back as it is.
 func TestScanFnError(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(3<<20, 5)
 	path := writeFile(t, t.TempDir(), data)
 	stop := errors.New("stop here")
@@ -229,7 +230,7 @@ func TestScanFnError(t *testing.T) {
 // Neither would end in the test's time if the cancel were missed.
 func TestScanCancel(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	huge := filepath.Join(dir, "huge")
 	f, err := os.Create(huge)
@@ -297,7 +298,7 @@ func TestScanCancel(t *testing.T) {
 // A file that shrinks while it is scanned is an error wrapping ErrChanged,
 // never a crash, also when the bytes come from a mapping (SIGBUS).
 func TestScanShrinks(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	forEngines(t, append([]string{""}, scanEngines...), func(t *testing.T, e string, ordered bool) {
 		path := writeFile(t, dir, content(4<<20, 2))
@@ -353,7 +354,7 @@ func TestScanProc(t *testing.T) {
 }
 
 func TestScanErrors(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
 	fifo := filepath.Join(dir, "fifo")
@@ -385,7 +386,7 @@ func TestScanErrors(t *testing.T) {
 // Under Auto, an io_uring that cannot run is replaced by pread silently;
 // asked for by name, it is an error that says why.
 func TestScanUringFallback(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(1<<20+3, 4)
 	path := writeFile(t, t.TempDir(), data)
 	t.Setenv(features.DisableEnv, "1")

@@ -18,6 +18,7 @@ import (
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // The tests here run their scenarios in a child process under a real
@@ -117,7 +118,7 @@ func TestIOURingForbiddenChild(t *testing.T) {
 	call := seccomptest.Denied()[0]
 	paths, want := forbiddenFiles(t, 24)
 	big := paths[len(paths)-1]
-	before := openFDs(t)
+	before := testenv.OpenFDs(t)
 	refused := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), call) {
@@ -147,7 +148,7 @@ func TestIOURingForbiddenChild(t *testing.T) {
 	}
 	err = ReadFiles(context.Background(), paths, func(string, []byte, error) error { return nil }, WithEngine("io_uring"))
 	refused("ReadFiles", err)
-	if after := openFDs(t); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Fatalf("%d descriptors open before the explicit io_uring calls, %d after", before, after)
 	}
 
@@ -171,7 +172,7 @@ func TestIOURingForbiddenChild(t *testing.T) {
 	if n != len(buf) || !bytes.Equal(buf, want[big]) {
 		t.Fatalf("ReadAt under Auto: %d bytes, %v", n, err)
 	}
-	if after := openFDs(t); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Fatalf("%d descriptors open before, %d after", before, after)
 	}
 }
@@ -376,7 +377,7 @@ func TestIOURingEnterRefusedMidRunChild(t *testing.T) {
 	}
 	paths, _ := forbiddenFiles(t, 8)
 	big := paths[len(paths)-1]
-	before := openFDs(t)
+	before := testenv.OpenFDs(t)
 	e, err := engine.Lookup("io_uring")
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +404,7 @@ func TestIOURingEnterRefusedMidRunChild(t *testing.T) {
 		t.Errorf("engine: %v, want ErrNotSupported naming io_uring_enter", err)
 	}
 	pr.Close()
-	if after := openFDs(t); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Errorf("%d descriptors open before, %d after: a ring the kernel took nothing of was kept", before, after)
 	}
 }

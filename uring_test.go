@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // capSQE lowers maxSQELen to n for the test and returns the largest read
@@ -29,7 +31,7 @@ func capSQE(t *testing.T, n int) *atomic.Int64 {
 // rest by the short-read continuation, and still gives every byte and
 // io.EOF only at the end of the file.
 func TestUringLargeRequestSplit(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	const limit = 8 << 10
 	data := content(300<<10+77, 31)
 	path := writeFile(t, t.TempDir(), data)
@@ -123,7 +125,7 @@ func readBatchGuarded(t *testing.T, f *File, reqs []Request) error {
 // and the File goes on with a new ring, or with pread when none can be
 // made, without ever waiting for a ring that cannot come.
 func TestRingFailure(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(256<<10, 77)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path, WithEngine("io_uring"), WithWorkers(1), WithQueueDepth(4))
@@ -187,7 +189,7 @@ func TestRingFailure(t *testing.T) {
 
 // A File whose rings broke makes a new one when it can.
 func TestRingReplaced(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	data := content(128<<10, 78)
 	path := writeFile(t, t.TempDir(), data)
 	f := openT(t, path, WithEngine("io_uring"), WithWorkers(1))

@@ -18,27 +18,8 @@ import (
 
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/testenv"
 )
-
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
-// checkFDs fails the test if it leaves more descriptors open than it
-// found.
-func checkFDs(t *testing.T) {
-	before := openFDs(t)
-	t.Cleanup(func() {
-		if after := openFDs(t); after > before {
-			t.Errorf("%d descriptors open after the test, %d before", after, before)
-		}
-	})
-}
 
 func smallTree(t *testing.T) string {
 	dir := t.TempDir()
@@ -125,7 +106,7 @@ func checkResult(t *testing.T, res *Result, kind Kind) {
 }
 
 func TestRunTree(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := smallTree(t)
 	var mu sync.Mutex
 	var steps []string
@@ -155,7 +136,7 @@ func TestRunTree(t *testing.T) {
 }
 
 func TestRunOneFile(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]int{"big": 8<<20 + 12345})
 	res, err := Run(context.Background(), []string{filepath.Join(dir, "big")},
@@ -266,7 +247,7 @@ func TestRegionStart(t *testing.T) {
 // the limit reads exactly each worker's window, and hashes what a plain
 // read of those ranges gives.
 func TestFilePassReadsItsWindows(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := t.TempDir()
 	size := 4<<20 + 4321
 	writeFiles(t, dir, map[string]int{"f": size})
@@ -313,7 +294,7 @@ func TestFilePassReadsItsWindows(t *testing.T) {
 // TestManyPassDelivers checks each batch candidate's pass against
 // os.ReadFile, file by file (through the order-independent sum).
 func TestManyPassDelivers(t *testing.T) {
-	checkFDs(t)
+	testenv.CheckFDs(t)
 	dir := smallTree(t)
 	inv, err := Inspect(context.Background(), []string{dir}, time.Time{}, 0)
 	if err != nil {

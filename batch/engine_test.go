@@ -143,29 +143,19 @@ func skipUnsupported(t testing.TB, e Engine, err error) {
 	}
 }
 
-// countFDs is this process's open descriptors.
-func countFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
-}
-
 // noLeaks checks, when the test ends, that no goroutine started during it
 // is left and that the number of open descriptors is back where it was.
 func noLeaks(t *testing.T) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
-	fds := countFDs(t)
+	fds := testenv.OpenFDs(t)
 	t.Cleanup(func() {
 		goleak.VerifyNone(t, ignore)
 		// The runtime may close descriptors a moment late (none
 		// expected), so allow it a little time.
 		deadline := time.Now().Add(2 * time.Second)
 		for {
-			n := countFDs(t)
+			n := testenv.OpenFDs(t)
 			if n == fds {
 				return
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // The robustness suite: files that change or misbehave between the listing
@@ -662,7 +663,7 @@ func TestLowFDLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, paths := manyFiles(t, 1000, 100)
-	t.Logf("%d fds open, soft limit 64", countFDs(t))
+	t.Logf("%d fds open, soft limit 64", testenv.OpenFDs(t))
 	for _, e := range testEngines(t) {
 		for _, in := range []struct {
 			name  string

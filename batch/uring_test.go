@@ -17,6 +17,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
@@ -37,24 +38,14 @@ func uringEngineFor(tb testing.TB) Engine {
 	return e
 }
 
-// uringFds counts this process's open descriptors.
-func uringFds(tb testing.TB) int {
-	tb.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return len(ents)
-}
-
 // uringNoLeaks fails the test if it leaks goroutines or descriptors.
 func uringNoLeaks(t *testing.T) {
 	t.Helper()
-	before := uringFds(t)
+	before := testenv.OpenFDs(t)
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		goleak.VerifyNone(t, opt)
-		if after := uringFds(t); after != before {
+		if after := testenv.OpenFDs(t); after != before {
 			t.Errorf("fd count %d before, %d after: leaked descriptors", before, after)
 		}
 	})
@@ -483,7 +474,7 @@ func TestUringDepthCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := old
-	lim.Cur = uint64(uringFds(t) + nofileReserve + 20)
+	lim.Cur = uint64(testenv.OpenFDs(t) + nofileReserve + 20)
 	if lim.Cur >= old.Cur {
 		t.Skip("soft RLIMIT_NOFILE already low")
 	}

@@ -9,16 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
+	"github.com/iopath/iopath/internal/testenv"
+)
 
 // Profiles: the names are known before the first run; existing ones are
 // refused unless ProfileReplace; each is renamed into place from a
@@ -40,7 +33,7 @@ func TestProfileFiles(t *testing.T) {
 	want = cfg.ProfileFiles()
 	first := want[0] // the first a Measure checks
 
-	fds := openFDs(t)
+	fds := testenv.OpenFDs(t)
 	var tracked []string
 	cfg.TrackTemp = func(p string) func() {
 		tracked = append(tracked, p)
@@ -66,7 +59,7 @@ func TestProfileFiles(t *testing.T) {
 	if len(tracked) != len(want) || !strings.HasSuffix(tracked[0], ".tmp") {
 		t.Errorf("temporary files tracked: %q", tracked)
 	}
-	if n := openFDs(t); n != fds {
+	if n := testenv.OpenFDs(t); n != fds {
 		t.Errorf("%d descriptors open after Measure, %d before", n, fds)
 	}
 

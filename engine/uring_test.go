@@ -12,6 +12,7 @@ import (
 
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 func requireIOURing(t *testing.T) {
@@ -19,14 +20,6 @@ func requireIOURing(t *testing.T) {
 	if u := features.Probe().IOURing; !u.Available {
 		t.Skipf("io_uring not supported: %s", u.Reason)
 	}
-}
-
-func uringFdCount(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
 
 // diskDir is a directory on a filesystem that accepts O_DIRECT.
@@ -66,7 +59,7 @@ func TestUringMatchesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := diskDir(t)
-	before := uringFdCount(t)
+	before := testenv.OpenFDs(t)
 	for _, size := range []int{0, 1, 4095, 4097, 1<<20 + 1} {
 		path, data := writeTestFile(t, dir, size)
 		for _, bs := range []int{4 << 10, 128 << 10} {
@@ -86,7 +79,7 @@ func TestUringMatchesFile(t *testing.T) {
 			}
 		}
 	}
-	if after := uringFdCount(t); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Errorf("fd count %d before, %d after", before, after)
 	}
 }

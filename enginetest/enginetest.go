@@ -40,6 +40,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // Sizes are the file sizes the byte checks use.
@@ -77,7 +78,7 @@ func Run(t *testing.T, e engine.Engine) {
 	} else {
 		pr.Close()
 	}
-	fds := countFDs(t)
+	fds := testenv.OpenFDs(t)
 
 	t.Run("bytes", func(t *testing.T) {
 		i := 0
@@ -151,7 +152,7 @@ func Run(t *testing.T, e engine.Engine) {
 	t.Run("pseudo", func(t *testing.T) { checkPseudo(t, e) })
 	t.Run("replaced", func(t *testing.T) { checkReplaced(t, e) })
 
-	if after := countFDs(t); after != fds {
+	if after := testenv.OpenFDs(t); after != fds {
 		t.Errorf("%s leaked file descriptors: %d open before, %d after", e.Name(), fds, after)
 	}
 	goleak.VerifyNone(t, leaks)
@@ -523,16 +524,6 @@ func checkCancel(t *testing.T, e engine.Engine, big *file) {
 			}
 		})
 	}
-}
-
-// countFDs is the number of open file descriptors of this process.
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count file descriptors: %v", err)
-	}
-	return len(ents)
 }
 
 // checkReplaced reads a path that is renamed over, in a loop, by versions

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // sinkPanic is what checkPanic's sink panics with.
@@ -56,7 +57,7 @@ func checkPanic(t *testing.T, e engine.Engine, big *file) {
 			job := engine.Job{Path: big.path, BlockSize: 4 << 10, Workers: w, Pattern: pat, QueueDepth: 8}
 			t.Run(jobName(big, &job), func(t *testing.T) {
 				pr := prepare(t, e, job)
-				fds := countFDs(t)
+				fds := testenv.OpenFDs(t)
 				var calls atomic.Int64
 				r, err := runRecover(t, pr, context.Background(), engine.SinkFunc(func(int, int64, []byte) error {
 					if c := calls.Add(1); c >= 3 {
@@ -67,7 +68,7 @@ func checkPanic(t *testing.T, e engine.Engine, big *file) {
 				if _, ok := r.(sinkPanic); !ok {
 					t.Fatalf("Run's caller recovered %v (Run returned %v), want the sink's panic", r, err)
 				}
-				if n := countFDs(t); n != fds {
+				if n := testenv.OpenFDs(t); n != fds {
 					t.Errorf("%d file descriptors open after the panic, %d before", n, fds)
 				}
 				// The engine is still usable.

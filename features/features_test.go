@@ -249,21 +249,14 @@ func TestProbeForbiddenChild(t *testing.T) {
 	}
 	t.Setenv(DisableEnv, "")
 	call := seccomptest.Denied()[0]
-	fds := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ents)
-	}
 	// The runtime poller's descriptors stay open once made (the probe
 	// reads /proc and /sys files): make them before counting.
 	if f, err := os.Open(os.DevNull); err == nil {
 		f.Close()
 	}
-	before := fds()
+	before := testenv.OpenFDs(t)
 	u := Probe().IOURing
-	if after := fds(); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Errorf("the probe left %d descriptors open", after-before)
 	}
 	if u.Available || u.Errno != "EPERM" || u.Syscall != call {

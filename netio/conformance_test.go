@@ -53,26 +53,17 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, engine string)) {
 	}
 }
 
-func countFds(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // checkFds fails the test if the process holds more fds at cleanup than
 // now. Cleanups run last-in first-out, so call it before start.
 func checkFds(t *testing.T) {
 	t.Helper()
-	before := countFds(t)
+	before := testenv.OpenFDs(t)
 	t.Cleanup(func() {
 		// Closed sockets may take a moment to leave the table when the
 		// runtime's poller holds the last reference.
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			after := countFds(t)
+			after := testenv.OpenFDs(t)
 			if after <= before {
 				return
 			}

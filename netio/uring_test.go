@@ -23,6 +23,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/internal/uring"
 	"github.com/iopath/iopath/netio"
 )
@@ -350,7 +351,7 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 		t.Run("fixed="+strconv.FormatBool(fixed), func(t *testing.T) {
 			checkFds(t)
 			s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: fixed})
-			before := countFds(t)
+			before := testenv.OpenFDs(t)
 			var conns []*net.TCPConn
 			for i := range n {
 				c := dial(t, s)
@@ -358,7 +359,7 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 				ping(t, c, i)
 				conns = append(conns, c)
 			}
-			grew := countFds(t) - before
+			grew := testenv.OpenFDs(t) - before
 			want := 2 * n // the client's socket and the server's
 			if fixed {
 				want = n // the client's only
@@ -527,7 +528,7 @@ func TestUringFixedManyConns(t *testing.T) {
 		t.Skipf("RLIMIT_NOFILE is %d and could not be raised to %d (%v)", got, n+500, err)
 	}
 	s := start(t, "io_uring", netio.Config{FixedFiles: true, Loops: 2})
-	before := countFds(t)
+	before := testenv.OpenFDs(t)
 	conns := make([]*net.TCPConn, n)
 	defer func() {
 		for _, c := range conns {
@@ -559,7 +560,7 @@ func TestUringFixedManyConns(t *testing.T) {
 	if st := s.Stats(); st.Active != n || st.Accepted != n {
 		t.Errorf("stats %+v: want %d accepted and active", st, n)
 	}
-	if grew := countFds(t) - before; grew != n {
+	if grew := testenv.OpenFDs(t) - before; grew != n {
 		t.Errorf("%d connections took %d fds in this process, want %d (the clients' only)", n, grew, n)
 	}
 }

@@ -565,19 +565,12 @@ func TestHelpAndVersion(t *testing.T) {
 // small files, a big one (Scan), a tree and missing files.
 func TestNoFDLeak(t *testing.T) {
 	c := makeCorpus(t)
-	count := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skipf("no /proc/self/fd: %v", err)
-		}
-		return len(ents)
-	}
-	before := count()
+	before := testenv.OpenFDs(t)
 	for range 3 {
 		runOurs(t, cLocale, nil, append([]string{c.dir, c.big, "/nonexistent", "/dev/null"}, c.files...)...)
 		runOurs(t, utf8Locale, nil, "-c", c.big, c.files[1])
 	}
-	if after := count(); after != before {
+	if after := testenv.OpenFDs(t); after != before {
 		t.Errorf("descriptors: %d before, %d after", before, after)
 	}
 }

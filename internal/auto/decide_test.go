@@ -11,6 +11,7 @@ import (
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // TestDecideOneFile checks that Decide measures residency itself and
@@ -170,7 +171,7 @@ func TestDecideReadOnly(t *testing.T) {
 		return state{st.Size, st.Mtim.Nano(), st.Ctim.Nano(), b}
 	}
 	before := map[string]state{path: get(path), small: get(small)}
-	fds := countFDs(t)
+	fds := testenv.OpenFDs(t)
 	for range 3 {
 		for _, w := range []Workload{
 			{Kind: WholeFile, Path: path, Resident: -1},
@@ -182,7 +183,7 @@ func TestDecideReadOnly(t *testing.T) {
 			Decide(w)
 		}
 	}
-	if got := countFDs(t); got != fds {
+	if got := testenv.OpenFDs(t); got != fds {
 		t.Errorf("open descriptors: %d before Decide, %d after", fds, got)
 	}
 	for p, b := range before {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 const tmpfsMagic = 0x01021994
@@ -65,16 +66,6 @@ func drop(t testing.TB, path string, off, n int64) {
 	if err := sys.Fadvise(fd, off, n, sys.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// countFDs counts this process's open descriptors.
-func countFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }
 
 // exactResidency is the fraction of path's pages resident, from mincore
@@ -136,7 +127,7 @@ func TestResidency(t *testing.T) { methods(t, testResidency) }
 
 func testResidency(t *testing.T) {
 	dir := dropDir(t)
-	fds := countFDs(t)
+	fds := testenv.OpenFDs(t)
 	for _, tc := range []struct {
 		name string
 		size int
@@ -196,7 +187,7 @@ func testResidency(t *testing.T) {
 			t.Errorf("residency of the cached first MiB %.3f, want ~1", r)
 		}
 	})
-	if got := countFDs(t); got != fds {
+	if got := testenv.OpenFDs(t); got != fds {
 		t.Errorf("open descriptors: %d before, %d after", fds, got)
 	}
 }
@@ -205,7 +196,7 @@ func TestResidencyErrors(t *testing.T) { methods(t, testResidencyErrors) }
 
 func testResidencyErrors(t *testing.T) {
 	dir := t.TempDir()
-	fds := countFDs(t)
+	fds := testenv.OpenFDs(t)
 	empty := filepath.Join(dir, "empty")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -246,7 +237,7 @@ func testResidencyErrors(t *testing.T) {
 			t.Errorf("unreadable file: %v; want fs.ErrPermission", err)
 		}
 	}
-	if got := countFDs(t); got != fds {
+	if got := testenv.OpenFDs(t); got != fds {
 		t.Errorf("open descriptors: %d before, %d after", fds, got)
 	}
 }

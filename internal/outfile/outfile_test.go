@@ -9,17 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// openFDs counts this process's open descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
+	"github.com/iopath/iopath/internal/testenv"
+)
 
 // onlyFiles fails unless dir holds exactly the names given: no temporary
 // file left beside them.
@@ -46,7 +38,7 @@ func writeString(s string) func(io.Writer) error {
 }
 
 func TestWrite(t *testing.T) {
-	fds := openFDs(t)
+	fds := testenv.OpenFDs(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out")
 	old := syscall.Umask(0o022)
@@ -97,7 +89,7 @@ func TestWrite(t *testing.T) {
 		t.Fatalf("failed write changed the file: %q", b)
 	}
 	onlyFiles(t, dir, "out")
-	if n := openFDs(t); n != fds {
+	if n := testenv.OpenFDs(t); n != fds {
 		t.Errorf("%d descriptors open, %d before", n, fds)
 	}
 }

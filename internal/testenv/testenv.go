@@ -8,11 +8,15 @@
 // a race): a second per child, which made `go test -race ./...` spend
 // most of its time asleep. TestMain of a package whose tests start
 // children calls NoRaceExitSleep first thing.
+//
+// It also holds the descriptor counts the leak checks of every package
+// share.
 package testenv
 
 import (
 	"os"
 	"strings"
+	"testing"
 )
 
 // NoRaceExitSleep makes the processes this one starts from now on exit
@@ -28,4 +32,26 @@ func NoRaceExitSleep() {
 		return
 	}
 	os.Setenv("GORACE", strings.TrimSpace(v+" atexit_sleep_ms=0"))
+}
+
+// OpenFDs counts this process's open file descriptors, from /proc/self/fd.
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("cannot count open file descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// CheckFDs fails t, when it ends, if more descriptors are open than when
+// CheckFDs was called: a test that leaks one fails.
+func CheckFDs(t testing.TB) {
+	t.Helper()
+	before := OpenFDs(t)
+	t.Cleanup(func() {
+		if after := OpenFDs(t); after > before {
+			t.Errorf("%d descriptors open after the test, %d before", after, before)
+		}
+	})
 }

@@ -41,20 +41,11 @@ func requireRing(t *testing.T) {
 	}
 }
 
-func countFds(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // checkFds fails the test if it leaks file descriptors.
 func checkFds(t *testing.T) {
-	before := countFds(t)
+	before := testenv.OpenFDs(t)
 	t.Cleanup(func() {
-		if after := countFds(t); after != before {
+		if after := testenv.OpenFDs(t); after != before {
 			t.Errorf("fd count %d before, %d after: leaked descriptors", before, after)
 		}
 	})

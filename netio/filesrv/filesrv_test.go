@@ -76,20 +76,11 @@ func testFile(t testing.TB, dir string, size int) (string, []byte) {
 	return p, b
 }
 
-func fdCount(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // noFdLeak fails the test if it ends with more fds open than it began.
 func noFdLeak(t *testing.T) {
-	before := fdCount(t)
+	before := testenv.OpenFDs(t)
 	t.Cleanup(func() {
-		if after := fdCount(t); after != before {
+		if after := testenv.OpenFDs(t); after != before {
 			t.Errorf("%d fds open before, %d after", before, after)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 // TestClientChoice: an empty Config.Client picks epoll exactly where the
@@ -82,7 +83,7 @@ func TestTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	before := countFds(t)
+	before := testenv.OpenFDs(t)
 	const n = 20
 	ncs, fds, err := dialAll(context.Background(), Config{Addr: ln.Addr().String(), Conns: n}, true)
 	if err != nil {
@@ -92,7 +93,7 @@ func TestTakeOver(t *testing.T) {
 	if ncs != nil || len(fds) != n {
 		t.Fatalf("%d net.Conns and %d fds for %d connections", len(ncs), len(fds), n)
 	}
-	if got := countFds(t) - before; got != n {
+	if got := testenv.OpenFDs(t) - before; got != n {
 		t.Errorf("%d connections hold %d descriptors", n, got)
 	}
 	buf := make([]byte, 8)

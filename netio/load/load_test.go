@@ -54,28 +54,19 @@ func echoServer(t testing.TB) string {
 	return s.Addr().String()
 }
 
-func countFds(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
-}
-
 // checkFds fails the test if the process holds more fds at cleanup than
 // now (closed sockets may take a moment to leave the poller). The garbage
 // collector is off meanwhile: its finalizers close the fds of unreachable
 // connections, which would hide a leak.
 func checkFds(t *testing.T) {
 	t.Helper()
-	before := countFds(t)
+	before := testenv.OpenFDs(t)
 	gc := debug.SetGCPercent(-1)
 	t.Cleanup(func() {
 		defer debug.SetGCPercent(gc)
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			after := countFds(t)
+			after := testenv.OpenFDs(t)
 			if after <= before {
 				return
 			}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -28,16 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 func noFdLeak(t *testing.T) {
-	count := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ents)
-	}
-	before := count()
+	before := testenv.OpenFDs(t)
 	t.Cleanup(func() {
-		if after := count(); after != before {
+		if after := testenv.OpenFDs(t); after != before {
 			t.Errorf("%d fds open before, %d after", before, after)
 		}
 	})
