@@ -310,94 +310,6 @@ func TestNetBenchWritev(t *testing.T) {
 	}
 }
 
-// netProc is a net command run as a process of its own (in its own
-// process group, so that its children can be found) with its stdout on a
-// pipe that nobody reads until it has exited: a consumer slower than any.
-type netProc struct {
-	cmd    *exec.Cmd
-	stdout *os.File // the pipe's read end
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
-}
-
-func startInterrupted(t *testing.T, env []string, args ...string) *netProc {
-	t.Helper()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	// The race detector sleeps a second at exit by default: not the
-	// command's time.
-	cmd.Env = append(append(os.Environ(), cliEnv+"=1", "GORACE=atexit_sleep_ms=0"), env...)
-	cmd.Stdout = pw
-	p := &netProc{cmd: cmd, stdout: pr, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		pr.Close()
-	})
-	return p
-}
-
-// waitFor waits, at most 30 s, for cond: a sign that the command is
-// mid-run.
-func (p *netProc) waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		select {
-		case <-p.done:
-			t.Fatalf("exited (%v) before %s: %s", p.err, what, p.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s in 30 s: %s", what, p.stderr.String())
-		}
-	}
-}
-
-// interrupt sends SIGINT to the command alone (not its group: its
-// children must be stopped by it) and checks that it exits within a
-// second, says "interrupted" in its last line rather than "context
-// canceled", and leaves no process of its group behind. It returns the
-// exit status and what it wrote to stdout.
-func (p *netProc) interrupt(t *testing.T) (int, string) {
-	t.Helper()
-	pid := p.cmd.Process.Pid
-	t0 := time.Now()
-	p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("still running 10 s after SIGINT: %s", p.stderr.String())
-	}
-	if d := time.Since(t0); d > time.Second {
-		t.Errorf("exited %v after SIGINT: want within 1 s", d.Round(time.Millisecond))
-	} else {
-		t.Logf("exited %v after SIGINT", d.Round(time.Millisecond))
-	}
-	if errOut := p.stderr.String(); !strings.Contains(errOut, "interrupted") || strings.Contains(errOut, "context canceled") {
-		t.Errorf("stderr %q: want it to say \"interrupted\", and no \"context canceled\"", errOut)
-	}
-	if left := groupMembers(pid); len(left) > 0 {
-		t.Errorf("processes %v of its group outlived it", left)
-	}
-	out, _ := io.ReadAll(p.stdout)
-	code := 0
-	if ee, ok := p.err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	return code, string(out)
-}
-
 // TestNetServeInterrupt: SIGINT stops net serve within a second, a drain
 // included, even with a client that never closes; it says so and prints
 // what it served.
@@ -407,15 +319,16 @@ func TestNetServeInterrupt(t *testing.T) {
 			if e == "io_uring" && !features.Probe().IOURing.Available {
 				t.Skipf("io_uring unavailable here: %s", features.Probe().IOURing.Reason)
 			}
-			p := startInterrupted(t, nil, "net", "serve", "-e", e, "--addr", "127.0.0.1:0")
+			p := startCLIPipe(t, nil, "net", "serve", "-e", e, "--addr", "127.0.0.1:0")
+			p.alone = true
 			var addr string
 			re := regexp.MustCompile(`listening on (\S+)`)
-			sc := bufio.NewReader(p.stdout)
+			sc := bufio.NewReader(p.out)
 			line, err := sc.ReadString('\n')
 			if m := re.FindStringSubmatch(line); m != nil {
 				addr = m[1]
 			} else {
-				t.Fatalf("no address: %q, %v: %s", line, err, p.stderr.String())
+				t.Fatalf("no address: %q, %v: %s", line, err, p.stderr())
 			}
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -424,13 +337,13 @@ func TestNetServeInterrupt(t *testing.T) {
 			defer c.Close() // open through the drain: the drain's bound ends it
 			c.Write([]byte("ping"))
 			io.ReadFull(c, make([]byte, 4))
-			p.interrupt(t)
+			p.checkStopped(p.interrupt(false), "interrupted; draining 1 connections (up to 300ms)")
 			if p.err != nil {
 				t.Errorf("exit: %v (a signal is net serve's way to stop)", p.err)
 			}
-			for _, want := range []string{"interrupted; draining 1 connections (up to 300ms)", "accepted 1 connections, at most 1 at once", "were closed"} {
-				if !strings.Contains(p.stderr.String(), want) {
-					t.Errorf("stderr %q does not say %q", p.stderr.String(), want)
+			for _, want := range []string{"accepted 1 connections, at most 1 at once", "were closed"} {
+				if !strings.Contains(p.stderr(), want) {
+					t.Errorf("stderr %q does not say %q", p.stderr(), want)
 				}
 			}
 		})
@@ -448,15 +361,13 @@ func TestNetLoadInterrupt(t *testing.T) {
 	for _, mode := range []string{"pingpong", "stream"} {
 		t.Run(mode, func(t *testing.T) {
 			before := s.Stats().BytesIn
-			p := startInterrupted(t, nil, "net", "load", "--addr", s.Addr().String(), "--conns", "10",
+			p := startCLIPipe(t, nil, "net", "load", "--addr", s.Addr().String(), "--conns", "10",
 				"--mode", mode, "--duration", "1h", "--warmup", "0s")
-			p.waitFor(t, "load on the server", func() bool { return s.Stats().BytesIn > before+1<<20 })
-			code, out := p.interrupt(t)
-			if code == 0 {
-				t.Error("exit 0 after an interrupted run")
-			}
-			if !strings.Contains(out, "requests") || !strings.Contains(p.stderr.String(), "net load: interrupted; the figures above cover the window until then") {
-				t.Errorf("stdout %q, stderr %q: want the window so far, said to be cut short", out, p.stderr.String())
+			p.alone = true
+			p.waitFor("load on the server", func() bool { return s.Stats().BytesIn > before+1<<20 })
+			p.checkInterrupted(p.interrupt(false), "net load: interrupted; the figures above cover the window until then")
+			if out := p.stdout(); !strings.Contains(out, "requests") {
+				t.Errorf("stdout %q: want the window so far", out)
 			}
 		})
 	}
@@ -483,13 +394,12 @@ func TestNetBenchInterrupt(t *testing.T) {
 			0, "net bench --writev: interrupted; nothing written", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tmp := t.TempDir()
-			html := filepath.Join(tmp, "out", "net.html")
-			os.Mkdir(filepath.Dir(html), 0o755)
-			p := startInterrupted(t, []string{"TMPDIR=" + tmp}, append([]string{"net", "bench", "--html", html}, c.args...)...)
+			html := filepath.Join(t.TempDir(), "net.html")
+			p := startCLIPipe(t, nil, append([]string{"net", "bench", "--html", html}, c.args...)...)
+			p.alone = true
 			if c.kids > 0 {
 				seen := map[int]bool{}
-				p.waitFor(t, fmt.Sprintf("%d children", c.kids), func() bool {
+				p.waitFor(fmt.Sprintf("%d children", c.kids), func() bool {
 					for _, pid := range groupPIDs(p.cmd.Process.Pid) {
 						if pid != p.cmd.Process.Pid {
 							seen[pid] = true
@@ -500,20 +410,9 @@ func TestNetBenchInterrupt(t *testing.T) {
 			} else {
 				time.Sleep(500 * time.Millisecond) // in process: well into its first runs
 			}
-			code, out := p.interrupt(t)
-			if code == 0 {
-				t.Error("exit 0 after an interrupted run")
-			}
-			if !strings.Contains(p.stderr.String(), c.want) || !strings.Contains(out, c.out) {
-				t.Errorf("stderr %q, stdout %q: want %q and %q", p.stderr.String(), out, c.want, c.out)
-			}
-			for _, dir := range []string{tmp, filepath.Dir(html)} {
-				ents, _ := os.ReadDir(dir)
-				for _, e := range ents {
-					if e.Name() != "out" {
-						t.Errorf("left behind in %s: %s", dir, e.Name())
-					}
-				}
+			p.checkInterrupted(p.interrupt(false), c.want, filepath.Dir(html))
+			if out := p.stdout(); !strings.Contains(out, c.out) {
+				t.Errorf("stdout %q: want %q", out, c.out)
 			}
 		})
 	}

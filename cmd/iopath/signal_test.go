@@ -44,6 +44,14 @@ type cliProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR
 	errOut string // the file its stderr goes to
+	// out is the read end of its stdout when that is a pipe
+	// (startCLIPipe): nobody reads it unless the test does, a consumer
+	// slower than any.
+	out *os.File
+	// alone, when set, makes interrupt signal the command alone rather
+	// than its group (as Ctrl-C does): its children must then be stopped
+	// by the command itself.
+	alone  bool
 	exited chan struct{}
 	err    error // cmd.Wait's, once exited is closed
 }
@@ -88,8 +96,36 @@ func startCLIProc(t *testing.T, stdout *os.File, env []string, args ...string) *
 	return p
 }
 
+// startCLIPipe is startCLIProc with stdout on a pipe, whose read end is
+// p.out.
+func startCLIPipe(t *testing.T, env []string, args ...string) *cliProc {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() }) // after the command is killed (cleanups run last first)
+	p := startCLIProc(t, w, env, args...)
+	w.Close()
+	p.out = r
+	return p
+}
+
 func (p *cliProc) stderr() string {
 	b, _ := os.ReadFile(p.errOut)
+	return string(b)
+}
+
+// stdout reads what the command wrote to its pipe (startCLIPipe), once
+// it has exited.
+func (p *cliProc) stdout() string {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	default:
+		p.t.Fatal("stdout read before the command exited")
+	}
+	b, _ := io.ReadAll(p.out)
 	return string(b)
 }
 
@@ -110,15 +146,20 @@ func (p *cliProc) waitFor(what string, cond func() bool) {
 	}
 }
 
-// interrupt sends SIGINT to the command's group, as Ctrl-C does, and
-// waits for the command to exit; again, it sends SIGINT again and again
-// until then (as someone who presses Ctrl-C twice: the Go runtime merges a
-// signal that comes before it has taken the last one). It returns how long
-// the command took to exit after the first signal.
+// interrupt sends SIGINT to the command's group, as Ctrl-C does (to the
+// command alone if p.alone), and waits for the command to exit; again, it
+// sends SIGINT again and again until then (as someone who presses Ctrl-C
+// twice: the Go runtime merges a signal that comes before it has taken
+// the last one). It returns how long the command took to exit after the
+// first signal.
 func (p *cliProc) interrupt(again bool) time.Duration {
 	p.t.Helper()
+	to := -p.cmd.Process.Pid
+	if p.alone {
+		to = p.cmd.Process.Pid
+	}
 	t0 := time.Now()
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT); err != nil {
+	if err := syscall.Kill(to, syscall.SIGINT); err != nil {
 		p.t.Fatal(err)
 	}
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -130,7 +171,7 @@ func (p *cliProc) interrupt(again bool) time.Duration {
 			return time.Since(t0)
 		case <-tick.C:
 			if again {
-				syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
+				syscall.Kill(to, syscall.SIGINT)
 			}
 		case <-timeout:
 			p.t.Fatalf("still running 30 s after SIGINT: %s", p.stderr())
@@ -144,11 +185,8 @@ func (p *cliProc) interrupt(again bool) time.Duration {
 // process of its group.
 func (p *cliProc) checkInterrupted(took time.Duration, want string, dirs ...string) {
 	p.t.Helper()
+	p.checkStopped(took, want, dirs...)
 	errOut := p.stderr()
-	p.t.Logf("exited %v after SIGINT; stderr %q", took.Round(time.Millisecond), errOut)
-	if took > stopBound {
-		p.t.Errorf("exited %v after SIGINT, want within %v", took.Round(time.Millisecond), stopBound)
-	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
 		p.t.Errorf("exit status %d (%v), want 130", code, p.err)
 	}
@@ -156,6 +194,23 @@ func (p *cliProc) checkInterrupted(took time.Duration, want string, dirs ...stri
 	last := lines[len(lines)-1]
 	if !strings.HasSuffix(errOut, "\n") || !strings.HasPrefix(last, "iopath: ") || !strings.Contains(last, want) {
 		p.t.Errorf("stderr %q: want a last line \"iopath: ...%s...\"", errOut, want)
+	}
+}
+
+// checkStopped is checkInterrupted for a command whose way to stop is a
+// signal (net serve: it drains, reports and exits 0): it stopped within
+// stopBound, said want on stderr and neither "context canceled" nor a
+// goroutine trace, and left nothing in its TMPDIR or in dirs, and no
+// process of its group.
+func (p *cliProc) checkStopped(took time.Duration, want string, dirs ...string) {
+	p.t.Helper()
+	errOut := p.stderr()
+	p.t.Logf("exited %v after SIGINT; stderr %q", took.Round(time.Millisecond), errOut)
+	if took > stopBound {
+		p.t.Errorf("exited %v after SIGINT, want within %v", took.Round(time.Millisecond), stopBound)
+	}
+	if !strings.Contains(errOut, want) {
+		p.t.Errorf("stderr %q does not say %q", errOut, want)
 	}
 	if strings.Contains(errOut, "context canceled") || strings.Contains(errOut, "goroutine ") {
 		p.t.Errorf("stderr %q", errOut)
@@ -166,8 +221,12 @@ func (p *cliProc) checkInterrupted(took time.Duration, want string, dirs ...stri
 		}
 	}
 	// The group's other processes (children) must be gone too; they are
-	// killed when the command stops, but dying takes a moment.
+	// killed when the command stops, but dying takes a moment. A command
+	// signalled alone must have stopped its children before it exited.
 	deadline := time.Now().Add(stopBound)
+	if p.alone {
+		deadline = time.Now()
+	}
 	for {
 		left := groupMembers(p.cmd.Process.Pid)
 		if len(left) == 0 {
