@@ -236,6 +236,17 @@ func TestServerPIDNotTheServer(t *testing.T) {
 			t.Skipf("no sleep(1) to stand in for another process: %v", err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// Wait until it sleeps: the CPU it spends starting must not
+		// fall in the window.
+		stat := fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if b, err := os.ReadFile(stat); err == nil && strings.Contains(string(b), "(sleep) S ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sleep(1) not asleep after 10 s")
+			}
+		}
 		return cmd.Process.Pid
 	}
 	cfg := Config{Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, "pingpong"), Duration: 300 * time.Millisecond}
@@ -265,7 +276,9 @@ func TestServerPIDNotTheServer(t *testing.T) {
 	}
 	cfg.ServerPID = sleeper(t, f)
 	f.Close()
-	res, err := Run(context.Background(), cfg)
+	res, err := runUntil(t, cfg, func(res *Result, err error) bool {
+		return err != nil || res.Requests >= minServerCPUReqs["clock"]
+	})
 	if err == nil || !strings.Contains(err.Error(), "used no CPU time (clock)") || !strings.Contains(err.Error(), "it is not that server's process") {
 		t.Errorf("a pid that does no work: %v", err)
 	}
