@@ -106,10 +106,11 @@ func clean(t *testing.T, res *Result, err error) {
 // again with twice the Duration, up to 5 s: a busy machine (two CPUs,
 // -race, another test binary) may complete few messages, or none, in a
 // short window, and the tests need a number of them, not a speed.
-func runUntil(t *testing.T, cfg Config, enough func(*Result, error) bool) (*Result, error) {
+// The Duration of the last run is left in cfg.
+func runUntil(t *testing.T, cfg *Config, enough func(*Result, error) bool) (*Result, error) {
 	t.Helper()
 	for {
-		res, err := Run(context.Background(), cfg)
+		res, err := Run(context.Background(), *cfg)
 		if enough(res, err) || cfg.Duration >= 5*time.Second {
 			return res, err
 		}
@@ -142,7 +143,7 @@ func TestModes(t *testing.T) {
 
 func testMode(t *testing.T, addr, client, mode string, size int) {
 	m := mustMode(t, mode)
-	res, err := runUntil(t, Config{
+	res, err := runUntil(t, &Config{
 		Addr: addr, Conns: 3, Size: size, Mode: m, Client: client,
 		Duration: 100 * time.Millisecond, Warmup: 20 * time.Millisecond,
 	}, measured)
@@ -182,7 +183,7 @@ func TestManyConns(t *testing.T) {
 func testManyConns(t *testing.T, addr, client string) {
 	var mu sync.Mutex
 	seen := map[string][2]int{}
-	res, err := Run(context.Background(), Config{
+	cfg := Config{
 		Addr: addr, Conns: 500, Size: 64, Mode: mustMode(t, "pingpong"), Client: client,
 		Duration: 200 * time.Millisecond,
 		Progress: func(phase string, done, total int) {
@@ -190,12 +191,22 @@ func testManyConns(t *testing.T, addr, client string) {
 			seen[phase] = [2]int{done, total}
 			mu.Unlock()
 		},
+	}
+	res, err := runUntil(t, &cfg, func(res *Result, err error) bool {
+		if measured(res, err) {
+			return true
+		}
+		mu.Lock()
+		seen = map[string][2]int{} // another run: its own progress
+		mu.Unlock()
+		return false
 	})
 	clean(t, res, err)
 	if res.DialTime <= 0 {
 		t.Errorf("dial time %v", res.DialTime)
 	}
-	for phase, want := range map[string][2]int{"dial": {500, 500}, "run": {200, 200}, "drain": {500, 500}} {
+	ms := int(cfg.Duration.Milliseconds())
+	for phase, want := range map[string][2]int{"dial": {500, 500}, "run": {ms, ms}, "drain": {500, 500}} {
 		if seen[phase] != want {
 			t.Errorf("last progress %q = %v, want %v", phase, seen[phase], want)
 		}
@@ -367,7 +378,12 @@ func TestServerPID(t *testing.T) {
 	if res.ClientCPU <= 0 || res.ClientCPUPerReqUs <= 0 {
 		t.Errorf("client CPU %v (%v µs/request)", res.ClientCPU, res.ClientCPUPerReqUs)
 	}
-	if d := res.ServerCPU - res.ClientCPU; d > 5*time.Millisecond || d < -5*time.Millisecond {
+	// What the process burns between the two readings at each end (a
+	// thread preempted between them on a busy machine, the others still
+	// running) is up to some milliseconds; another clock (a thread's, a
+	// child's) would be far off.
+	tol := max(5*time.Millisecond, res.ClientCPU/5)
+	if d := res.ServerCPU - res.ClientCPU; d > tol || d < -tol {
 		t.Errorf("one process, two readings: the clock says %v, getrusage %v", res.ServerCPU, res.ClientCPU)
 	}
 
@@ -565,7 +581,11 @@ func TestSmallServerBuffer(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s/%d", client, c.mode, c.size), func(t *testing.T) {
 				res, err := Run(context.Background(), Config{
 					Addr: s.Addr().String(), Conns: 4, Size: c.size, Mode: mustMode(t, c.mode), Client: client,
-					Duration: window, Drain: time.Second,
+					// The longest drain: a client whose writes wait on
+					// its reads never finishes it, and a busy machine
+					// (which once took more than 1 s for 180 KB here)
+					// does in less.
+					Duration: window, Drain: 2 * time.Second,
 				})
 				clean(t, res, err)
 			})

@@ -276,7 +276,7 @@ func TestServerPIDNotTheServer(t *testing.T) {
 	}
 	cfg.ServerPID = sleeper(t, f)
 	f.Close()
-	res, err := runUntil(t, cfg, func(res *Result, err error) bool {
+	res, err := runUntil(t, &cfg, func(res *Result, err error) bool {
 		return err != nil || res.Requests >= minServerCPUReqs["clock"]
 	})
 	if err == nil || !strings.Contains(err.Error(), "used no CPU time (clock)") || !strings.Contains(err.Error(), "it is not that server's process") {
