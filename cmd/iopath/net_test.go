@@ -408,7 +408,10 @@ func TestNetBenchInterrupt(t *testing.T) {
 					return len(seen) >= c.kids
 				})
 			} else {
-				time.Sleep(500 * time.Millisecond) // in process: well into its first runs
+				// In process: its sockets are open once it runs (a
+				// sleep was not enough on a busy machine, where the
+				// signal came before the command had started).
+				p.waitFor("a socket", func() bool { return hasSocket(p.cmd.Process.Pid) })
 			}
 			p.checkInterrupted(p.interrupt(false), c.want, filepath.Dir(html))
 			if out := p.stdout(); !strings.Contains(out, c.out) {

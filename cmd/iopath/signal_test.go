@@ -306,6 +306,18 @@ func inPipeWrite(pid int) bool {
 // hasChild says whether pid has a child process (a benchmark run started).
 func hasChild(pid int) bool { return len(childrenOf(pid)) > 0 }
 
+// hasSocket says whether pid has a socket open.
+func hasSocket(pid int) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			return true
+		}
+	}
+	return false
+}
+
 // readBytes is how much pid has read (rchar: read(2), pread(2) and the
 // like, from any file), -1 if unknown.
 func readBytes(pid int) int64 {
