@@ -238,6 +238,20 @@ func waitIdle(t *testing.T, s netio.Server) {
 	}
 }
 
+// waitAccepted waits, up to 10 s, until s has accepted n connections: a
+// client that resets right after its write needs no answer, and its
+// connection may still wait in the listen queue when the client is done.
+func waitAccepted(t *testing.T, s netio.Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Stats().Accepted < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d connections accepted of %d, 10 s after the clients were done", s.Engine(), s.Stats().Accepted, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestChurn opens and ends thousands of connections, a third by a normal
 // close after a round trip, a third by reset, a third by half-close.
 func TestChurn(t *testing.T) {
@@ -266,6 +280,7 @@ func TestChurn(t *testing.T) {
 		}
 		close(work)
 		wg.Wait()
+		waitAccepted(t, s, n)
 		waitIdle(t, s)
 		st := s.Stats()
 		if st.Accepted != n {

@@ -174,6 +174,7 @@ func uringChurn(t *testing.T, m uringMode) {
 	}
 	close(work)
 	wg.Wait()
+	waitAccepted(t, s, n)
 	waitIdle(t, s)
 	if st := s.Stats(); st.Accepted != n || st.Resets > n/3 {
 		t.Errorf("stats %+v: want %d accepted, at most %d resets", st, n, n/3)
