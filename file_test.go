@@ -275,7 +275,6 @@ func TestFileCloseWaits(t *testing.T) {
 		<-release
 	}
 	defer func() { testHookReading = nil }()
-	var readDone atomic.Bool
 	readErr := make(chan error, 1)
 	go func() {
 		p := make([]byte, 100)
@@ -283,20 +282,21 @@ func TestFileCloseWaits(t *testing.T) {
 		if err == nil && (n != 100 || !bytes.Equal(p, data[50:150])) {
 			err = fmt.Errorf("%d bytes, wrong data", n)
 		}
-		readDone.Store(true)
 		readErr <- err
 	}()
 	<-inside
 	closeErr := make(chan error, 1)
-	go func() {
-		err := f.Close()
-		if err == nil && !readDone.Load() {
-			err = errors.New("Close returned while a read was in progress")
-		}
-		closeErr <- err
-	}()
+	go func() { closeErr <- f.Close() }()
 	for f.refs.Load()&closedBit == 0 { // Close has begun
 		runtime.Gosched()
+	}
+	// The read is held inside: Close must not return meanwhile. (Not
+	// a flag the reader sets after ReadAt returns, which a busy machine
+	// may delay past Close's return.)
+	select {
+	case err := <-closeErr:
+		t.Fatalf("Close returned (%v) while a read was in progress", err)
+	case <-time.After(50 * time.Millisecond):
 	}
 	testHookReading = nil
 	close(release)
