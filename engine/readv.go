@@ -76,8 +76,11 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 		v := &r.ws[w]
 		nw := newNowait(&r.job)
 		c := p.cursor(w)
+		// A call reads r.k blocks: look at ctx every checkEvery blocks,
+		// not every checkEvery calls.
+		every := max(1, checkEvery/r.k)
 		for k := 0; ; k++ {
-			if k%checkEvery == 0 && ctx.Err() != nil {
+			if k%every == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			m := int(min(int64(r.k), c.remaining()))

@@ -253,8 +253,11 @@ func TestOpenLoop(t *testing.T) {
 			}
 			// Every message due in the window either came back in it or
 			// is unfinished: the two add up to the schedule, within one
-			// message per connection (each starts at its own phase).
-			if due, got := rate*res.Elapsed.Seconds(), float64(res.Requests+res.Unfinished); got < due-conns || got > due+conns {
+			// message per connection (each starts at its own phase),
+			// and the messages due between the schedule's start and the
+			// window's, which a busy machine may hold apart for some
+			// tens of milliseconds (20 messages in 50 ms).
+			if due, got := rate*res.Elapsed.Seconds(), float64(res.Requests+res.Unfinished); got < due-conns-rate*0.05 || got > due+conns+rate*0.05 {
 				t.Errorf("%d requests + %d unfinished in %v at %v/s: the schedule had %.0f due", res.Requests, res.Unfinished, res.Elapsed, rate, due)
 			}
 			// A server that keeps up leaves about the messages in flight
