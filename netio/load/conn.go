@@ -93,6 +93,10 @@ type runner struct {
 	conns  []*conn
 	left   atomic.Int64  // connections still running
 	done   chan struct{} // closed when left reaches 0
+	// exited counts the connections' goroutines (net client) until each
+	// has returned, not merely closed done: a panic in Progress goes on
+	// only after every one has.
+	exited sync.WaitGroup
 }
 
 // shard is a latency histogram a group of connections flush into.

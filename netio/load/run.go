@@ -178,11 +178,13 @@ func (r *runner) start(ncs []*net.TCPConn) {
 		}
 		if r.split {
 			c.live.Store(2)
-			go c.runWriter()
-			go c.runReader()
+			r.exited.Add(2)
+			go func() { defer r.exited.Done(); c.runWriter() }()
+			go func() { defer r.exited.Done(); c.runReader() }()
 		} else {
 			c.live.Store(1)
-			go c.runSync(0)
+			r.exited.Add(1)
+			go func() { defer r.exited.Done(); c.runSync(0) }()
 		}
 	}
 }
@@ -200,6 +202,7 @@ func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
 		if p := recover(); p != nil {
 			abort()
 			<-r.done
+			r.exited.Wait() // the goroutines that closed done have returned
 			panic(p)
 		}
 	}()
@@ -378,6 +381,10 @@ func (r *runner) abort() {
 
 // collect adds up the connections' counts once they are all gone.
 func (r *runner) collect(res *Result) {
+	// The no-echo check's timer may have fired as the run ended, and
+	// its check may be running still: wait for it, and keep a later
+	// one from running at all.
+	r.noEchoOnce.Do(func() {})
 	cancelled := r.aborting.Load() && !r.timedOut
 	res.NoEchoWait = r.noEchoWait
 	var firstOther string // the first failure that is not a missing echo
