@@ -457,6 +457,14 @@ func TestShutdownWhileStarved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer s.Close()
+		// One connection served and gone first: the server has run its
+		// accept, which reserves a descriptor for a moment, before the
+		// fill.
+		a := dial(t, s)
+		ping(t, a, 1)
+		a.Close()
+		waitActive(t, s, 0)
 		fds.FillAllButOne()
 		b, err := net.DialTCP("tcp", nil, net.TCPAddrFromAddrPort(s.Addr()))
 		if err != nil {
@@ -469,6 +477,10 @@ func TestShutdownWhileStarved(t *testing.T) {
 				t.Fatalf("no failed accepts counted: stats %+v", s.Stats())
 			}
 			time.Sleep(time.Millisecond)
+		}
+		if st := s.Stats(); st.Accepted != 1 {
+			// b was served: Shutdown would wait for it to close.
+			t.Fatalf("stats %+v: the server accepted under the lowered limit", st)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/iopath/iopath/internal/sys"
 )
@@ -48,17 +49,28 @@ func LowerNofile(t testing.TB) *Starver {
 
 // FillAllBut takes every descriptor under the lowered limit, then gives n
 // back: the process can open n more, and then gets EMFILE.
+//
+// A descriptor can be free for a moment only: accept(2) and an io_uring
+// ACCEPT reserve an fd number before they look for a connection, and
+// give it back when there is none, so a server's accept that runs while
+// the fill does hides one number from it, which the server then finds
+// free. The fill therefore goes on taking what comes free until none
+// has for settle (20 ms).
 func (f *Starver) FillAllBut(n int) {
 	f.t.Helper()
-	for {
+	const settle = 20 * time.Millisecond
+	quiet := time.Now()
+	for time.Since(quiet) < settle {
 		fd, err := sys.Open("/dev/null", sys.O_RDONLY)
 		if err != nil {
 			if e, _ := sys.Errno(err); e != sys.EMFILE {
 				f.t.Fatal(err)
 			}
-			break
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		f.fillers = append(f.fillers, fd)
+		quiet = time.Now()
 	}
 	if len(f.fillers) < n {
 		f.t.Fatalf("only %d descriptors were free under the lowered limit, want %d", len(f.fillers), n)
