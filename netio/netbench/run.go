@@ -415,15 +415,44 @@ func sizeName(n int) string {
 	return strconv.Itoa(n) + " B"
 }
 
-// runLoad runs one measured window in a load-generator child.
+// windowTries is how many windows runLoad measures, each four times as
+// long as the one before, while none completes a request: a window of
+// 50 ms in which the load generator never ran (on a machine busy with
+// other work) measured nothing, and says nothing about the server.
+const windowTries = 3
+
+// runLoad runs one measured window in a load-generator child. A window
+// in which no request completed is measured again, four times as long
+// (windowTries in all), before it counts as an error: the figures are
+// per second of the window that ran, whatever its length.
 func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*Run, error) {
+	d := o.Duration
+	for try := 1; ; try++ {
+		res, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
+		if err != nil {
+			return nil, err
+		}
+		if res.Requests > 0 {
+			return toRun(res), nil
+		}
+		if try == windowTries {
+			// Nothing completed in any window: an error, not a row of
+			// zeros.
+			return nil, fmt.Errorf("no request completed in %d windows of %v to %v (the machine too busy, or the server stalled)", windowTries, o.Duration, d)
+		}
+		d *= 4
+	}
+}
+
+// loadWindow runs one window of d in a load-generator child.
+func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string, d time.Duration) (*load.Result, error) {
 	gmp := len(cpus)
 	if gmp == 0 {
 		gmp = runtime.NumCPU()
 	}
 	cmd := o.Command("net", "load", "--addr", s.addr, "--conns", strconv.Itoa(conns),
 		"--size", strconv.Itoa(size), "--mode", mode,
-		"--duration", o.Duration.String(), "--warmup", o.Warmup.String(),
+		"--duration", d.String(), "--warmup", o.Warmup.String(),
 		"--server-pid", strconv.Itoa(s.pid), "--format", "json")
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gmp))
 	var out strings.Builder
@@ -436,7 +465,7 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	// The child bounds itself; this is a backstop for a hung child.
-	limit := o.Warmup + o.Duration + time.Minute
+	limit := o.Warmup + d + time.Minute
 	var werr error
 	select {
 	case werr = <-waited:
@@ -464,12 +493,7 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 	if !s.alive() || (res.Requests > 0 && res.ServerCPU <= 0) {
 		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
 	}
-	if res.Requests == 0 {
-		// A window in which nothing completed measured nothing: an
-		// error, not a row of zeros.
-		return nil, fmt.Errorf("no request completed in the %v window (the machine too busy, or the server stalled)", o.Duration)
-	}
-	return toRun(&res), nil
+	return &res, nil
 }
 
 func toRun(r *load.Result) *Run {

@@ -114,8 +114,9 @@ func TestTailBuffer(t *testing.T) {
 }
 
 // TestRunLoadNothingCompleted: a window in which no request completed
-// (a load generator that got no CPU) is an error for that run, not a row
-// of zeros.
+// (a load generator that got no CPU) is measured again, longer, and after
+// windowTries such windows it is an error for that run, not a row of
+// zeros.
 func TestRunLoadNothingCompleted(t *testing.T) {
 	o := Options{Duration: 150 * time.Millisecond, Warmup: 50 * time.Millisecond,
 		Command: func(args ...string) *exec.Cmd {
@@ -123,7 +124,29 @@ func TestRunLoadNothingCompleted(t *testing.T) {
 		}}
 	s := &server{engine: "net", addr: "127.0.0.1:1", pid: os.Getpid(), exited: make(chan struct{}), stderr: &tailBuffer{max: 64}}
 	r, err := runLoad(context.Background(), &o, s, nil, 4, 64, "pingpong")
-	if err == nil || !strings.Contains(err.Error(), "no request completed") {
-		t.Fatalf("run %+v, error %v: want an error saying no request completed", r, err)
+	if err == nil || !strings.Contains(err.Error(), "no request completed in 3 windows of 150ms to 2.4s") {
+		t.Fatalf("run %+v, error %v: want an error saying no request completed in 3 windows", r, err)
+	}
+}
+
+// TestRunLoadLongerWindow: after a window in which nothing completed, the
+// next is four times as long, and its figures are the run's.
+func TestRunLoadLongerWindow(t *testing.T) {
+	var durations []string
+	o := Options{Duration: 50 * time.Millisecond, Warmup: 0,
+		Command: func(args ...string) *exec.Cmd {
+			durations = append(durations, args[slices.Index(args, "--duration")+1])
+			if len(durations) == 1 {
+				return exec.Command("echo", `{"requests":0,"bytes":0,"elapsed_ns":50000000}`)
+			}
+			return exec.Command("echo", `{"requests":20,"bytes":1280,"elapsed_ns":200000000,"qps":100,"server_cpu_ns":1000000}`)
+		}}
+	s := &server{engine: "net", addr: "127.0.0.1:1", pid: os.Getpid(), exited: make(chan struct{}), stderr: &tailBuffer{max: 64}}
+	r, err := runLoad(context.Background(), &o, s, nil, 1, 64, "pingpong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(durations, " ") != "50ms 200ms" || r.Requests != 20 || r.QPS != 100 {
+		t.Errorf("windows %v, run %+v: want 50ms then 200ms, and the second window's 20 requests at 100/s", durations, r)
 	}
 }
