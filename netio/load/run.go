@@ -457,6 +457,7 @@ func (r *runner) collect(res *Result) {
 		res.ServerCPUPerReqUs = float64(res.ServerCPU.Nanoseconds()) / 1e3 / float64(res.Requests)
 	}
 	res.Hist = h.Export()
+	res.LatencyBuckets = h.Buckets()
 	res.LatencyNs = Latency{
 		P50:  h.Quantile(50),
 		P90:  h.Quantile(90),

@@ -1,0 +1,159 @@
+package report
+
+import (
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Doc is the one presentation model every kind of result maps into: a
+// header of named fields (machine, workload), typed columns, groups of
+// rows whose cells hold a median with its min–max and runs, then notes,
+// a legend and closing paragraphs. A small adapter per kind of result
+// builds a Doc; the renderers (WriteDoc: table, CSV, Markdown) know
+// nothing about the kinds.
+//
+// JSON is not rendered from a Doc: each kind writes its own result,
+// whose keys carry their units (docs/schema holds the schemas). A Doc
+// is what a person reads.
+type Doc struct {
+	// Kind names the kind of result ("features", "net-load", "advise").
+	Kind string
+	// Title is the first line, if any.
+	Title string
+	// Header holds the lines above the table, in order.
+	Header []Field
+	// Columns are the table's columns; every Row has one Cell per column.
+	Columns []Column
+	Groups  []Group
+	// Notes are numbered or bulleted remarks after the table.
+	Notes []string
+	// Legend explains the columns' headers.
+	Legend []Field
+	// After holds paragraphs written after the notes, as they are
+	// (a recommendation, a code snippet).
+	After []string
+}
+
+// Field is a named value of the header or the legend.
+type Field struct {
+	Key, Value string
+}
+
+// Better says which way a column's figure improves.
+type Better int
+
+const (
+	// Neutral: neither way (a count, a setting).
+	Neutral Better = iota
+	// Higher is better (throughput, QPS).
+	Higher
+	// Lower is better (latency, CPU per request).
+	Lower
+)
+
+// Column is one column of a Doc.
+type Column struct {
+	// Key names the column for programs: snake_case with its unit
+	// (qps, p99_us, cpu_s_per_gib). CSV uses it as the header.
+	Key string
+	// Title is the short header a table shows.
+	Title string
+	// Unit of the figures ("" for text and plain counts).
+	Unit   string
+	Better Better
+	// Prec is the number of decimals a figure shows.
+	Prec int
+	// Spread adds the runs' min–max beside the median in the table.
+	Spread bool
+	// Wide columns are shown only when asked (--wide).
+	Wide bool
+	// Left aligns the column to the left (text); figures align right.
+	Left bool
+}
+
+// Group is a run of rows under an optional title.
+type Group struct {
+	Title string
+	Rows  []Row
+}
+
+// Row is one line of a Doc.
+type Row struct {
+	Cells []Cell
+	// Sub marks a row that belongs to the one above it (a twin), shown
+	// indented.
+	Sub bool
+	// Err is why the row has no figures (it failed, or was not run).
+	Err string
+}
+
+// Cell is one value: either text or a figure with its spread.
+type Cell struct {
+	// Text is shown as it is; a figure's cell leaves it empty.
+	Text string
+	// Value is the figure (the median over Runs when there are several).
+	Value float64
+	// Min and Max are the runs' extremes (equal to Value for one run).
+	Min, Max float64
+	// Runs holds each run's figure, for a comparison's test.
+	Runs []float64
+	// Num marks a figure: Text is ignored.
+	Num bool
+	// Mark is a short sign after the figure ("*" noisy, "!" failed).
+	Mark string
+}
+
+// TextCell is a cell holding text.
+func TextCell(s string) Cell { return Cell{Text: s} }
+
+// Figure is a cell holding one measured value.
+func Figure(v float64) Cell { return Cell{Value: v, Min: v, Max: v, Num: true} }
+
+// Runs is a cell holding the median of runs, with their min–max.
+func Runs(runs []float64) Cell {
+	c := Cell{Num: true, Runs: runs}
+	if len(runs) == 0 {
+		c.Value, c.Min, c.Max = math.NaN(), math.NaN(), math.NaN()
+		return c
+	}
+	c.Value = median(runs)
+	c.Min, c.Max = runs[0], runs[0]
+	for _, v := range runs {
+		c.Min, c.Max = min(c.Min, v), max(c.Max, v)
+	}
+	return c
+}
+
+// format shows a cell's value as its column says.
+func (c Cell) format(col Column) string {
+	if !c.Num {
+		return c.Text
+	}
+	if !finite(c.Value) {
+		return "–"
+	}
+	return strconv.FormatFloat(c.Value, 'f', col.Prec, 64) + c.Mark
+}
+
+// spread shows a figure's min–max, or "" when it has none.
+func (c Cell) spread(col Column) string {
+	if !c.Num || !finite(c.Min) || !finite(c.Max) || len(c.Runs) < 2 {
+		return ""
+	}
+	return "(" + strconv.FormatFloat(c.Min, 'f', col.Prec, 64) + "–" + strconv.FormatFloat(c.Max, 'f', col.Prec, 64) + ")"
+}
+
+// median of v (NaN for none); v is not changed.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,349 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/iopath/iopath/internal/units"
+)
+
+// docWrap is the column before which a Doc's legend and notes wrap: a
+// table fits a terminal of 100 columns.
+const docWrap = 100
+
+// DocOptions choose what a Doc's table shows.
+type DocOptions struct {
+	// Wide shows the columns marked Wide.
+	Wide bool
+}
+
+// DocFormats are the text formats WriteDoc takes, the default first.
+// (JSON is each kind's own result, not a Doc.)
+var DocFormats = []string{"table", "csv", "markdown"}
+
+// WriteDoc writes d in one of DocFormats, with one Write call.
+func WriteDoc(w io.Writer, format string, d *Doc, o DocOptions) error {
+	var b bytes.Buffer
+	switch format {
+	case "table":
+		docTable(&b, d, o)
+	case "csv":
+		if err := docCSV(&b, d); err != nil {
+			return err
+		}
+	case "markdown":
+		docMarkdown(&b, d, o)
+	default:
+		return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(DocFormats, ", "))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// shown lists the indexes of the columns a table shows.
+func (d *Doc) shown(o DocOptions) []int {
+	var idx []int
+	for i, c := range d.Columns {
+		if !c.Wide || o.Wide {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// hasSpread reports whether column i shows a min–max for any row.
+func (d *Doc) hasSpread(i int) bool {
+	if !d.Columns[i].Spread {
+		return false
+	}
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			if i < len(r.Cells) && r.Cells[i].spread(d.Columns[i]) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cellTexts is a row's cells as the table shows them: a figure, then its
+// min–max in a column of its own where the column has one. A sub-row's
+// first cell starts with sub.
+func (d *Doc) cellTexts(r Row, cols []int, spread []bool, sub string) []string {
+	var out []string
+	for k, i := range cols {
+		var c Cell
+		if i < len(r.Cells) {
+			c = r.Cells[i]
+		}
+		s := oneLine(c.format(d.Columns[i]))
+		if k == 0 && r.Sub {
+			s = sub + s
+		}
+		out = append(out, s)
+		if spread[k] {
+			out = append(out, c.spread(d.Columns[i]))
+		}
+	}
+	return out
+}
+
+func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
+	if d.Title != "" {
+		b.WriteString(oneLine(d.Title) + "\n")
+	}
+	writeFields(b, d.Header)
+	if len(d.Columns) > 0 && len(d.Groups) > 0 {
+		if d.Title != "" || len(d.Header) > 0 {
+			b.WriteString("\n")
+		}
+		cols := d.shown(o)
+		spread := make([]bool, len(cols))
+		var head []string
+		var left []bool
+		for k, i := range cols {
+			c := d.Columns[i]
+			head = append(head, c.Title)
+			left = append(left, c.Left)
+			if spread[k] = d.hasSpread(i); spread[k] {
+				head = append(head, "(min–max)")
+				left = append(left, false)
+			}
+		}
+		type line struct {
+			cells []string
+			title string // a group's title, on a line of its own
+			err   string
+		}
+		lines := []line{{cells: head}}
+		for _, g := range d.Groups {
+			if g.Title != "" {
+				lines = append(lines, line{title: g.Title})
+			}
+			for _, r := range g.Rows {
+				l := line{cells: d.cellTexts(r, cols, spread, "  ")}
+				if r.Err != "" {
+					// The name, then why there are no figures.
+					l = line{cells: l.cells[:1], err: r.Err}
+				}
+				lines = append(lines, l)
+			}
+		}
+		widths := make([]int, len(head))
+		for _, l := range lines {
+			if l.title != "" || l.err != "" {
+				if l.err != "" {
+					widths[0] = max(widths[0], width(l.cells[0]))
+				}
+				continue
+			}
+			for j, s := range l.cells {
+				widths[j] = max(widths[j], width(s))
+			}
+		}
+		for _, l := range lines {
+			switch {
+			case l.title != "":
+				b.WriteString("\n" + oneLine(l.title) + "\n")
+			case l.err != "":
+				b.WriteString(pad(l.cells[0], widths[0], true) + "  " + oneLine(l.err) + "\n")
+			default:
+				var parts []string
+				for j, s := range l.cells {
+					parts = append(parts, pad(s, widths[j], left[j]))
+				}
+				b.WriteString(strings.TrimRight(strings.Join(parts, "  "), " ") + "\n")
+			}
+		}
+	}
+	if len(d.Legend) > 0 {
+		var parts []string
+		for _, f := range d.Legend {
+			parts = append(parts, f.Key+": "+f.Value)
+		}
+		b.WriteString("\n" + wrapText("", strings.Join(parts, "; "), 0, docWrap))
+	}
+	if len(d.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range d.Notes {
+			b.WriteString(wrapText("  - ", units.EscapeControls(n), 4, docWrap))
+		}
+	}
+	for _, p := range d.After {
+		b.WriteString("\n" + p)
+		if !strings.HasSuffix(p, "\n") {
+			b.WriteString("\n")
+		}
+	}
+}
+
+// writeFields writes key–value lines with the values aligned.
+func writeFields(b *bytes.Buffer, fs []Field) {
+	w := 0
+	for _, f := range fs {
+		w = max(w, width(f.Key))
+	}
+	for _, f := range fs {
+		if f.Key == "" {
+			b.WriteString(strings.Repeat(" ", w+2) + oneLine(f.Value) + "\n")
+			continue
+		}
+		b.WriteString(pad(f.Key, w, true) + "  " + oneLine(f.Value) + "\n")
+	}
+}
+
+func pad(s string, w int, left bool) string {
+	n := w - width(s)
+	if n <= 0 {
+		return s
+	}
+	if left {
+		return s + strings.Repeat(" ", n)
+	}
+	return strings.Repeat(" ", n) + s
+}
+
+// docCSV writes one record per row: the group's title (when any group
+// has one), then every column by its key, a figure's min, max and runs
+// beside it, and the row's error.
+func docCSV(b *bytes.Buffer, d *Doc) error {
+	cw := csv.NewWriter(b)
+	titled := slices.ContainsFunc(d.Groups, func(g Group) bool { return g.Title != "" })
+	var head []string
+	if titled {
+		head = append(head, "group")
+	}
+	for i, c := range d.Columns {
+		head = append(head, c.Key)
+		if c.Spread && d.hasRuns(i) {
+			head = append(head, c.Key+"_min", c.Key+"_max")
+		}
+	}
+	head = append(head, "error")
+	if err := cw.Write(head); err != nil {
+		return err
+	}
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			var rec []string
+			if titled {
+				rec = append(rec, g.Title)
+			}
+			for i, c := range d.Columns {
+				var cell Cell
+				if i < len(r.Cells) {
+					cell = r.Cells[i]
+				}
+				rec = append(rec, csvValue(cell, c, cell.Value))
+				if c.Spread && d.hasRuns(i) {
+					rec = append(rec, csvValue(cell, c, cell.Min), csvValue(cell, c, cell.Max))
+				}
+			}
+			rec = append(rec, r.Err)
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func (d *Doc) hasRuns(i int) bool {
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			if i < len(r.Cells) && len(r.Cells[i].Runs) > 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// csvValue is a figure at full precision (a spreadsheet rounds), empty
+// when there is none, or a text cell as it is.
+func csvValue(c Cell, col Column, v float64) string {
+	if !c.Num {
+		return c.Text
+	}
+	if !finite(v) {
+		return ""
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+// docMarkdown writes a Doc for a pull request: the header as a list, one
+// table per group (GitHub renders no spanning rows), the notes as a list.
+func docMarkdown(b *bytes.Buffer, d *Doc, o DocOptions) {
+	if d.Title != "" {
+		b.WriteString("**" + mdEscape(oneLine(d.Title)) + "**\n\n")
+	}
+	for _, f := range d.Header {
+		if f.Key == "" {
+			b.WriteString("  " + mdEscape(oneLine(f.Value)) + "\n")
+			continue
+		}
+		b.WriteString("- " + mdEscape(f.Key) + ": " + mdEscape(oneLine(f.Value)) + "\n")
+	}
+	if len(d.Header) > 0 {
+		b.WriteString("\n")
+	}
+	cols := d.shown(o)
+	spread := make([]bool, len(cols))
+	var head []string
+	for k, i := range cols {
+		head = append(head, d.Columns[i].Title)
+		if spread[k] = d.hasSpread(i); spread[k] {
+			head = append(head, "min–max")
+		}
+	}
+	for _, g := range d.Groups {
+		if g.Title != "" {
+			b.WriteString("**" + mdEscape(oneLine(g.Title)) + "**\n\n")
+		}
+		mdRow(b, head, true)
+		seps := make([]string, len(head))
+		j := 0
+		for k, i := range cols {
+			seps[j] = "---:"
+			if d.Columns[i].Left {
+				seps[j] = "---"
+			}
+			j++
+			if spread[k] {
+				seps[j] = "---:"
+				j++
+			}
+		}
+		mdRow(b, seps, false)
+		for _, r := range g.Rows {
+			cells := d.cellTexts(r, cols, spread, "↳ ")
+			if r.Err != "" {
+				cells = append(cells[:1], make([]string, len(head)-1)...)
+				cells[len(cells)-1] = r.Err
+			}
+			mdRow(b, cells, true)
+		}
+		b.WriteString("\n")
+	}
+	if len(d.Legend) > 0 {
+		var parts []string
+		for _, f := range d.Legend {
+			parts = append(parts, mdEscape(f.Key)+": "+mdEscape(f.Value))
+		}
+		b.WriteString(strings.Join(parts, "; ") + "\n\n")
+	}
+	for _, n := range d.Notes {
+		b.WriteString("- " + mdEscape(oneLine(n)) + "\n")
+	}
+	if len(d.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	for _, p := range d.After {
+		b.WriteString("```\n" + strings.TrimRight(p, "\n") + "\n```\n\n")
+	}
+}
