@@ -45,6 +45,7 @@ type benchOptions struct {
 	fioErr     error // why --fio found no usable fio
 	consumeSet bool
 	html       string
+	json       string
 	profile    string
 	force      bool // overwrite existing output files (--html, --profile's)
 
@@ -126,7 +127,8 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
 	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
-	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --profile's files)")
+	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
+	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --json, --profile's files)")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
 	f.StringVar(&o.dist, "dist", "4KiB", "--tree without DIR: their sizes: 4KiB, a range 1KiB-64KiB, or lognormal:11KiB")
@@ -206,6 +208,9 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		if err := checkOutputFile(o.html, o.force, args...); err != nil {
 			return cfg, usagef("bench: --html: %v", err)
 		}
+	}
+	if err := checkJSONFile("bench", o.json, o.html, o.force, args...); err != nil {
+		return cfg, err
 	}
 	if o.profile != "" {
 		if err := checkOutputDir(o.profile); err != nil {
@@ -302,6 +307,9 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		} else {
 			fmt.Fprintf(stderr, "iopath: wrote %s\n", quotePath(o.html))
 		}
+	}
+	if jerr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.JSON(w, rep) }); jerr != nil {
+		rerr = errors.Join(rerr, jerr)
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

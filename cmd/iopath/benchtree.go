@@ -30,6 +30,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if o.format != "table" && o.format != "json" {
 		return usagef("bench: --format %s: with --tree, want table or json", o.format)
 	}
+	if err := checkJSONFile("bench", o.json, "", o.force, args...); err != nil {
+		return err
+	}
 	cfg := bench.TreeConfig{
 		Engines:     o.engines,
 		Runs:        o.runs,
@@ -123,6 +126,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		return err
 	}
 	rerr := report.Write(stdout, o.format, rep)
+	if jerr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.JSON(w, rep) }); jerr != nil {
+		rerr = errors.Join(rerr, jerr)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("bench: interrupted; the results above are incomplete")

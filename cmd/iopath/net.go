@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -239,6 +238,9 @@ type netLoadOptions struct {
 	serverPID int
 	client    string
 	format    string
+	wide      bool
+	json      string
+	force     bool
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -282,13 +284,19 @@ from when each message was meant to go.`,
 	f.IntVar(&o.dialRate, "dial-rate", 0, fmt.Sprintf("connections dialled per second while ramping up, 0 (as fast as the server takes them) to %d", load.MaxDialRate))
 	f.IntVar(&o.serverPID, "server-pid", 0, "the process id of the server listening on --addr, to report its CPU per request (the kernel's process CPU clock: every thread); 0: none")
 	f.StringVar(&o.client, "client", "auto", "client driver: epoll (closed-loop pingpong and pipeline), net (any mode), or auto")
-	f.StringVar(&o.format, "format", "table", "output: table or json")
+	f.StringVar(&o.format, "format", "table", "output: "+strings.Join(report.KindFormats, ", "))
+	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too (P90, connections carried)")
+	f.StringVar(&o.json, "json", "", "also write this run's JSON to this file, whatever --format prints")
+	f.BoolVar(&o.force, "force", false, "overwrite the --json file if it exists")
 	return cmd
 }
 
 func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer) error {
-	if o.format != "table" && o.format != "json" {
-		return usagef("net load: --format %q: want table or json", o.format)
+	if !slices.Contains(report.KindFormats, o.format) {
+		return usagef("net load: --format %q: want one of %s", o.format, strings.Join(report.KindFormats, ", "))
+	}
+	if err := checkJSONFile("net load", o.json, "", o.force); err != nil {
+		return err
 	}
 	mode, err := load.ParseMode(o.mode)
 	if err != nil {
@@ -320,17 +328,16 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		}
 		return fmt.Errorf("net load: %w", err)
 	}
-	if o.format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if werr := enc.Encode(res); werr != nil {
-			return werr
-		}
-	} else {
-		writeLoadResult(stdout, res, o.addr, o.serverPID)
+	l := report.Load{Result: res, Addr: o.addr, ServerPID: o.serverPID}
+	if werr := report.WriteLoad(stdout, o.format, l, report.DocOptions{Wide: o.wide}); werr != nil {
+		return werr
 	}
 	if err != nil && ctx.Err() != nil {
+		// An interrupted window is shown, not filed.
 		return errors.New("net load: interrupted; the figures above cover the window until then")
+	}
+	if werr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.WriteLoad(w, "json", l, report.DocOptions{}) }); werr != nil {
+		return fmt.Errorf("net load: --json: %w", werr)
 	}
 	if err != nil {
 		return fmt.Errorf("net load: %w", err)
@@ -339,46 +346,6 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		return fmt.Errorf("net load: %w", ierr)
 	}
 	return nil
-}
-
-func fmtNs(ns int64) string {
-	return time.Duration(ns).Round(time.Microsecond / 10).String()
-}
-
-func writeLoadResult(w io.Writer, r *load.Result, addr string, serverPID int) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	loop := "closed loop"
-	if r.OpenLoop {
-		loop = fmt.Sprintf("open loop at %.0f/s (latency from the intended send time)", r.Rate)
-	}
-	fmt.Fprintf(tw, "server\t%s\n", addr)
-	fmt.Fprintf(tw, "load\t%d connections × %s, %s, %s, %v measured (dial ramp %v), %s client\n",
-		r.Conns, units.FormatSize(int64(r.Size)), r.Mode, loop, r.Elapsed.Round(time.Millisecond), r.DialTime.Round(time.Millisecond), r.Client)
-	fmt.Fprintf(tw, "requests\t%d (%.0f/s), %.1f MB/s echoed, on %d of %d connections\n", r.Requests, r.QPS, r.MBps, r.Carried, r.Conns)
-	if r.LatencyNs.Max > 0 {
-		fmt.Fprintf(tw, "latency\tP50 %s  P90 %s  P99 %s  P99.9 %s  max %s\n",
-			fmtNs(r.LatencyNs.P50), fmtNs(r.LatencyNs.P90), fmtNs(r.LatencyNs.P99), fmtNs(r.LatencyNs.P999), fmtNs(r.LatencyNs.Max))
-	}
-	fmt.Fprintf(tw, "client CPU\t%v (%.2f µs/request)\n", r.ClientCPU.Round(time.Millisecond), r.ClientCPUPerReqUs)
-	if serverPID > 0 && r.ServerCPUSource != "" {
-		src := "the kernel's process CPU clock"
-		if r.ServerCPUSource == "proc" {
-			src = "/proc/PID/stat, 10 ms ticks"
-		}
-		fmt.Fprintf(tw, "server CPU\t%v (%.2f µs/request), pid %d, every thread, from %s\n", r.ServerCPU.Round(time.Millisecond), r.ServerCPUPerReqUs, serverPID, src)
-	}
-	integrity := "every byte verified: 0 corrupted, 0 lost, 0 failed connections"
-	if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 {
-		integrity = fmt.Sprintf("FAILED: %d corrupted bytes, %d lost bytes, %d failed connections", r.Corrupted, r.Lost, r.ConnErrors)
-		if r.NoEcho > 0 {
-			integrity += fmt.Sprintf(", %d of them with no echo within the first %v (left unserved)", r.NoEcho, r.NoEchoWait.Round(10*time.Millisecond))
-		}
-		if r.FirstError != "" && r.ConnErrors > r.NoEcho {
-			integrity += " (first: " + r.FirstError + ")"
-		}
-	}
-	fmt.Fprintf(tw, "integrity\t%s\n", integrity)
-	tw.Flush()
 }
 
 type netBenchOptions struct {
@@ -391,7 +358,8 @@ type netBenchOptions struct {
 	runs     int
 	format   string
 	html     string
-	force    bool // overwrite the --html file
+	json     string
+	force    bool // overwrite the --html and --json files
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -452,7 +420,8 @@ response.`,
 	f.IntVar(&o.runs, "runs", 1, fmt.Sprintf("runs per engine and point, interleaved, 1 to %d", netbench.MaxRuns))
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
-	f.BoolVar(&o.force, "force", false, "overwrite the --html file if it exists")
+	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
+	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files if they exist")
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
 	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated, each 1B to "+units.FormatSize(maxServeFileSize)+" (default 4KiB,64KiB,1MiB,64MiB)")
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
@@ -489,6 +458,9 @@ func checkSideBench(name string, o netBenchOptions) error {
 		if err := checkOutputFile(o.html, o.force); err != nil {
 			return usagef("net bench: --html: %v", err)
 		}
+	}
+	if err := checkJSONFile("net bench", o.json, o.html, o.force); err != nil {
+		return err
 	}
 	return checkRunsDuration(o)
 }
@@ -563,6 +535,9 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
+	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+		return fmt.Errorf("net bench: --json: %w", err)
+	}
 	if berr != nil {
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
@@ -605,6 +580,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
+	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+		return fmt.Errorf("net bench: --json: %w", err)
+	}
 	if werr != nil {
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
@@ -634,6 +612,9 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		if err := checkOutputFile(o.html, o.force); err != nil {
 			return usagef("net bench: --html: %v", err)
 		}
+	}
+	if err := checkJSONFile("net bench", o.json, o.html, o.force); err != nil {
+		return err
 	}
 	if err := checkRunsDuration(o); err != nil {
 		return err
@@ -671,8 +652,17 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		if werr := report.WriteNet(stdout, o.format, rep); werr != nil {
 			return werr
 		}
-		if o.html != "" {
-			return fmt.Errorf("net bench: interrupted; the results above are incomplete, and %s is not written", quotePath(o.html))
+		var unwritten []string
+		for _, p := range []string{o.html, o.json} {
+			if p != "" {
+				unwritten = append(unwritten, quotePath(p))
+			}
+		}
+		switch len(unwritten) {
+		case 1:
+			return fmt.Errorf("net bench: interrupted; the results above are incomplete, and %s is not written", unwritten[0])
+		case 2:
+			return fmt.Errorf("net bench: interrupted; the results above are incomplete, and %s are not written", strings.Join(unwritten, " and "))
 		}
 		return errors.New("net bench: interrupted; the results above are incomplete")
 	}
@@ -690,6 +680,9 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 			return fmt.Errorf("net bench: --html: %w", herr)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
+	}
+	if jerr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.NetJSON(w, rep) }); jerr != nil {
+		return fmt.Errorf("net bench: --json: %w", jerr)
 	}
 	if err != nil {
 		return fmt.Errorf("net bench: %w", err)

@@ -82,6 +82,34 @@ func writeFileAtomic(path string, force bool, write func(io.Writer) error) error
 	return fmt.Errorf("write %s: %w", quotePath(path), err)
 }
 
+// checkJSONFile checks --json FILE as checkOutputFile does, and that it
+// is not also the --html file.
+func checkJSONFile(cmd, path, html string, force bool, inputs ...string) error {
+	if path == "" {
+		return nil
+	}
+	if html != "" && filepath.Clean(html) == filepath.Clean(path) {
+		return usagef("%s: --json and --html name the same file %s", cmd, quotePath(path))
+	}
+	if err := checkOutputFile(path, force, inputs...); err != nil {
+		return usagef("%s: --json: %v", cmd, err)
+	}
+	return nil
+}
+
+// writeOutput writes path by writeFileAtomic's rule, when path is set,
+// and says so on stderr.
+func writeOutput(stderr io.Writer, path string, force bool, write func(io.Writer) error) error {
+	if path == "" {
+		return nil
+	}
+	if err := writeFileAtomic(path, force, write); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "iopath: wrote %s\n", quotePath(path))
+	return nil
+}
+
 // checkOutputDir says, before any work is done, why path cannot take output
 // files: it exists and is not a directory, or its parent is missing. A
 // missing directory is created when the work starts ("prof/" as well as

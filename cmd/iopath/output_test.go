@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/iopath/iopath/netio"
 )
 
 // Every file a command writes for the user follows one rule (output.go):
@@ -57,6 +59,32 @@ func outputCases() []outputCase {
 			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
 			args: func(t *testing.T, dir, out string) []string {
 				return []string{"gen", out, "--size", "3MiB"}
+			}},
+		{name: "bench --json", inProc: true,
+			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
+			args: func(t *testing.T, dir, out string) []string {
+				return append(benchArgs(t, dir), "--json", out)
+			}},
+		{name: "net load --json", inProc: true,
+			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
+			args: func(t *testing.T, dir, out string) []string {
+				s, err := netio.Listen("epoll", netio.Config{Loops: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return []string{"net", "load", "--addr", s.Addr().String(), "--conns", "2", "--duration", "100ms", "--warmup", "0s", "--json", out}
+			}},
+		{name: "net bench --writev --json",
+			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
+			args: func(t *testing.T, dir, out string) []string {
+				return []string{"net", "bench", "--writev", "--parts", "2", "--runs", "1", "--json", out}
+			}},
+		{name: "net bench --json",
+			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
+			args: func(t *testing.T, dir, out string) []string {
+				return []string{"net", "bench", "--engines", "net", "--conns", "2", "--sizes", "64", "--modes", "pingpong",
+					"--duration", "100ms", "--warmup", "20ms", "--runs", "1", "--json", out}
 			}},
 		{name: "net bench --html",
 			out: func(dir string) string { return filepath.Join(dir, "notes.txt") },
