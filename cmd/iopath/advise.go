@@ -29,7 +29,7 @@ const (
 func init() { subcommands = append(subcommands, newAdviseCmd) }
 
 func newAdviseCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := adviseOptions{budget: advise.DefaultBudget, format: "text"}
+	o := adviseOptions{budget: advise.DefaultBudget, format: "table"}
 	cmd := &cobra.Command{
 		Use:   "advise [flags] PATH...",
 		Short: "Measure a short trial on your own files and recommend an I/O path, with the Go code",
@@ -65,7 +65,7 @@ prints the whole result for programs (fields in docs/advise.md).`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.budget, "budget", o.budget, fmt.Sprintf("time the whole trial may take, listing included (%v to %v)", adviseMinBudget, adviseMaxBudget))
-	f.StringVar(&o.format, "format", o.format, "output: text or json")
+	f.StringVar(&o.format, "format", o.format, "output: table or json (text is table's old name)")
 	return cmd
 }
 
@@ -76,8 +76,11 @@ func runAdvise(ctx context.Context, o adviseOptions, paths []string, stdout, std
 	if o.budget < adviseMinBudget || o.budget > adviseMaxBudget {
 		return usagef("advise: --budget %v out of range [%v, %v]", o.budget, adviseMinBudget, adviseMaxBudget)
 	}
-	if o.format != "text" && o.format != "json" {
-		return usagef("advise: --format %q: want text or json", o.format)
+	if o.format == "text" {
+		o.format = "table" // its old name, still taken
+	}
+	if o.format != "table" && o.format != "json" {
+		return usagef("advise: --format %q: want table or json", o.format)
 	}
 	for _, p := range paths {
 		if p == "-" {
