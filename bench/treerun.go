@@ -11,6 +11,7 @@ import (
 
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -253,16 +254,12 @@ func summarizeTree(r *Result) {
 	if len(ok) == 0 {
 		return
 	}
-	per := func(get func(Run) float64) float64 { return medianOver(ok, get) }
+	per := func(get func(Run) float64) float64 { return stats.MedianOf(ok, get) }
 	fps := func(x Run) float64 { return float64(x.Blocks) / secs(x.WallNs) }
 	r.Files = int64(per(func(x Run) float64 { return float64(x.Blocks) / float64(max(x.Passes, 1)) }) + 0.5)
 	r.FileErrors = int64(per(func(x Run) float64 { return float64(x.Errors) / float64(max(x.Passes, 1)) }) + 0.5)
 	r.FilesPerS = per(fps)
-	r.FilesPerSMin, r.FilesPerSMax = fps(ok[0]), fps(ok[0])
-	for _, x := range ok {
-		r.FilesPerSMin = min(r.FilesPerSMin, fps(x))
-		r.FilesPerSMax = max(r.FilesPerSMax, fps(x))
-	}
+	r.FilesPerSMin, r.FilesPerSMax = stats.MinMaxOf(ok, fps)
 	r.SyscallsPerFile = per(func(x Run) float64 { return float64(x.Syscalls) / float64(x.Blocks) })
 	r.CPUSPer1kFiles = per(func(x Run) float64 { return float64(x.UserNs+x.SysNs) / 1e9 / float64(x.Blocks) * 1000 })
 	r.CSwPerFile = per(func(x Run) float64 { return float64(x.NVCSw+x.NIVCSw) / float64(x.Blocks) })

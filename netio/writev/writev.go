@@ -11,7 +11,6 @@ import (
 	"net"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
 )
@@ -668,8 +668,8 @@ func Median(rs []Result) []Result {
 			sc = append(sc, r.SyscallsPerResp)
 			cpu = append(cpu, r.CPUNsPerResp)
 		}
-		m.NsPerResp, m.SyscallsPerResp, m.CPUNsPerResp = median(ns), median(sc), median(cpu)
-		m.CPUNsPerRespMin, m.CPUNsPerRespMax = slices.Min(cpu), slices.Max(cpu)
+		m.NsPerResp, m.SyscallsPerResp, m.CPUNsPerResp = stats.Median(ns), stats.Median(sc), stats.Median(cpu)
+		m.CPUNsPerRespMin, m.CPUNsPerRespMax = stats.MinMax(cpu)
 		if len(ok) < len(g) {
 			for _, r := range g {
 				if r.Err != "" {
@@ -682,16 +682,4 @@ func Median(rs []Result) []Result {
 		out = append(out, m)
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
