@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
@@ -146,7 +147,7 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 			}
 		default:
 			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: p,
-				Err: fmt.Errorf("not a regular file or directory (%s)", describeMode(st.Mode()))}}
+				Err: fmt.Errorf("%w or directory (%s)", engine.ErrNotRegular, describeMode(st.Mode()))}}
 		}
 		if l.stopped {
 			break

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
@@ -32,7 +33,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 			return nil, err
 		}
 		if !st.Mode().IsRegular() {
-			return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Archive, Err: errors.New("the archive is not a regular file")}
+			return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Archive, Err: fmt.Errorf("the archive is %w", engine.ErrNotRegular)}
 		}
 	}
 	files, size, err := treeFiles(cfg.Dir)

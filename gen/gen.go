@@ -181,7 +181,7 @@ func checkTarget(path string, st fs.FileInfo) error {
 	case st.IsDir():
 		return &fs.PathError{Op: "gen", Path: path, Err: syscall.EISDIR}
 	case !st.Mode().IsRegular():
-		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w (%s)", sys.ErrNotRegular, st.Mode().Type())}
 	}
 	return nil
 }
