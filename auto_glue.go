@@ -88,11 +88,9 @@ func fitEngine(c call, name string, direct bool) string {
 // an error wrapping ErrNotSupported with the probe's reason (the probe's
 // own error when it ran short of a resource: see engine.UringError).
 func uringUsable(c call) error {
-	if err := features.IOURingError(); err != nil {
-		return engine.UringError(err)
+	var ops []string
+	if c != callReadFiles {
+		ops = []string{"READ"} // batch checks its own opcodes
 	}
-	if c != callReadFiles && !features.Probe().HasOp("READ") {
-		return &engine.NotSupportedError{What: "io_uring", Reason: "the kernel lacks IORING_OP_READ (Linux 5.6)"}
-	}
-	return nil
+	return engine.UringError(features.HaveOps(ops...))
 }
