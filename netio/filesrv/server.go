@@ -226,7 +226,9 @@ func newServer(cfg ServerConfig) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := sys.Open(cfg.Path, sys.O_RDONLY)
+	// O_NONBLOCK so that a FIFO with no writer is refused below rather
+	// than blocking the open forever; it is cleared on the regular file.
+	fd, err := sys.Open(cfg.Path, sys.O_RDONLY|sys.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +240,10 @@ func newServer(cfg ServerConfig) (*server, error) {
 	if st.Mode&sys.S_IFMT != sys.S_IFREG {
 		sys.Close(fd)
 		return nil, &fs.PathError{Op: "serve", Path: cfg.Path, Err: sys.ErrNotRegular}
+	}
+	if err := sys.ClearNonblock(fd); err != nil {
+		sys.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: cfg.Path, Err: err}
 	}
 	s := &server{cfg: cfg, fd: fd, size: st.Size, live: map[*conn]struct{}{}}
 	s.alog = accepts.NewLog(cfg.Log, fmt.Sprintf("file server (%s)", cfg.Method), func() int64 {

@@ -520,6 +520,21 @@ func parseSyscw(b []byte) (int64, error) {
 	return 0, errors.New("writev: /proc/thread-self/io has no syscw line")
 }
 
+// Supported returns nil when way can run here, or an error wrapping
+// ErrNotSupported that says why not (io_uring refused, or the kernel
+// lacks IORING_OP_SENDMSG), or the probe's resource error. Run records
+// such a way's error in its Results' Err and goes on with the others; a
+// caller that wants to leave the way out beforehand asks this.
+func Supported(way string) error {
+	switch way {
+	case IOURing:
+		return uringSupported()
+	case Writes, Coalesced, NetBuffers:
+		return nil
+	}
+	return fmt.Errorf("writev: unknown way %q (have %s)", way, strings.Join(ways, ", "))
+}
+
 func uringSupported() error {
 	if err := features.HaveOps("SENDMSG"); err != nil {
 		return fmt.Errorf("writev: %s: %w", IOURing, err)
