@@ -3,6 +3,7 @@ package iopath
 import (
 	"fmt"
 
+	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
@@ -11,7 +12,14 @@ import (
 // decide is Auto: auto.Decide measures what the rules need (residency
 // with mincore on a sample) and applies them. Tests replace it to steer
 // the choice.
-var decide = auto.Decide
+var decide = func(w auto.Workload) auto.Choice { return auto.Decide(w, autoEngines()) }
+
+// autoEngines is what internal/auto is told about the engines and the
+// kernel: it sits under engine, batch and features and may not import
+// them.
+func autoEngines() auto.Engines {
+	return auto.Engines{File: engine.Names(), Many: batch.Names(), IOURing: features.HaveOps}
+}
 
 // ruleWithEngine is the Choice's Rule when WithEngine decided.
 const ruleWithEngine = "with-engine"
