@@ -11,6 +11,7 @@ package stats
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -96,3 +97,7 @@ func Exceeds(value, limit, slack float64) (over, unknown bool) {
 	}
 	return value-slack > limit, false
 }
+
+// Finite reports whether f is a number a summary may use: not NaN and not
+// ±Inf (a rate over a zero duration, a ratio to a zero baseline).
+func Finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

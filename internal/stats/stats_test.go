@@ -113,3 +113,14 @@ func TestExceeds(t *testing.T) {
 		})
 	}
 }
+
+func TestFinite(t *testing.T) {
+	for _, tc := range []struct {
+		f    float64
+		want bool
+	}{{0, true}, {-3.5, true}, {math.MaxFloat64, true}, {math.NaN(), false}, {math.Inf(1), false}, {math.Inf(-1), false}} {
+		if got := Finite(tc.f); got != tc.want {
+			t.Errorf("Finite(%v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
