@@ -3,6 +3,7 @@ package iopath
 import (
 	"fmt"
 
+	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
@@ -11,7 +12,14 @@ import (
 // decide is Auto: auto.Decide measures what the rules need (residency
 // with mincore on a sample) and applies them. Tests replace it to steer
 // the choice.
-var decide = auto.Decide
+var decide = func(w auto.Workload) auto.Choice { return auto.Decide(w, autoEngines()) }
+
+// autoEngines is what internal/auto is told about the engines and the
+// kernel: it sits under engine, batch and features and may not import
+// them.
+func autoEngines() auto.Engines {
+	return auto.Engines{File: engine.Names(), Many: batch.Names(), IOURing: features.HaveOps}
+}
 
 // ruleWithEngine is the Choice's Rule when WithEngine decided.
 const ruleWithEngine = "with-engine"
@@ -88,11 +96,9 @@ func fitEngine(c call, name string, direct bool) string {
 // an error wrapping ErrNotSupported with the probe's reason (the probe's
 // own error when it ran short of a resource: see engine.UringError).
 func uringUsable(c call) error {
-	if err := features.IOURingError(); err != nil {
-		return engine.UringError(err)
+	var ops []string
+	if c != callReadFiles {
+		ops = []string{"READ"} // batch checks its own opcodes
 	}
-	if c != callReadFiles && !features.Probe().HasOp("READ") {
-		return &engine.NotSupportedError{What: "io_uring", Reason: "the kernel lacks IORING_OP_READ (Linux 5.6)"}
-	}
-	return nil
+	return engine.UringError(features.HaveOps(ops...))
 }

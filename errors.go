@@ -10,8 +10,9 @@ import (
 // configuration cannot take: io_uring asked for by WithEngine when it is
 // unavailable (the error carries the probe's reason), O_DIRECT with mmap,
 // O_DIRECT on a filesystem that refuses it. It is the same value as
-// engine.ErrNotSupported and batch.ErrNotSupported, so errors.Is matches
-// errors from all three packages.
+// features.ErrNotSupported, engine.ErrNotSupported, batch.ErrNotSupported,
+// netio.ErrNotSupported, filesrv.ErrNotSupported and
+// writev.ErrNotSupported, so errors.Is matches errors from all of them.
 //
 // Auto never returns it for io_uring: it falls back to another path and
 // says why in its Choice's Reason.
@@ -20,7 +21,8 @@ var ErrNotSupported = engine.ErrNotSupported
 // ErrNotRegular is wrapped (inside an *fs.PathError) by errors for a FIFO,
 // socket or device: ReadFile, Scan and Open read regular files only, so
 // that a FIFO can never block them and /dev/zero can never fill memory.
-// It is the same value as engine.ErrNotRegular.
+// It is the same value as engine.ErrNotRegular, batch.ErrNotRegular and
+// fio.ErrNotRegular.
 //
 // ReadFiles reports FIFOs, sockets and devices found by its walk with it
 // (errors.Is matches batch.ErrNotRegular too), without opening them. One

@@ -214,10 +214,10 @@ func TestIOURingRefusedAfterProbeChild(t *testing.T) {
 	if kind == auto.ManyFiles {
 		w = auto.Workload{Kind: kind, Paths: paths, Resident: -1}
 	}
-	if c := auto.Decide(w); c.Engine != "io_uring" {
+	if c := auto.Decide(w, autoEngines()); c.Engine != "io_uring" {
 		// Not the rules' choice for these files: steer Auto to it.
 		t.Setenv(auto.EnvEngine, "io_uring")
-		if c := auto.Decide(w); c.Engine != "io_uring" {
+		if c := auto.Decide(w, autoEngines()); c.Engine != "io_uring" {
 			t.Fatalf("Auto chose %s (%s), not io_uring", c.Engine, c.Reason)
 		}
 	}
@@ -251,7 +251,7 @@ func TestIOURingRefusedAfterProbeChild(t *testing.T) {
 	if u := features.Probe().IOURing; u.Available || u.Syscall != "io_uring_setup" {
 		t.Errorf("the probe after the refusal: %+v", u)
 	}
-	if c := auto.Decide(w); c.Engine == "io_uring" {
+	if c := auto.Decide(w, autoEngines()); c.Engine == "io_uring" {
 		t.Errorf("Auto still chooses io_uring after the refusal")
 	}
 }

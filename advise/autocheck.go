@@ -3,6 +3,9 @@ package advise
 import (
 	"fmt"
 
+	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
 )
 
@@ -61,7 +64,7 @@ func autoPicks(inv *Inventory, residency float64) (now AutoPick, byState map[Cac
 		} else {
 			w.Kind, w.Path, w.Size = auto.Blocks, inv.Paths[0], inv.Bytes
 		}
-		ch := auto.Choose(w, auto.CurrentEnv())
+		ch := auto.Choose(w, auto.CurrentEnv(auto.Engines{File: engine.Names(), Many: batch.Names(), IOURing: features.HaveOps}))
 		c := Candidate{Engine: ch.Engine, Workers: max(1, ch.Workers)}
 		return AutoPick{Candidate: c, Label: c.Label(), QueueDepth: ch.QueueDepth, BlockSize: ch.BlockSize,
 			Rule: ch.Rule, Reason: ch.Reason}

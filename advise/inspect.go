@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -145,7 +147,7 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 			}
 		default:
 			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: p,
-				Err: fmt.Errorf("not a regular file or directory (%s)", describeMode(st.Mode()))}}
+				Err: fmt.Errorf("%w or directory (%s)", engine.ErrNotRegular, describeMode(st.Mode()))}}
 		}
 		if l.stopped {
 			break
@@ -178,8 +180,8 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 			Err: fmt.Errorf("the file is empty: %w", ErrNothingToRead)}}
 	}
 	slices.Sort(l.sizes)
-	inv.Median = percentile(l.sizes, 0.5)
-	inv.P90 = percentile(l.sizes, 0.9)
+	inv.Median = stats.NearestRank(l.sizes, 0.5)
+	inv.P90 = stats.NearestRank(l.sizes, 0.9)
 	slices.SortFunc(l.sample, func(a, b sampled) int { return int(a.seq - b.seq) })
 	inv.sample = l.sample
 	return inv, nil
@@ -216,15 +218,6 @@ func joinPaths(paths []string) string {
 		s += ", " + units.QuotePath(p)
 	}
 	return s
-}
-
-// percentile returns the q-quantile of sorted (nearest rank).
-func percentile(sorted []int64, q float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(sorted)))
-	return sorted[min(i, len(sorted)-1)]
 }
 
 // lister accumulates the inventory.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -123,27 +124,17 @@ func (m *Measurement) summarize(kind Kind) {
 	if len(rates) == 0 {
 		return
 	}
-	m.Rate = median(rates)
-	m.RateMin, m.RateMax = slices.Min(rates), slices.Max(rates)
-	m.BytesPerS = median(bps)
+	m.Rate = stats.Median(rates)
+	m.RateMin, m.RateMax = stats.MinMax(rates)
+	m.BytesPerS = stats.Median(bps)
 	if kind == ManyFiles {
-		m.FilesPerS = median(fps)
+		m.FilesPerS = stats.Median(fps)
 		if len(cpu) > 0 {
-			m.CPUPer1kFiles = median(cpu)
+			m.CPUPer1kFiles = stats.Median(cpu)
 		}
 	} else if len(cpu) > 0 {
-		m.CPUPerGiB = median(cpu)
+		m.CPUPerGiB = stats.Median(cpu)
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // setRatios sets every measurement's Ratio against the baseline of its

@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/defaults"
 	"github.com/iopath/iopath/internal/panics"
 	"github.com/iopath/iopath/internal/unsized"
 	"github.com/iopath/iopath/metrics"
@@ -105,7 +106,7 @@ type Job struct {
 
 // Defaults.
 const (
-	DefaultDepth      = 64
+	DefaultDepth      = defaults.ManyDepth
 	DefaultBufferSize = 64 << 10
 	MaxWorkers        = 1024
 	MaxDepth          = 4096

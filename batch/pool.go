@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/iopath/iopath/internal/defaults"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -17,7 +18,7 @@ import (
 func init() { Register(poolEngine{}) }
 
 // DefaultPoolWorkers is the pool engine's goroutines when Job.Workers is 0.
-const DefaultPoolWorkers = 128
+const DefaultPoolWorkers = defaults.PoolWorkers
 
 type poolEngine struct{}
 

@@ -123,8 +123,9 @@ func (d *pseudoDirs) in(path string) bool {
 // ErrNotRegular is the error (inside an *fs.PathError) of a FIFO, socket
 // or device found by a directory walk, or reached through a symlink found
 // by one: such files are not read, because opening or reading them can
-// block forever.
-var ErrNotRegular = errors.New("not a regular file")
+// block forever. It is engine.ErrNotRegular (and iopath.ErrNotRegular):
+// the one such value of every package (see internal/sys).
+var ErrNotRegular = sys.ErrNotRegular
 
 // next returns the next chunk; ok is false when there are no more.
 func (f *feed) next() (chunk []item, ok bool) {

@@ -160,19 +160,7 @@ func uringSetupError(err error) error {
 // error when it ran short of a resource (EMFILE, ENOMEM), which is not a
 // reason to fall back.
 func uringSupported() error {
-	p := features.Probe()
-	if err := features.IOURingError(); err != nil {
-		if errors.Is(err, ErrNotSupported) {
-			return fmt.Errorf("io_uring: %w: %s", ErrNotSupported, p.IOURing.Reason)
-		}
-		return err
-	}
-	for _, op := range uringOps {
-		if !p.HasOp(op) {
-			return fmt.Errorf("io_uring: %w: the kernel (%s) does not support IORING_OP_%s", ErrNotSupported, p.Kernel, op)
-		}
-	}
-	return nil
+	return features.HaveOps(uringOps...) // "io_uring is not supported: <why>"
 }
 
 func (uringEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -79,17 +80,16 @@ func tickSlackPct(moved int, wall time.Duration) float64 {
 }
 
 // noisy says why a run is noisy ("" when it is not), and whether it was too
-// short to judge the CPU of other processes: their share must exceed the
-// threshold by more than slackPct, the sampling error, and a slack as large
-// as the threshold leaves nothing to judge.
+// short to judge the CPU of other processes: their share must exceed
+// NoisyCPUPct by more than slackPct, the sampling error (stats.Exceeds,
+// the generic rule; the cache check below is this package's own policy).
 func noisy(cache Cache, run Run, slackPct float64) (why string, unknown bool) {
 	if run.Error != "" {
 		return "", false
 	}
 	var reasons []string
-	if slackPct >= NoisyCPUPct {
-		unknown = true
-	} else if run.OtherCPUPct-slackPct > NoisyCPUPct {
+	over, unknown := stats.Exceeds(run.OtherCPUPct, NoisyCPUPct, slackPct)
+	if over {
 		reasons = append(reasons, fmt.Sprintf("other processes used %.0f%% of a core", run.OtherCPUPct))
 	}
 	if cache == Warm && run.ResidentBefore >= warmAtLeast && run.ResidentAfter < warmAtLeast {

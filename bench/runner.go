@@ -19,6 +19,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/fio"
 	"github.com/iopath/iopath/internal/outfile"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
@@ -631,17 +632,13 @@ func summarize(r *Result, hist *metrics.Histogram) {
 	if len(ok) == 0 {
 		return
 	}
-	f := func(get func(Run) float64) float64 { return medianOver(ok, get) }
+	f := func(get func(Run) float64) float64 { return stats.MedianOf(ok, get) }
 	// Counters are per pass over the file.
 	i := func(get func(Run) int64) int64 {
 		return int64(f(func(r Run) float64 { return float64(get(r)) / float64(max(r.Passes, 1)) }) + 0.5)
 	}
 	r.BytesPerS = f(func(x Run) float64 { return x.BytesPerS })
-	r.BytesPerSMin, r.BytesPerSMax = ok[0].BytesPerS, ok[0].BytesPerS
-	for _, run := range ok {
-		r.BytesPerSMin = min(r.BytesPerSMin, run.BytesPerS)
-		r.BytesPerSMax = max(r.BytesPerSMax, run.BytesPerS)
-	}
+	r.BytesPerSMin, r.BytesPerSMax = stats.MinMaxOf(ok, func(x Run) float64 { return x.BytesPerS })
 	r.IOPS = f(func(x Run) float64 { return float64(x.Blocks) / secs(x.WallNs) })
 	r.CPUSPerGiB = f(func(x Run) float64 {
 		if x.Bytes == 0 {
@@ -679,28 +676,6 @@ func summarize(r *Result, hist *metrics.Histogram) {
 }
 
 func secs(ns int64) float64 { return float64(max(ns, 1)) / 1e9 }
-
-// medianOver is the median of get over runs.
-func medianOver(runs []Run, get func(Run) float64) float64 {
-	v := make([]float64, len(runs))
-	for i, run := range runs {
-		v[i] = get(run)
-	}
-	return median(v)
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
 
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)

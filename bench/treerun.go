@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -31,7 +33,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 			return nil, err
 		}
 		if !st.Mode().IsRegular() {
-			return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Archive, Err: errors.New("the archive is not a regular file")}
+			return nil, &fs.PathError{Op: "bench --tree", Path: cfg.Archive, Err: fmt.Errorf("the archive is %w", engine.ErrNotRegular)}
 		}
 	}
 	files, size, err := treeFiles(cfg.Dir)
@@ -253,16 +255,12 @@ func summarizeTree(r *Result) {
 	if len(ok) == 0 {
 		return
 	}
-	per := func(get func(Run) float64) float64 { return medianOver(ok, get) }
+	per := func(get func(Run) float64) float64 { return stats.MedianOf(ok, get) }
 	fps := func(x Run) float64 { return float64(x.Blocks) / secs(x.WallNs) }
 	r.Files = int64(per(func(x Run) float64 { return float64(x.Blocks) / float64(max(x.Passes, 1)) }) + 0.5)
 	r.FileErrors = int64(per(func(x Run) float64 { return float64(x.Errors) / float64(max(x.Passes, 1)) }) + 0.5)
 	r.FilesPerS = per(fps)
-	r.FilesPerSMin, r.FilesPerSMax = fps(ok[0]), fps(ok[0])
-	for _, x := range ok {
-		r.FilesPerSMin = min(r.FilesPerSMin, fps(x))
-		r.FilesPerSMax = max(r.FilesPerSMax, fps(x))
-	}
+	r.FilesPerSMin, r.FilesPerSMax = stats.MinMaxOf(ok, fps)
 	r.SyscallsPerFile = per(func(x Run) float64 { return float64(x.Syscalls) / float64(x.Blocks) })
 	r.CPUSPer1kFiles = per(func(x Run) float64 { return float64(x.UserNs+x.SysNs) / 1e9 / float64(x.Blocks) * 1000 })
 	r.CSwPerFile = per(func(x Run) float64 { return float64(x.NVCSw+x.NIVCSw) / float64(x.Blocks) })

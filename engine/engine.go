@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/defaults"
 	"github.com/iopath/iopath/metrics"
 )
 
@@ -45,7 +46,7 @@ func ParsePattern(s string) (Pattern, error) {
 // Defaults used when a Job leaves a field zero.
 const (
 	DefaultBlockSize  = 128 << 10
-	DefaultQueueDepth = 32
+	DefaultQueueDepth = defaults.QueueDepth
 	DefaultVectors    = 4
 	DefaultSeed       = 0x10fa7
 )

@@ -11,8 +11,10 @@ import (
 )
 
 // ErrNotRegular is returned (inside an *fs.PathError) for directories,
-// devices, FIFOs and sockets: engines read regular files only.
-var ErrNotRegular = errors.New("not a regular file")
+// devices, FIFOs and sockets: engines read regular files only. It is the
+// one such value of every package (iopath.ErrNotRegular,
+// batch.ErrNotRegular, ...: see internal/sys).
+var ErrNotRegular = sys.ErrNotRegular
 
 // ErrChanged is returned (inside an *fs.PathError) when a file shrinks or
 // changes under a reader: a short read before the size seen at open, or a

@@ -32,7 +32,7 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := features.IOURingError(); err != nil {
+	if err := features.HaveOps(); err != nil {
 		return nil, UringError(err)
 	}
 	a, err := newArena(job.Workers*job.QueueDepth, job.BlockSize, job.Direct)
@@ -61,7 +61,7 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 }
 
 // UringError puts an error from setting up or driving an io_uring ring,
-// or features.IOURingError's, into this package's vocabulary: a refusal
+// or features.HaveOps's, into this package's vocabulary: a refusal
 // by policy or absence (features.Classify: EPERM, EACCES, ENOSYS) becomes
 // a *NotSupportedError for "io_uring" with the probe's reason, and makes
 // the probe say io_uring is unavailable from then on; any other error,

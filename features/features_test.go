@@ -45,8 +45,41 @@ func TestProbeAvailable(t *testing.T) {
 	if r.Kernel == "" || r.PageSize <= 0 || r.MemlockBytes == 0 {
 		t.Errorf("kernel %q page size %d memlock %d", r.Kernel, r.PageSize, r.MemlockBytes)
 	}
-	if err := IOURingError(); err != nil {
-		t.Errorf("IOURingError = %v while available", err)
+	if err := HaveOps(); err != nil {
+		t.Errorf("HaveOps() = %v while available", err)
+	}
+}
+
+// TestHaveOps: opcodes the kernel has pass, one it lacks is named in an
+// error that wraps ErrNotSupported, and io_uring refused (DisableEnv)
+// comes before any opcode. Skips only when the probe says io_uring is
+// not supported here.
+func TestHaveOps(t *testing.T) {
+	if err := HaveOps(); err != nil {
+		if errors.Is(err, ErrNotSupported) {
+			t.Skipf("io_uring not supported here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if err := HaveOps("NOP", "READ"); err != nil {
+		t.Errorf("HaveOps(NOP, READ) = %v", err)
+	}
+	r := Probe()
+	lacking := &Report{IOURing: r.IOURing, Kernel: r.Kernel, Ops: []string{"NOP"}}
+	probeMu.Lock()
+	saved := cached
+	cached = lacking
+	probeMu.Unlock()
+	t.Cleanup(func() { probeMu.Lock(); cached = saved; probeMu.Unlock() })
+	err := HaveOps("NOP", "SENDMSG", "READ")
+	var me *MissingOpError
+	if !errors.Is(err, ErrNotSupported) || !errors.As(err, &me) || me.Op != "SENDMSG" ||
+		!strings.Contains(err.Error(), "IORING_OP_SENDMSG") || !strings.Contains(err.Error(), r.Kernel) {
+		t.Errorf("HaveOps with SENDMSG missing = %v", err)
+	}
+	t.Setenv(DisableEnv, "1")
+	if err := HaveOps("SENDMSG"); !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), DisableEnv) {
+		t.Errorf("HaveOps with %s=1 = %v, want the refusal first", DisableEnv, err)
 	}
 }
 
@@ -56,10 +89,10 @@ func TestProbeDisabledByEnv(t *testing.T) {
 	if r.IOURing.Available || r.IOURing.Reason != "disabled by IOPATH_DISABLE_IO_URING=1" {
 		t.Errorf("with %s=1: %+v", DisableEnv, r.IOURing)
 	}
-	err := IOURingError()
+	err := HaveOps()
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), DisableEnv) {
-		t.Errorf("IOURingError = %v", err)
+		t.Errorf("HaveOps() = %v", err)
 	}
 	// Not cached: unset, it is available again (when the kernel allows).
 	t.Setenv(DisableEnv, "0")
@@ -221,8 +254,8 @@ func TestClassify(t *testing.T) {
 			if u := Probe().IOURing; u.Available || u != ue.IOURing {
 				t.Errorf("Probe after the refusal: %+v, want %+v", u, ue.IOURing)
 			}
-			if err := IOURingError(); !errors.Is(err, ErrNotSupported) {
-				t.Errorf("IOURingError after the refusal: %v", err)
+			if err := HaveOps(); !errors.Is(err, ErrNotSupported) {
+				t.Errorf("HaveOps after the refusal: %v", err)
 			}
 		})
 	}
@@ -267,14 +300,14 @@ func TestProbeForbiddenChild(t *testing.T) {
 			t.Errorf("reason %q lacks %q", u.Reason, w)
 		}
 	}
-	if err := IOURingError(); !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), call) {
-		t.Errorf("IOURingError = %v", err)
+	if err := HaveOps(); !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), call) {
+		t.Errorf("HaveOps() = %v", err)
 	}
 }
 
 // A probe that ran short of a resource says so with that error, which
 // does not wrap ErrNotSupported: nothing falls back from a limit.
-func TestIOURingErrorResource(t *testing.T) {
+func TestHaveOpsResource(t *testing.T) {
 	t.Setenv(DisableEnv, "")
 	keepProbe(t)
 	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, sys.ENOMEM} {
@@ -285,9 +318,9 @@ func TestIOURingErrorResource(t *testing.T) {
 		probeMu.Lock()
 		cached = &Report{IOURing: u}
 		probeMu.Unlock()
-		err := IOURingError()
+		err := HaveOps()
 		if !errors.Is(err, errno) || errors.Is(err, ErrNotSupported) {
-			t.Errorf("%v: IOURingError = %v; want it to wrap %v and not ErrNotSupported", errno, err, errno)
+			t.Errorf("%v: HaveOps() = %v; want it to wrap %v and not ErrNotSupported", errno, err, errno)
 		}
 	}
 }

@@ -32,7 +32,7 @@ type IOURing struct {
 
 	// err is the failure when it was not a refusal (a resource ran
 	// short, or something unexpected): such an answer is not cached,
-	// and IOURingError wraps err rather than ErrNotSupported.
+	// and HaveOps wraps err rather than ErrNotSupported.
 	err error
 }
 
@@ -118,21 +118,65 @@ func conclusive(r *Report) bool {
 
 // ErrNotSupported is wrapped by every error that says a path cannot run
 // in this kernel, process or configuration (io_uring refused, an opcode
-// missing, O_DIRECT refused). It is iopath's one such sentinel:
-// engine.ErrNotSupported, batch.ErrNotSupported, netio.ErrNotSupported
-// and iopath.ErrNotSupported are this value.
-var ErrNotSupported = errors.New("not supported")
+// missing, O_DIRECT refused). It is iopath's one such sentinel, defined
+// in internal/sys (see there why): engine.ErrNotSupported,
+// batch.ErrNotSupported, netio.ErrNotSupported and iopath.ErrNotSupported
+// are this value.
+var ErrNotSupported = sys.ErrNotSupported
 
-// IOURingError returns nil when io_uring is available, or an
-// *UnavailableError saying why not. engine.UringError puts it into an
+// HaveOps is the one answer to "can this process use io_uring, with these
+// opcodes": ops are names without IORING_OP_ ("READ_FIXED", "SENDMSG");
+// none asks about io_uring alone. It returns nil when Probe found io_uring
+// usable and the kernel supporting every op; otherwise
+//
+//   - an *UnavailableError when io_uring itself cannot be used: it wraps
+//     ErrNotSupported with the probe's reason for a refusal (seccomp, the
+//     sysctl, a kernel without io_uring, DisableEnv), or the probe's own
+//     error when it ran short of a resource (EMFILE, ENOMEM), which is
+//     not a reason to fall back;
+//   - a *MissingOpError, which wraps ErrNotSupported, naming the first op
+//     of ops that the kernel lacks.
+//
+// The answer comes from Probe, which caches only a conclusive answer (as
+// cilium/ebpf's feature probes do): a resource error is probed again at
+// the next call. engine.UringError puts the error into an
 // *engine.NotSupportedError.
-func IOURingError() error {
-	u := Probe().IOURing
-	if u.Available {
-		return nil
+//
+// A caller that needs more than opcodes (a request that the kernel knows
+// but must also behave: netio's multishot receive with byte limits) asks
+// HaveOps first and then tries the request itself.
+func HaveOps(ops ...string) error {
+	r := Probe()
+	if u := r.IOURing; !u.Available {
+		return &UnavailableError{IOURing: u, Err: u.err}
 	}
-	return &UnavailableError{IOURing: u, Err: u.err}
+	for _, op := range ops {
+		if !r.HasOp(op) {
+			return &MissingOpError{Op: op, Kernel: r.Kernel, Known: len(r.Ops) > 0}
+		}
+	}
+	return nil
 }
+
+// MissingOpError says that io_uring works here but the kernel lacks an
+// opcode. It wraps ErrNotSupported.
+type MissingOpError struct {
+	Op     string // without IORING_OP_: "SENDMSG"
+	Kernel string // uname release
+	// Known is false when the kernel did not list its opcodes
+	// (IORING_REGISTER_PROBE came in Linux 5.6), so that none is known.
+	Known bool
+}
+
+func (e *MissingOpError) Error() string {
+	if !e.Known {
+		return fmt.Sprintf("io_uring is not supported: kernel %s does not list its opcodes (IORING_REGISTER_PROBE, Linux 5.6), so IORING_OP_%s cannot be relied on", e.Kernel, e.Op)
+	}
+	return fmt.Sprintf("io_uring is not supported: kernel %s lacks IORING_OP_%s", e.Kernel, e.Op)
+}
+
+// Is makes errors.Is(err, ErrNotSupported) true.
+func (e *MissingOpError) Is(target error) bool { return target == ErrNotSupported }
 
 // UnavailableError says why io_uring cannot be used. When io_uring is
 // refused (a seccomp profile, the sysctl, a kernel without it,

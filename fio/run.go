@@ -3,7 +3,6 @@ package fio
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,11 +13,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // ErrNotRegular is returned (inside an *fs.PathError) when the job's file
 // is a directory, device, FIFO or socket: iopath reads regular files only.
-var ErrNotRegular = errors.New("not a regular file")
+// It is the one such value of every package (iopath.ErrNotRegular,
+// engine.ErrNotRegular, ...: see internal/sys).
+var ErrNotRegular = sys.ErrNotRegular
 
 // killGrace is how long a cancelled fio has to stop its jobs and exit
 // before they are killed. fio obeys SIGTERM within milliseconds when it

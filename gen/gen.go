@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/internal/outfile"
@@ -179,9 +178,9 @@ func TempFile(ctx context.Context, dir string, size int64, opts Options) (string
 func checkTarget(path string, st fs.FileInfo) error {
 	switch {
 	case st.IsDir():
-		return &fs.PathError{Op: "gen", Path: path, Err: syscall.EISDIR}
+		return &fs.PathError{Op: "gen", Path: path, Err: sys.EISDIR}
 	case !st.Mode().IsRegular():
-		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
+		return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w (%s)", sys.ErrNotRegular, st.Mode().Type())}
 	}
 	return nil
 }
@@ -205,7 +204,7 @@ func checkSpace(path, dir string, need int64) error {
 		return nil
 	}
 	return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w: need %s, %s available in %s",
-		syscall.ENOSPC, units.FormatSize(need), units.FormatSize(int64(avail)), dir)}
+		sys.ENOSPC, units.FormatSize(need), units.FormatSize(int64(avail)), dir)}
 }
 
 // write writes size bytes of the stream selected by seed to w, in chunks of

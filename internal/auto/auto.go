@@ -1,15 +1,13 @@
 package auto
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
 
-	"github.com/iopath/iopath/batch"
-	"github.com/iopath/iopath/engine"
-	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -63,9 +61,9 @@ type Workload struct {
 
 // Choice is how to read a Workload.
 type Choice struct {
-	// Engine is an engine.Names() name ("read", "pread", "readv", "mmap",
-	// "io_uring") for WholeFile, Blocks and Positioned, and a batch.Names()
-	// name ("readfile", "pool", "raw", "io_uring") for ManyFiles.
+	// Engine is one of Engines.File ("read", "pread", "readv", "mmap",
+	// "io_uring") for WholeFile, Blocks and Positioned, and one of
+	// Engines.Many ("readfile", "pool", "raw", "io_uring") for ManyFiles.
 	Engine string
 	// Workers is the number of goroutines (io_uring: rings), >= 1.
 	Workers int
@@ -82,11 +80,25 @@ type Choice struct {
 	Reason string
 }
 
+// Engines is what the packages above auto tell it: auto is under engine,
+// batch and features (nothing under internal/ imports a package above
+// it), so their registries and their probe are passed in, not imported.
+// The root package and advise fill it with engine.Names(),
+// batch.Names() and features.HaveOps.
+type Engines struct {
+	// File are the one-file engines' names (engine.Names()).
+	File []string
+	// Many are the many-files engines' names (batch.Names()).
+	Many []string
+	// IOURing answers whether io_uring can run with the opcodes named
+	// (features.HaveOps): nil when it can, or why not. nil is taken as
+	// "io_uring unavailable: not probed".
+	IOURing func(ops ...string) error
+}
+
 // Env is what the rules may look at besides the workload; tests inject it.
 type Env struct {
-	// Probe is what the kernel and process support. nil is taken as
-	// "io_uring unavailable: not probed".
-	Probe *features.Report
+	Engines
 	// GOMAXPROCS is how many goroutines may run at once; < 1 is taken as 1.
 	GOMAXPROCS int
 	// Override is the value of IOPATH_ENGINE ("" = none).
@@ -102,11 +114,11 @@ const EnvEngine = "IOPATH_ENGINE"
 // RuleOverride is Choice.Rule when IOPATH_ENGINE decided.
 const RuleOverride = "override"
 
-// CurrentEnv returns this process's Env: features.Probe(),
+// CurrentEnv returns this process's Env: the engines e (see Engines),
 // runtime.GOMAXPROCS(0) and the value of IOPATH_ENGINE.
-func CurrentEnv() Env {
+func CurrentEnv(e Engines) Env {
 	return Env{
-		Probe:      features.Probe(),
+		Engines:    e,
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Override:   strings.TrimSpace(os.Getenv(EnvEngine)),
 	}
@@ -127,7 +139,7 @@ func Choose(w Workload, env Env) Choice {
 	return override(w, env, c)
 }
 
-// Decide measures what Choose needs and then calls Choose(w, CurrentEnv()).
+// Decide measures what Choose needs and then calls Choose(w, CurrentEnv(e)).
 //
 // For one file it finds the size when w.Size <= 0 (fstat), and when
 // w.Resident < 0 and the choice depends on it (Choose with the data cached
@@ -139,8 +151,8 @@ func Choose(w Workload, env Env) Choice {
 // it). A file that cannot be measured (missing, no permission, not a
 // regular file) does not fail Decide: what it could not measure stays
 // unknown, and the engine reports the error when it reads.
-func Decide(w Workload) Choice {
-	env := CurrentEnv()
+func Decide(w Workload, e Engines) Choice {
+	env := CurrentEnv(e)
 	if w.Kind == ManyFiles {
 		if w.Resident < 0 && dependsOnResidency(w, env) {
 			s := sampleFiles(w.Paths)
@@ -189,42 +201,38 @@ func normalize(env Env) Env {
 	if env.GOMAXPROCS < 1 {
 		env.GOMAXPROCS = 1
 	}
-	if env.Probe == nil {
-		env.Probe = &features.Report{IOURing: features.IOURing{Reason: "io_uring was not probed"}}
+	if env.IOURing == nil {
+		env.IOURing = func(...string) error { return errNotProbed }
 	}
 	env.Override = strings.TrimSpace(env.Override)
 	return env
 }
+
+// errNotProbed is why io_uring is unavailable in an Env without a probe.
+var errNotProbed = errors.New("io_uring was not probed")
 
 // batchUringOps are the opcodes the batch io_uring engine's chains use
 // (batch/uring.go); it refuses to run without any of them.
 var batchUringOps = []string{"OPENAT", "STATX", "READ_FIXED", "READ", "CLOSE", "ASYNC_CANCEL"}
 
 // uringUnavailable returns "" when the io_uring engine for kind can run in
-// env, or a sentence saying why not, taken from the probe.
+// env, or a sentence saying why not, from the probe (env.IOURing).
 func uringUnavailable(kind Kind, env Env) string {
-	p := env.Probe
-	if !p.IOURing.Available {
-		reason := p.IOURing.Reason
-		if reason == "" {
-			reason = "the probe gave no reason"
+	why := func(err error) string {
+		if err == nil {
+			return ""
 		}
-		return "io_uring is unavailable (" + reason + ")"
+		return err.Error()
 	}
 	if kind == ManyFiles {
-		for _, op := range batchUringOps {
-			if !p.HasOp(op) {
-				return fmt.Sprintf("io_uring lacks IORING_OP_%s in kernel %s", op, p.Kernel)
-			}
-		}
-		return ""
+		return why(env.IOURing(batchUringOps...))
 	}
 	// engine/uring.go reads with READ_FIXED into registered buffers and
-	// falls back to READ when registration is refused.
-	if !p.HasOp("READ_FIXED") && !p.HasOp("READ") {
-		return fmt.Sprintf("io_uring lacks IORING_OP_READ and IORING_OP_READ_FIXED in kernel %s", p.Kernel)
+	// falls back to READ when registration is refused: either will do.
+	if env.IOURing("READ_FIXED") == nil {
+		return ""
 	}
-	return ""
+	return why(env.IOURing("READ"))
 }
 
 // unavailable returns "" when engine name can run for w in env, or why not.
@@ -245,7 +253,7 @@ func override(w Workload, env Env, c Choice) Choice {
 		c.Reason = fmt.Sprintf("%s=%s ignored: %s; %s", EnvEngine, name, why, c.Reason)
 		return c
 	}
-	if why := validFor(w.Kind, name); why != "" {
+	if why := validFor(w.Kind, env, name); why != "" {
 		return ignored(why)
 	}
 	if why := unavailable(w, env, name); why != "" {
@@ -263,35 +271,35 @@ func override(w Workload, env Env, c Choice) Choice {
 
 // validFor returns "" when name is an engine a caller of kind can use, or
 // why not.
-func validFor(kind Kind, name string) string {
+func validFor(kind Kind, env Env, name string) string {
 	if kind == ManyFiles {
 		if name == "archive" {
 			return "the archive engine reads a packed archive, not the files given"
 		}
-		if slices.Contains(batch.Names(), name) {
+		if slices.Contains(env.Many, name) {
 			return ""
 		}
-		if slices.Contains(engine.Names(), name) {
-			return fmt.Sprintf("%q is an engine for one file; many files take one of %s", name, strings.Join(batchNames(), ", "))
+		if slices.Contains(env.File, name) {
+			return fmt.Sprintf("%q is an engine for one file; many files take one of %s", name, strings.Join(batchNames(env), ", "))
 		}
-		return fmt.Sprintf("no such engine; many files take one of %s", strings.Join(batchNames(), ", "))
+		return fmt.Sprintf("no such engine; many files take one of %s", strings.Join(batchNames(env), ", "))
 	}
 	if name == "null" {
 		return "the null engine delivers no data"
 	}
-	if slices.Contains(engine.Names(), name) {
+	if slices.Contains(env.File, name) {
 		return ""
 	}
-	if slices.Contains(batch.Names(), name) {
-		return fmt.Sprintf("%q is an engine for many files; one file takes one of %s", name, strings.Join(fileNames(), ", "))
+	if slices.Contains(env.Many, name) {
+		return fmt.Sprintf("%q is an engine for many files; one file takes one of %s", name, strings.Join(fileNames(env), ", "))
 	}
-	return fmt.Sprintf("no such engine; one file takes one of %s", strings.Join(fileNames(), ", "))
+	return fmt.Sprintf("no such engine; one file takes one of %s", strings.Join(fileNames(env), ", "))
 }
 
 // fileNames are the engine names a one-file Choice may carry.
-func fileNames() []string {
+func fileNames(env Env) []string {
 	var out []string
-	for _, n := range engine.Names() {
+	for _, n := range env.File {
 		if n != "null" {
 			out = append(out, n)
 		}
@@ -300,9 +308,9 @@ func fileNames() []string {
 }
 
 // batchNames are the batch engine names a ManyFiles Choice may carry.
-func batchNames() []string {
+func batchNames(env Env) []string {
 	var out []string
-	for _, n := range batch.Names() {
+	for _, n := range env.Many {
 		if n != "archive" {
 			out = append(out, n)
 		}

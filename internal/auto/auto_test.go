@@ -1,10 +1,14 @@
 package auto
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/batch"
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"go.uber.org/goleak"
 )
@@ -14,9 +18,37 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // allOps are the io_uring opcodes the engines use.
 var allOps = []string{"NOP", "READ", "READ_FIXED", "OPENAT", "STATX", "CLOSE", "ASYNC_CANCEL"}
 
+// realEngines is what the root package tells auto: the registries and
+// the probe of this process.
+func realEngines() Engines {
+	return Engines{File: engine.Names(), Many: batch.Names(), IOURing: features.HaveOps}
+}
+
+// fakeURing answers as features.HaveOps would on a kernel 6.18.0 with
+// the opcodes have; a nil have is io_uring refused with noUringReason.
+func fakeURing(have []string) func(ops ...string) error {
+	return func(ops ...string) error {
+		if have == nil {
+			return errors.New("io_uring is not supported: " + noUringReason)
+		}
+		for _, op := range ops {
+			if !slices.Contains(have, op) {
+				return fmt.Errorf("io_uring is not supported: kernel 6.18.0 lacks IORING_OP_%s", op)
+			}
+		}
+		return nil
+	}
+}
+
+// testEngines is Engines with the engine names of this build and a fake
+// probe that has the opcodes have.
+func testEngines(have []string) Engines {
+	return Engines{File: engine.Names(), Many: batch.Names(), IOURing: fakeURing(have)}
+}
+
 // withUring is an Env where io_uring works, with g procs.
 func withUring(g int) Env {
-	return Env{Probe: &features.Report{IOURing: features.IOURing{Available: true}, Ops: allOps, Kernel: "6.18.0"}, GOMAXPROCS: g}
+	return Env{Engines: testEngines(allOps), GOMAXPROCS: g}
 }
 
 // noUringReason is the probe's reason in withoutUring.
@@ -24,20 +56,12 @@ const noUringReason = "io_uring_setup: operation not permitted (kernel.io_uring_
 
 // withoutUring is an Env where io_uring cannot be set up, with g procs.
 func withoutUring(g int) Env {
-	return Env{Probe: &features.Report{IOURing: features.IOURing{Errno: "EPERM", Reason: noUringReason}, Kernel: "6.18.0"}, GOMAXPROCS: g}
+	return Env{Engines: testEngines(nil), GOMAXPROCS: g}
 }
 
 // withoutOp is an Env where io_uring works without opcode op.
 func withoutOp(g int, op string) Env {
-	env := withUring(g)
-	var ops []string
-	for _, o := range allOps {
-		if o != op {
-			ops = append(ops, o)
-		}
-	}
-	env.Probe.Ops = ops
-	return env
+	return Env{Engines: testEngines(slices.DeleteFunc(slices.Clone(allOps), func(o string) bool { return o == op })), GOMAXPROCS: g}
 }
 
 func testEnvs() []Env {
@@ -49,8 +73,8 @@ func testEnvs() []Env {
 
 func describe(env Env) string {
 	u := "no probe"
-	if env.Probe != nil {
-		u = fmt.Sprintf("io_uring %v ops %v", env.Probe.IOURing.Available, env.Probe.Ops)
+	if env.IOURing != nil {
+		u = fmt.Sprintf("io_uring with the engines' ops: %v", env.IOURing(allOps...))
 	}
 	return fmt.Sprintf("env{GOMAXPROCS %d, %s, override %q}", env.GOMAXPROCS, u, env.Override)
 }
@@ -147,7 +171,7 @@ func TestRules(t *testing.T) {
 			want{rule: "many-uncached", engine: "io_uring", workers: 1, qd: manyDepth}},
 		{"procs-1-big-uncached", Workload{Kind: Blocks, Size: big, Resident: 0}, withUring(1),
 			want{rule: "big-uncached", engine: "pread", workers: 1}},
-		{"procs-0", Workload{Kind: Positioned, Size: big, Resident: 0.5}, Env{Probe: withUring(1).Probe},
+		{"procs-0", Workload{Kind: Positioned, Size: big, Resident: 0.5}, Env{Engines: withUring(1).Engines},
 			want{rule: "positioned", engine: "io_uring", workers: 1, qd: uringQD}},
 		{"procs-64-big", Workload{Kind: Blocks, Size: big, Resident: 1}, withUring(64),
 			want{rule: "big-cached", engine: "mmap", workers: maxCPUWorkers}},
@@ -164,8 +188,8 @@ func TestRules(t *testing.T) {
 		{"no-read-fixed-one-file", Workload{Kind: Blocks, Size: big, Direct: true}, withoutOp(2, "READ_FIXED"),
 			want{rule: "direct", engine: "io_uring", workers: 1, qd: uringQD}},
 		{"no-read-at-all", Workload{Kind: Blocks, Size: big, Direct: true}, func() Env {
-			env := withoutOp(2, "READ_FIXED")
-			env.Probe.Ops = env.Probe.Ops[:1] // NOP only
+			env := withUring(2)
+			env.IOURing = fakeURing([]string{"NOP"})
 			return env
 		}(), want{rule: "direct-no-uring", engine: "pread", workers: 2, bs: directBlock, reason: []string{"IORING_OP_READ"}}},
 	}
@@ -239,16 +263,16 @@ func TestOverride(t *testing.T) {
 // probe, and that Decide follows both.
 func TestCurrentEnv(t *testing.T) {
 	t.Setenv(EnvEngine, "readv")
-	env := CurrentEnv()
-	if env.Override != "readv" || env.Probe == nil || env.GOMAXPROCS < 1 {
-		t.Fatalf("CurrentEnv() = %s", describe(env))
+	env := CurrentEnv(realEngines())
+	if env.Override != "readv" || env.IOURing == nil || env.GOMAXPROCS < 1 {
+		t.Fatalf("CurrentEnv(realEngines()) = %s", describe(env))
 	}
-	if c := Decide(Workload{Kind: Blocks, Size: big, Resident: 1}); c.Engine != "readv" || c.Rule != RuleOverride {
+	if c := Decide(Workload{Kind: Blocks, Size: big, Resident: 1}, realEngines()); c.Engine != "readv" || c.Rule != RuleOverride {
 		t.Errorf("Decide with %s=readv: %+v", EnvEngine, c)
 	}
 	t.Setenv(EnvEngine, "")
 	t.Setenv(features.DisableEnv, "1")
-	c := Decide(Workload{Kind: ManyFiles, Resident: 0})
+	c := Decide(Workload{Kind: ManyFiles, Resident: 0}, realEngines())
 	if c.Engine == "io_uring" || !strings.Contains(c.Reason, features.DisableEnv) {
 		t.Errorf("Decide with %s=1: %+v; want no io_uring and the reason", features.DisableEnv, c)
 	}

@@ -328,7 +328,7 @@ func runFile(b *testing.B, fb fileBench, cands []candidate) {
 				}
 				var p engine.Prepared
 				if c.choice {
-					choice = Decide(fb.w)
+					choice = Decide(fb.w, realEngines())
 					b.StopTimer()
 					p = prepare(b, choice.Engine, choice.Workers, choice.QueueDepth, choice.BlockSize)
 					b.StartTimer()
@@ -575,7 +575,7 @@ func runTree(b *testing.B, tb treeBench, cands []candidate) {
 				}
 				cpu.start()
 				if c.choice {
-					choice = Decide(w)
+					choice = Decide(w, realEngines())
 					readTree(b, ctx, choice.Engine, choice.Workers, choice.QueueDepth, tb.dir, n)
 				} else {
 					readTree(b, ctx, c.engine, c.workers, c.qd, tb.dir, n)
@@ -684,11 +684,11 @@ func BenchmarkDecide(b *testing.B) {
 		{fmt.Sprintf("list-%dk", n/1000), Workload{Kind: ManyFiles, Paths: files, Resident: -1}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			CurrentEnv() // the probe runs once per process; not Decide's cost
+			CurrentEnv(realEngines()) // the probe runs once per process; not Decide's cost
 			var times []time.Duration
 			for b.Loop() {
 				t := time.Now()
-				Decide(tc.w)
+				Decide(tc.w, realEngines())
 				times = append(times, time.Since(t))
 			}
 			slices.Sort(times)

@@ -23,13 +23,13 @@ func TestDecideOneFile(t *testing.T) {
 	for _, kind := range []Kind{WholeFile, Blocks, Positioned} {
 		t.Run(kind.String(), func(t *testing.T) {
 			w := Workload{Kind: kind, Path: path, Resident: -1}
-			warm := Decide(w)
-			if want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 1}, CurrentEnv()); warm != want {
+			warm := Decide(w, realEngines())
+			if want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 1}, CurrentEnv(realEngines())); warm != want {
 				t.Errorf("cached file: Decide = %+v, want Choose with Resident 1 = %+v", warm, want)
 			}
 			drop(t, path, 0, 0)
-			cold := Decide(w)
-			if want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 0}, CurrentEnv()); cold != want {
+			cold := Decide(w, realEngines())
+			if want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 0}, CurrentEnv(realEngines())); cold != want {
 				t.Errorf("dropped file: Decide = %+v, want Choose with Resident 0 = %+v", cold, want)
 			}
 			// Reading it back makes it cached again for the next kind.
@@ -46,7 +46,7 @@ func TestDecideUnknown(t *testing.T) {
 	t.Setenv(EnvEngine, "")
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing")
-	env := CurrentEnv()
+	env := CurrentEnv(realEngines())
 	for _, w := range []Workload{
 		{Kind: WholeFile, Path: missing, Resident: -1},
 		{Kind: Blocks, Path: dir, Resident: -1},
@@ -54,7 +54,7 @@ func TestDecideUnknown(t *testing.T) {
 		{Kind: ManyFiles, Paths: []string{missing, filepath.Join(missing, "x")}, Resident: -1},
 		{Kind: ManyFiles, Resident: -1},
 	} {
-		got := Decide(w)
+		got := Decide(w, realEngines())
 		if want := Choose(w, env); got != want {
 			t.Errorf("%v %q: Decide = %+v, want Choose with nothing measured = %+v", w.Kind, w.Path, got, want)
 		}
@@ -86,9 +86,9 @@ func TestDecideManyFiles(t *testing.T) {
 			t.Errorf("cached %d paths: sample %+v, want >= 16 files, median 4096, resident ~1", len(paths), s)
 		}
 	}
-	env := CurrentEnv()
+	env := CurrentEnv(realEngines())
 	w := Workload{Kind: ManyFiles, Paths: []string{dir}, Resident: -1}
-	if got, want := Decide(w), Choose(Workload{Kind: ManyFiles, Paths: w.Paths, Size: 4096, Resident: 1}, env); got != want {
+	if got, want := Decide(w, realEngines()), Choose(Workload{Kind: ManyFiles, Paths: w.Paths, Size: 4096, Resident: 1}, env); got != want {
 		t.Errorf("cached tree: Decide = %+v, want %+v", got, want)
 	}
 	for _, f := range files {
@@ -99,7 +99,7 @@ func TestDecideManyFiles(t *testing.T) {
 			t.Errorf("dropped %d paths: sample %+v, want resident ~0", len(paths), s)
 		}
 	}
-	if got, want := Decide(w), Choose(Workload{Kind: ManyFiles, Paths: w.Paths, Size: 4096, Resident: 0}, env); got != want {
+	if got, want := Decide(w, realEngines()), Choose(Workload{Kind: ManyFiles, Paths: w.Paths, Size: 4096, Resident: 0}, env); got != want {
 		t.Errorf("dropped tree: Decide = %+v, want %+v", got, want)
 	}
 }
@@ -180,7 +180,7 @@ func TestDecideReadOnly(t *testing.T) {
 			{Kind: ManyFiles, Paths: []string{dir}, Resident: -1},
 			{Kind: ManyFiles, Paths: []string{path, small}, Resident: -1},
 		} {
-			Decide(w)
+			Decide(w, realEngines())
 		}
 	}
 	if got := testenv.OpenFDs(t); got != fds {

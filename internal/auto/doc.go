@@ -3,7 +3,8 @@
 // depth and block size, from the shape of the access (Kind), the file's
 // size or the files' median size, whether the data is in the page cache
 // (mincore on a bounded sample), O_DIRECT, and what the kernel and process
-// support (features.Probe, GOMAXPROCS).
+// support (features.HaveOps, passed in by the caller: see Engines;
+// GOMAXPROCS).
 //
 // Every rule is in one table (rules.go), each with the measurement that
 // justifies it; docs/auto.md lists them with the commands and figures.

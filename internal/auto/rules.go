@@ -1,6 +1,10 @@
 package auto
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/iopath/iopath/internal/defaults"
+)
 
 // Every rule Auto applies is in the table below, tried in order; the
 // first whose condition holds and whose engine can run here decides. Each
@@ -43,14 +47,15 @@ const (
 	// and 64 registered 64 KiB buffers): ×2 read 85k–106k files/s, ×4 90k,
 	// ×1 66k–72k.
 	maxRings = 4
-	// uringQD is io_uring's reads in flight per ring for one file.
-	uringQD = 32
-	// manyDepth is batch io_uring's files in flight per ring
-	// (batch.DefaultDepth).
-	manyDepth = 64
-	// poolWorkers is the pool engine's goroutines (batch.DefaultPoolWorkers),
-	// used when IOPATH_ENGINE=pool.
-	poolWorkers = 128
+	// uringQD is io_uring's reads in flight per ring for one file: the
+	// engine's default.
+	uringQD = defaults.QueueDepth
+	// manyDepth is batch io_uring's files in flight per ring: the
+	// engine's default.
+	manyDepth = defaults.ManyDepth
+	// poolWorkers is the pool engine's goroutines, used when
+	// IOPATH_ENGINE=pool: the engine's default.
+	poolWorkers = defaults.PoolWorkers
 	// directBlock is the block size of pread with O_DIRECT: larger reads
 	// keep the device busier between calls (pread ×2 1 MiB: 0.98 GiB/s;
 	// 128 KiB ×8: 0.84).

@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -131,4 +132,44 @@ func (b *BufRing) Close() error {
 	sys.Munmap(b.ringMem)
 	sys.Munmap(b.bufMem)
 	return err
+}
+
+// Position returns where the next Recycle puts its buffer in the ring:
+// the entry index, counting from the ring's start and wrapping at 2^16.
+// A buffer's position is its place in the order the kernel takes buffers.
+func (b *BufRing) Position() uint16 { return b.tail }
+
+// RegisterBufRingEmpty is RegisterBufRing without handing any buffer to
+// the kernel: the caller gives buffers with Recycle and Publish as it sees
+// fit. A caller that keeps the ring shallow, and gives back the buffers it
+// used last first, has the kernel fill buffers still in the CPU's cache,
+// where a full ring would cycle through all of its buffers' memory.
+func (r *Ring) RegisterBufRingEmpty(group uint16, entries int, size int) (*BufRing, error) {
+	if entries <= 0 || entries > MaxBufRingEntries || entries&(entries-1) != 0 {
+		return nil, fmt.Errorf("io_uring buffer ring: %d entries, want a power of two up to %d", entries, MaxBufRingEntries)
+	}
+	if size <= 0 || size > 1<<30 {
+		return nil, fmt.Errorf("io_uring buffer ring: buffer size %d", size)
+	}
+	ringMem, err := sys.MmapAnon(entries * int(unsafe.Sizeof(bufEntry{})))
+	if err != nil {
+		return nil, fmt.Errorf("io_uring buffer ring: %w", err)
+	}
+	bufMem, err := sys.MmapAnon(entries * size)
+	if err != nil {
+		sys.Munmap(ringMem)
+		return nil, fmt.Errorf("io_uring buffer ring: %w", err)
+	}
+	b := &BufRing{r: r, group: group, mask: uint16(entries - 1), size: size, ringMem: ringMem, bufMem: bufMem}
+	reg := bufReg{RingAddr: uint64(uintptr(unsafe.Pointer(&ringMem[0]))), RingEntries: uint32(entries), Bgid: group}
+	var pin runtime.Pinner
+	pin.Pin(&reg)
+	_, err = r.register(registerPbufRing, unsafe.Pointer(&reg), 1)
+	pin.Unpin()
+	if err != nil {
+		sys.Munmap(ringMem)
+		sys.Munmap(bufMem)
+		return nil, registerError("buffer ring", err)
+	}
+	return b, nil
 }

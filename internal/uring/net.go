@@ -130,3 +130,45 @@ func (s *SQE) PrepCancelFd(fd int32, fixed bool, userData uint64) {
 	s.prep(OpAsyncCancel, fd, 0, 0, 0, userData)
 	s.OpFlags = flags
 }
+
+// PrepRecvSelect prepares one recv(fd) of at most n bytes into a buffer
+// the kernel picks from group, a BufRing (RECV with IOSQE_BUFFER_SELECT,
+// Linux 5.19 for buffer rings); n 0 means a whole buffer. The CQE carries
+// CQEFBuffer and the buffer's id, and CQEFSockNonempty when more data was
+// waiting. Unlike a multishot recv it takes one buffer at most, so a
+// caller that must bound what it holds knows what one request can bring.
+// RecvsendPollFirst in IOPrio skips the first attempt, for a socket known
+// to be empty.
+func (s *SQE) PrepRecvSelect(fd int32, group uint16, n uint32, flags uint32, userData uint64) {
+	s.prep(OpRecv, fd, 0, n, 0, userData)
+	s.OpFlags = flags
+	s.Flags = SQEBufferSelect
+	s.BufIndex = group
+}
+
+// SetRecvLen caps each receive of a multishot recv (PrepRecvMultishot) at
+// n bytes (sqe->len; 0: a whole buffer, or with RecvsendBundle as many
+// buffers as are ready).
+//
+// SetRecvLimit ends a multishot recv once it has received limit bytes
+// over its life (sqe->optlen; 0: no limit); its last CQE comes without
+// CQEFMore and the caller re-arms when it wants more. With RecvsendBundle
+// each receive is cut to the limit left, so the request takes limit bytes
+// at most. Without, the receive that reaches the limit is not cut short:
+// the request takes at most limit+n-1 bytes, n being the receive size.
+//
+// Both are recent (the multishot receive caps of Linux 6.16); older
+// kernels fail such a request with -EINVAL, so probe before relying on
+// them.
+func (s *SQE) SetRecvLen(n uint32) { s.Len = n }
+
+// SetRecvLimit: see SetRecvLen.
+func (s *SQE) SetRecvLimit(limit uint32) { s.FileIndex = limit }
+
+// RecvsendBundle (IORING_RECVSEND_BUNDLE, Linux 6.10) in SQE.IOPrio lets
+// one receive from a buffer group fill several buffers: the CQE names
+// the first, and the data runs on through the buffers that follow it in
+// the ring, each filled whole but the last. A caller follows the run by
+// noting each buffer's Position when it hands it over: the kernel takes
+// buffers in position order.
+const RecvsendBundle uint16 = 1 << 4

@@ -83,3 +83,21 @@ func (s *SQE) PrepCloseDirect(slot uint32, userData uint64) {
 
 // SetFlags adds SQE flags (SQEFixedFile, SQEIOLink, SQEIOHardlink, ...).
 func (s *SQE) SetFlags(f uint8) { s.Flags |= f }
+
+// Timespec is struct __kernel_timespec, for PrepTimeout.
+type Timespec struct {
+	Sec  int64
+	Nsec int64
+}
+
+// PrepTimeout prepares a timer (TIMEOUT, Linux 5.4) that completes with
+// -ETIME after ts, or earlier with Res 0 once count other requests have
+// completed (count 0: a pure timer). flags are IORING_TIMEOUT_* (0: ts is
+// relative). ts is read when the kernel takes the SQE (at io_uring_enter,
+// or later with SQPOLL), so it must stay valid until the CQE like any other
+// memory an SQE points at. Cancel it with PrepCancel by its user_data: it
+// then completes with -ECANCELED.
+func (s *SQE) PrepTimeout(ts *Timespec, count uint32, flags uint32, userData uint64) {
+	s.prep(OpTimeout, -1, uint64(uintptr(unsafe.Pointer(ts))), 1, uint64(count), userData)
+	s.OpFlags = flags
+}

@@ -208,3 +208,66 @@ type briefWaitArgs struct {
 	arg getEventsArg
 	ts  kernelTimespec
 }
+
+// SubmitNoWait hands the prepared SQEs to the kernel and runs pending
+// completion work (the task work of a DEFER_TASKRUN ring, which produces
+// CQEs), in one io_uring_enter that never waits, made outside the Go
+// runtime's syscall bookkeeping (sys.IoUringEnterNoWait). An event loop
+// calls it after each batch, and waits with SubmitAndWait only when it
+// found nothing to do: so the batches' long but bounded io_uring_enter
+// calls do not make the runtime hand the loop's P to another thread. It
+// returns the number of SQEs consumed. It makes no system call when
+// nothing is prepared and the kernel has flagged no completion work
+// (IORING_SQ_TASKRUN, with the TaskrunFlag option). With SQPOLL it only
+// wakes the poller if it sleeps.
+func (r *Ring) SubmitNoWait() (int, error) {
+	pending := r.flush()
+	sqpoll := r.params.Flags&SetupSQPoll != 0
+	if pending == 0 && !r.cqNeedsEnter() {
+		return 0, nil // nothing to submit, no completion work waiting
+	}
+	flags := EnterGetEvents
+	toSubmit := pending
+	if sqpoll {
+		toSubmit = 0
+		flags = 0
+		if pending > 0 && atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0 {
+			flags = EnterSQWakeup
+		}
+		if flags == 0 && !r.cqNeedsEnter() {
+			return int(pending), nil
+		}
+		if r.cqNeedsEnter() {
+			flags |= EnterGetEvents
+		}
+	}
+	consumed := 0
+	for {
+		r.syscalls++
+		n, err := sys.IoUringEnterNoWait(r.fd, toSubmit, flags)
+		switch err {
+		case nil:
+			if sqpoll {
+				return int(pending), nil
+			}
+			return consumed + n, nil
+		case sys.EINTR:
+			if !sqpoll {
+				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
+				consumed += int(toSubmit - left)
+				toSubmit = left
+			}
+			flags &^= EnterSQWakeup
+			continue
+		case sys.EAGAIN, sys.EBUSY:
+			// Short of resources, or the CQ is backed up: reap and come
+			// back; what was not consumed stays in the SQ.
+			if !sqpoll {
+				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
+				consumed += int(toSubmit - left)
+			}
+			return consumed, nil
+		}
+		return consumed, enterError(err)
+	}
+}

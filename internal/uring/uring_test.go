@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -443,5 +444,93 @@ func TestWaitBrieflyReturns(t *testing.T) {
 	r.waitBriefly()
 	if d := time.Since(start); d < time.Millisecond || d > 2*time.Second {
 		t.Fatalf("two brief waits took %v, want about 2ms", d)
+	}
+}
+
+// A timer completes with -ETIME after its time, and a cancelled one with
+// -ECANCELED at once.
+func TestTimeout(t *testing.T) {
+	checkFds(t)
+	r := newTestRing(t, 8, Options{})
+	requireOp(t, r, OpTimeout)
+	ts := &Timespec{Nsec: 20e6}
+	t0 := time.Now()
+	r.GetSQE().PrepTimeout(ts, 0, 0, 1)
+	c := reap(t, r, 1)
+	if c[0].UserData != 1 || c[0].Res != -int32(syscall.ETIME) {
+		t.Fatalf("timer: %+v, want -ETIME", c[0])
+	}
+	if d := time.Since(t0); d < 20*time.Millisecond {
+		t.Errorf("a 20ms timer fired after %v", d)
+	}
+	long := &Timespec{Sec: 60}
+	r.GetSQE().PrepTimeout(long, 0, 0, 2)
+	r.GetSQE().PrepCancel(2, 0, 3)
+	got := map[uint64]int32{}
+	for _, c := range reap(t, r, 2) {
+		got[c.UserData] = c.Res
+	}
+	if got[2] != -int32(syscall.ECANCELED) || got[3] != 0 {
+		t.Errorf("cancelled timer: %v, want 2: -ECANCELED, 3: 0", got)
+	}
+}
+
+// SubmitNoWait submits and runs a DEFER_TASKRUN ring's completion work
+// without waiting, and makes no system call when there is nothing to do.
+func TestSubmitNoWait(t *testing.T) {
+	checkFds(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newTestRing(t, 8, Options{SingleIssuer: true, DeferTaskrun: true, TaskrunFlag: true})
+	before := r.Syscalls()
+	if n, err := r.SubmitNoWait(); n != 0 || err != nil {
+		t.Fatalf("SubmitNoWait with nothing to do: %d, %v", n, err)
+	}
+	if r.Syscalls() != before {
+		t.Error("SubmitNoWait made a system call with nothing to do")
+	}
+	r.GetSQE().PrepNop(1)
+	r.GetSQE().PrepNop(2)
+	if n, err := r.SubmitNoWait(); n != 2 || err != nil {
+		t.Fatalf("SubmitNoWait: %d, %v; want 2 consumed", n, err)
+	}
+	if got := r.CQReady(); got != 2 {
+		t.Fatalf("%d CQEs ready after SubmitNoWait, want 2", got)
+	}
+	r.Advance(2)
+	// A pipe read completes through task work when data arrives: with
+	// DEFER_TASKRUN it runs at the next io_uring_enter that gets events,
+	// here SubmitNoWait, which does not wait for it.
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	buf, err := sys.MmapAnon(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Munmap(buf)
+	r.GetSQE().PrepRead(int32(p[0]), buf, NoOffset, 3)
+	if _, err := r.SubmitNoWait(); err != nil {
+		t.Fatal(err)
+	}
+	if r.CQReady() != 0 {
+		t.Fatal("a read of an empty pipe completed")
+	}
+	syscall.Write(p[1], []byte("x"))
+	for range 1000 {
+		if _, err := r.SubmitNoWait(); err != nil {
+			t.Fatal(err)
+		}
+		if r.CQReady() > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c := reap(t, r, 1)[0]
+	if c.UserData != 3 || c.Res != 1 {
+		t.Fatalf("read: %+v, want 1 byte", c)
 	}
 }

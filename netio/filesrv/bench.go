@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/stats"
 )
 
 // DefaultSizes are the file sizes `iopath net bench --serve-file` serves.
@@ -213,10 +213,10 @@ func Median(rs []Result) []Result {
 			spm = append(spm, r.SyscallsPerMB)
 			spr = append(spr, r.SyscallsPerResp)
 		}
-		m.GBps, m.CPUSecPerGB, m.ProcCPUSecPerGB = median(gbps), median(cpu), median(pcpu)
-		m.SyscallsPerMB, m.SyscallsPerResp = median(spm), median(spr)
-		m.GBpsMin, m.GBpsMax = slices.Min(gbps), slices.Max(gbps)
-		m.CPUSecPerGBMin, m.CPUSecPerGBMax = slices.Min(cpu), slices.Max(cpu)
+		m.GBps, m.CPUSecPerGB, m.ProcCPUSecPerGB = stats.Median(gbps), stats.Median(cpu), stats.Median(pcpu)
+		m.SyscallsPerMB, m.SyscallsPerResp = stats.Median(spm), stats.Median(spr)
+		m.GBpsMin, m.GBpsMax = stats.MinMax(gbps)
+		m.CPUSecPerGBMin, m.CPUSecPerGBMax = stats.MinMax(cpu)
 		if len(ok) < len(g) {
 			m.Err = fmt.Sprintf("%d of %d runs failed: %s", len(g)-len(ok), len(g), firstErr)
 			m.Verified = false
@@ -224,16 +224,4 @@ func Median(rs []Result) []Result {
 		out = append(out, m)
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -92,7 +92,7 @@ func needMethod(t *testing.T, m string) {
 	if m != IOURing {
 		return
 	}
-	if err := features.IOURingError(); err != nil {
+	if err := features.HaveOps(); err != nil {
 		t.Skipf("%s: %v", m, err)
 	}
 }
@@ -697,7 +697,7 @@ func BenchmarkServe(b *testing.B) {
 		for _, m := range Methods() {
 			b.Run(fmt.Sprintf("method=%s/size=%d", m, size), func(b *testing.B) {
 				if m == IOURing {
-					if err := features.IOURingError(); err != nil {
+					if err := features.HaveOps(); err != nil {
 						b.Skip(err)
 					}
 				}

@@ -226,7 +226,9 @@ func newServer(cfg ServerConfig) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := sys.Open(cfg.Path, sys.O_RDONLY)
+	// O_NONBLOCK so that a FIFO with no writer is refused below rather
+	// than blocking the open forever; it is cleared on the regular file.
+	fd, err := sys.Open(cfg.Path, sys.O_RDONLY|sys.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +239,11 @@ func newServer(cfg ServerConfig) (*server, error) {
 	}
 	if st.Mode&sys.S_IFMT != sys.S_IFREG {
 		sys.Close(fd)
-		return nil, &fs.PathError{Op: "serve", Path: cfg.Path, Err: errors.New("not a regular file")}
+		return nil, &fs.PathError{Op: "serve", Path: cfg.Path, Err: sys.ErrNotRegular}
+	}
+	if err := sys.ClearNonblock(fd); err != nil {
+		sys.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: cfg.Path, Err: err}
 	}
 	s := &server{cfg: cfg, fd: fd, size: st.Size, live: map[*conn]struct{}{}}
 	s.alog = accepts.NewLog(cfg.Log, fmt.Sprintf("file server (%s)", cfg.Method), func() int64 {
@@ -258,15 +264,13 @@ func newServer(cfg ServerConfig) (*server, error) {
 // so that a kernel or a limit that refuses them fails Serve at once
 // instead of every connection later.
 func probeURing(cfg ServerConfig) error {
-	if err := features.IOURingError(); err != nil {
+	if err := features.HaveOps("READ_FIXED", "SEND", "RECV"); err != nil {
 		return fmt.Errorf("filesrv: %s: %w", IOURing, err)
 	}
-	rep := features.Probe()
-	for _, op := range []string{"READ_FIXED", "SEND", "RECV"} {
-		if !rep.HasOp(op) {
-			return fmt.Errorf("filesrv: %s: %w: the kernel lacks IORING_OP_%s", IOURing, ErrNotSupported, op)
-		}
-	}
+	// The opcodes are there; what a connection sets up (a ring with
+	// registered buffers, within RLIMIT_MEMLOCK and the descriptor limit)
+	// is tried once here so that Serve fails at once rather than every
+	// connection later.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	u, err := newURingConn(cfg.Chunk, cfg.Depth)

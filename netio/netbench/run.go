@@ -11,13 +11,13 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/load"
@@ -550,23 +550,11 @@ func collect(points map[key]*Point, order []key) []Point {
 			p.ConnErrors += r.ConnErrors
 			p.NoEcho += r.NoEcho
 		}
-		p.QPS, p.MBps = median(qps), median(mbps)
-		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = median(srv), median(cli)
-		p.P50Ns, p.P99Ns = int64(median(p50)), int64(median(p99))
-		p.P999Ns, p.MaxNs = int64(median(p999)), int64(median(mx))
+		p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
+		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
+		p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
+		p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
 		out = append(out, p)
 	}
 	return out
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

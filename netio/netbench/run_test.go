@@ -62,12 +62,6 @@ func TestCollect(t *testing.T) {
 	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 || got.NoEcho != 2 {
 		t.Errorf("collect: %+v", got)
 	}
-	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
-		t.Errorf("median = %v", m)
-	}
-	if median(nil) != 0 {
-		t.Error("median of nothing")
-	}
 }
 
 // TestStartPinned: the child runs on the CPUs asked for, and the parent's

@@ -11,7 +11,6 @@ import (
 	"net"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
 )
@@ -520,12 +520,24 @@ func parseSyscw(b []byte) (int64, error) {
 	return 0, errors.New("writev: /proc/thread-self/io has no syscw line")
 }
 
-func uringSupported() error {
-	if err := features.IOURingError(); err != nil {
-		return fmt.Errorf("writev: %s: %w", IOURing, err)
+// Supported returns nil when way can run here, or an error wrapping
+// ErrNotSupported that says why not (io_uring refused, or the kernel
+// lacks IORING_OP_SENDMSG), or the probe's resource error. Run records
+// such a way's error in its Results' Err and goes on with the others; a
+// caller that wants to leave the way out beforehand asks this.
+func Supported(way string) error {
+	switch way {
+	case IOURing:
+		return uringSupported()
+	case Writes, Coalesced, NetBuffers:
+		return nil
 	}
-	if !features.Probe().HasOp("SENDMSG") {
-		return fmt.Errorf("writev: %s: %w: the kernel lacks IORING_OP_SENDMSG", IOURing, ErrNotSupported)
+	return fmt.Errorf("writev: unknown way %q (have %s)", way, strings.Join(ways, ", "))
+}
+
+func uringSupported() error {
+	if err := features.HaveOps("SENDMSG"); err != nil {
+		return fmt.Errorf("writev: %s: %w", IOURing, err)
 	}
 	return nil
 }
@@ -668,8 +680,8 @@ func Median(rs []Result) []Result {
 			sc = append(sc, r.SyscallsPerResp)
 			cpu = append(cpu, r.CPUNsPerResp)
 		}
-		m.NsPerResp, m.SyscallsPerResp, m.CPUNsPerResp = median(ns), median(sc), median(cpu)
-		m.CPUNsPerRespMin, m.CPUNsPerRespMax = slices.Min(cpu), slices.Max(cpu)
+		m.NsPerResp, m.SyscallsPerResp, m.CPUNsPerResp = stats.Median(ns), stats.Median(sc), stats.Median(cpu)
+		m.CPUNsPerRespMin, m.CPUNsPerRespMax = stats.MinMax(cpu)
 		if len(ok) < len(g) {
 			for _, r := range g {
 				if r.Err != "" {
@@ -682,16 +694,4 @@ func Median(rs []Result) []Result {
 		out = append(out, m)
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

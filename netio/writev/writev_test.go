@@ -37,7 +37,7 @@ func noFdLeak(t *testing.T) {
 }
 
 func testWays(t *testing.T) []string {
-	if err := features.IOURingError(); err != nil {
+	if err := features.HaveOps(); err != nil {
 		t.Logf("io_uring left out: %v", err)
 		return []string{Writes, Coalesced, NetBuffers}
 	}
@@ -216,7 +216,7 @@ func TestMedian(t *testing.T) {
 // sending thread's CPU and system calls per response.
 func BenchmarkWritev(b *testing.B) {
 	ways := Ways()
-	if err := features.IOURingError(); err != nil {
+	if err := features.HaveOps(); err != nil {
 		ways = ways[:3]
 	}
 	for _, way := range ways {
