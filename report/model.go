@@ -2,8 +2,9 @@ package report
 
 import (
 	"math"
-	"slices"
 	"strconv"
+
+	"github.com/iopath/iopath/internal/stats"
 )
 
 // Doc is the one presentation model every kind of result maps into: a
@@ -117,11 +118,8 @@ func Runs(runs []float64) Cell {
 		c.Value, c.Min, c.Max = math.NaN(), math.NaN(), math.NaN()
 		return c
 	}
-	c.Value = median(runs)
-	c.Min, c.Max = runs[0], runs[0]
-	for _, v := range runs {
-		c.Min, c.Max = min(c.Min, v), max(c.Max, v)
-	}
+	c.Value = stats.Median(runs)
+	c.Min, c.Max = stats.MinMax(runs)
 	return c
 }
 
@@ -142,18 +140,4 @@ func (c Cell) spread(col Column) string {
 		return ""
 	}
 	return "(" + strconv.FormatFloat(c.Min, 'f', col.Prec, 64) + "–" + strconv.FormatFloat(c.Max, 'f', col.Prec, 64) + ")"
-}
-
-// median of v (NaN for none); v is not changed.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
