@@ -16,6 +16,7 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -195,7 +196,7 @@ type Delta struct {
 // increase beyond the spread and down for a decrease.
 func cmpJudge(old, new, spread float64, runs, values int, up, down Verdict) *Delta {
 	d := &Delta{Old: old, New: new}
-	oldOK, newOK := cmpFinite(old) && old > 0, cmpFinite(new) && new > 0
+	oldOK, newOK := finite(old) && old > 0, finite(new) && new > 0
 	if !oldOK || !newOK {
 		d.Verdict = VerdictNA
 		switch {
@@ -219,7 +220,7 @@ func cmpJudge(old, new, spread float64, runs, values int, up, down Verdict) *Del
 		d.Why = "no per-run figures: spread unknown"
 		return d
 	}
-	if !cmpFinite(spread) || spread < 0 {
+	if !finite(spread) || spread < 0 {
 		spread = 0
 	}
 	d.Spread = spread
@@ -234,16 +235,6 @@ func cmpJudge(old, new, spread float64, runs, values int, up, down Verdict) *Del
 		d.Verdict = down
 	}
 	return d
-}
-
-func cmpFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-// valueSpread is max−min of vs, or 0 for fewer than two values.
-func cmpSpread(vs []float64) float64 {
-	if len(vs) < 2 {
-		return 0
-	}
-	return slices.Max(vs) - slices.Min(vs)
 }
 
 // CompareRow is one result key's comparison.
@@ -538,9 +529,9 @@ func cmpFillRow(row *CompareRow) {
 	runs := min(o.Runs, n.Runs)
 	row.Throughput = cmpJudge(o.BytesPerS, n.BytesPerS,
 		max(o.BytesPerSMax-o.BytesPerSMin, n.BytesPerSMax-n.BytesPerSMin), runs, runs, VerdictFaster, VerdictSlower)
-	row.CPU = cmpJudge(o.CPUSPerGiB, n.CPUSPerGiB, max(cmpSpread(o.cpu), cmpSpread(n.cpu)),
+	row.CPU = cmpJudge(o.CPUSPerGiB, n.CPUSPerGiB, max(stats.Spread(o.cpu), stats.Spread(n.cpu)),
 		runs, min(len(o.cpu), len(n.cpu)), VerdictWorse, VerdictBetter)
-	row.P99 = cmpJudge(float64(o.LatP99Ns), float64(n.LatP99Ns), max(cmpSpread(o.p99), cmpSpread(n.p99)),
+	row.P99 = cmpJudge(float64(o.LatP99Ns), float64(n.LatP99Ns), max(stats.Spread(o.p99), stats.Spread(n.p99)),
 		runs, min(len(o.p99), len(n.p99)), VerdictWorse, VerdictBetter)
 }
 
@@ -837,14 +828,14 @@ func compareCells(r *CompareRow) []string {
 }
 
 func cmpGiB(bps float64) string {
-	if !cmpFinite(bps) {
+	if !finite(bps) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", bps/(1<<30))
 }
 
 func cmpPct(d *Delta) string {
-	if d == nil || d.Verdict == VerdictNA || !cmpFinite(d.Pct) {
+	if d == nil || d.Verdict == VerdictNA || !finite(d.Pct) {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f%%", d.Pct)

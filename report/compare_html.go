@@ -176,12 +176,12 @@ func compareChart(c *Comparison, withWorkload bool) cmpChart {
 	for i := range c.Rows {
 		r := &c.Rows[i]
 		d := r.Throughput
-		if d == nil || d.Verdict == VerdictNA || !cmpFinite(d.Pct) {
+		if d == nil || d.Verdict == VerdictNA || !finite(d.Pct) {
 			continue
 		}
 		rows = append(rows, r)
 		scale = max(scale, math.Abs(d.Pct))
-		if cmpFinite(d.SpreadPct) {
+		if finite(d.SpreadPct) {
 			scale = max(scale, d.SpreadPct)
 		}
 	}

@@ -485,7 +485,7 @@ func TestCompareJSON(t *testing.T) {
 			t.Errorf("row %d: %+v, want %+v", i, g, w)
 			continue
 		}
-		if w.Throughput != nil && cmpFinite(w.Throughput.Pct) && (g.Throughput.Verdict != w.Throughput.Verdict || g.Throughput.Pct != w.Throughput.Pct) {
+		if w.Throughput != nil && finite(w.Throughput.Pct) && (g.Throughput.Verdict != w.Throughput.Verdict || g.Throughput.Pct != w.Throughput.Pct) {
 			t.Errorf("row %d: throughput %+v, want %+v", i, g.Throughput, w.Throughput)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -117,7 +118,7 @@ type viewRow struct {
 
 func isFioResult(r *bench.Result) bool { return r.Tool == bench.ToolFio }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+func finite(f float64) bool { return stats.Finite(f) }
 
 // newView lays out r's results.
 func newView(r *bench.Report) *view {
