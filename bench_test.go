@@ -215,7 +215,7 @@ func BenchmarkReadBatch(b *testing.B) {
 				}
 				defer f.Close()
 				if noInline {
-					f.nowaitOff.Store(true)
+					f.inline.Off.Store(true)
 				}
 				reqs := make([]Request, 64)
 				b.SetBytes(64 * 4096)
