@@ -115,10 +115,10 @@ func BenchmarkScan(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
-				err := Scan(context.Background(), path, opts, func(off int64, p []byte) error {
+				err := Scan(context.Background(), path, func(off int64, p []byte) error {
 					sink.Add(touch(p))
 					return nil
-				})
+				}, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}

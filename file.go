@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/fileio"
@@ -66,7 +69,8 @@ var testHookReading func()
 // Open opens path for positioned reads. The path must name a regular
 // file: a directory gives an *fs.PathError wrapping syscall.EISDIR, a
 // FIFO, socket or device one wrapping ErrNotRegular (the open never waits
-// for a FIFO's writer). Other errors are *fs.PathError from open or fstat.
+// for a FIFO's writer). Other errors wrap an *fs.PathError from open or
+// fstat.
 //
 // Open decides the backend once, with Auto (kind Positioned: whether the
 // file is in the page cache, O_DIRECT, what the kernel supports) unless
@@ -86,6 +90,14 @@ var testHookReading func()
 // (io_uring) that serve ReadBatch calls; WithQueueDepth is each ring's
 // requests in flight. WithDirect opens with O_DIRECT: see DirectAlign.
 func Open(path string, opts ...Option) (*File, error) {
+	f, err := open(path, opts)
+	if err != nil {
+		return nil, public(err)
+	}
+	return f, nil
+}
+
+func open(path string, opts []Option) (*File, error) {
 	o, err := parseOptions(callOpen, opts)
 	if err != nil {
 		return nil, err
@@ -162,9 +174,55 @@ type fileRes struct {
 // Name returns the path as given to Open.
 func (f *File) Name() string { return f.name }
 
-// Size returns the file's size when it was opened. The file may have
-// changed since; reads are not limited to this size.
+// Size returns the file's size when it was opened, as its fstat said
+// then. The file may have changed since (Stat says what it is now);
+// reads are not limited to this size.
 func (f *File) Size() int64 { return f.size }
+
+// Stat returns the file's fs.FileInfo now, from an fstat of the
+// descriptor the File holds: the file it has open even if its path has
+// since been renamed over or removed (never a stat by name). Name is the
+// base of the path given to Open; Sys returns the *unix.Stat_t. After
+// Close it fails with an error wrapping fs.ErrClosed.
+func (f *File) Stat() (fs.FileInfo, error) {
+	if err := f.acquire("stat"); err != nil {
+		return nil, public(err)
+	}
+	defer f.release()
+	st := new(sys.Stat_t)
+	if err := sys.Fstat(f.fd, st); err != nil {
+		return nil, public(&fs.PathError{Op: "stat", Path: f.name, Err: err})
+	}
+	return &fileStat{name: filepath.Base(f.name), st: st}, nil
+}
+
+// fileStat is File.Stat's fs.FileInfo. The descriptor is a regular
+// file's, so the mode has no type bits; the permission, setuid, setgid
+// and sticky bits convert as package os converts them.
+type fileStat struct {
+	name string
+	st   *sys.Stat_t
+}
+
+func (s *fileStat) Name() string       { return s.name }
+func (s *fileStat) Size() int64        { return s.st.Size }
+func (s *fileStat) IsDir() bool        { return false }
+func (s *fileStat) Sys() any           { return s.st }
+func (s *fileStat) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
+
+func (s *fileStat) Mode() fs.FileMode {
+	m := fs.FileMode(s.st.Mode & 0o777)
+	if s.st.Mode&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if s.st.Mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if s.st.Mode&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
 
 // acquire registers a read in progress, or reports a closed File.
 func (f *File) acquire(op string) error {
@@ -188,7 +246,9 @@ func (f *File) release() {
 // Close waits for the reads in progress, then releases the rings, the
 // mapping and the descriptor. Closing a File twice returns an *fs.PathError wrapping
 // fs.ErrClosed, as os.File does; the first Close's work is not undone.
-func (f *File) Close() error {
+func (f *File) Close() error { return public(f.close()) }
+
+func (f *File) close() error {
 	old := f.refs.Or(closedBit)
 	if old&closedBit != 0 {
 		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}

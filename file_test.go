@@ -468,7 +468,7 @@ func TestShortReads(t *testing.T) {
 	}
 	for _, w := range []int{1, 3} {
 		var s scanned
-		if err := Scan(context.Background(), path, []Option{WithEngine("pread"), WithWorkers(w), WithOrdered(), WithBlockSize(4096)}, s.fn); err != nil {
+		if err := Scan(context.Background(), path, s.fn, WithEngine("pread"), WithWorkers(w), WithOrdered(), WithBlockSize(4096)); err != nil {
 			t.Fatal(err)
 		}
 		s.check(t, data, 4096, true)

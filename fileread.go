@@ -30,6 +30,14 @@ import (
 // its new last page past the new end reads as zeros, as the kernel maps
 // it.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.readAt(p, off)
+	if err != nil {
+		err = public(err)
+	}
+	return n, err
+}
+
+func (f *File) readAt(p []byte, off int64) (int, error) {
 	if err := f.acquire("read"); err != nil {
 		return 0, err
 	}
@@ -117,6 +125,31 @@ const (
 // the File goes on with a new ring, or with pread. An io_uring read asks
 // for at most 1 GiB at a time, so a request may be of any size.
 func (f *File) ReadBatch(reqs []Request) error {
+	err := f.readBatch(reqs)
+	if err == nil {
+		return nil
+	}
+	// Every request's error in the public form; requests that share one
+	// error (a closed File, overlapping buffers, a failed ring) share the
+	// public one too.
+	var last, lastPub error
+	for i := range reqs {
+		r := &reqs[i]
+		if r.Err == nil || r.Err == io.EOF {
+			continue
+		}
+		if r.Err != last {
+			last, lastPub = r.Err, public(r.Err)
+		}
+		r.Err = lastPub
+	}
+	if err == last {
+		return lastPub
+	}
+	return public(err)
+}
+
+func (f *File) readBatch(reqs []Request) error {
 	if err := f.acquire("read"); err != nil {
 		for i := range reqs {
 			reqs[i].N, reqs[i].Err = 0, err

@@ -57,7 +57,8 @@ var testHookAfterStat func(path string)
 // address space, gives an error wrapping ErrLimit rather than filling
 // memory. An empty file gives an empty, non-nil slice.
 //
-// Errors are *fs.PathError naming path: from open or fstat, a read error,
+// Errors wrap an *fs.PathError naming path (see the package
+// documentation): from open or fstat, a read error,
 // EISDIR for a directory (as os.ReadFile reports it), ErrNotRegular for
 // a FIFO, socket or device (ReadFile never blocks on a FIFO and never
 // reads /dev/zero forever; use os.ReadFile for those), ErrLimit for a
@@ -65,6 +66,14 @@ var testHookAfterStat func(path string)
 // ErrNotSupported for an explicit engine that cannot run here. A bad
 // option gives an error before the file is opened.
 func ReadFile(path string, opts ...Option) ([]byte, error) {
+	b, err := readFile(path, opts)
+	if err != nil {
+		return nil, public(err)
+	}
+	return b, nil
+}
+
+func readFile(path string, opts []Option) ([]byte, error) {
 	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err
@@ -120,6 +129,14 @@ func openWhole(path string, opts []Option) (o options, fd int, st sys.Stat_t, er
 // steady state a file under 1 MiB is read with no allocation at all.
 // Everything else is as for ReadFile; on error the Buf is nil.
 func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
+	b, err := readFileBuf(path, opts)
+	if err != nil {
+		return nil, public(err)
+	}
+	return b, nil
+}
+
+func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err

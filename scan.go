@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/iopath/iopath/engine"
@@ -13,9 +12,6 @@ import (
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
 )
-
-// errNilContext is returned for a nil ctx, rather than a panic.
-var errNilContext = errors.New("iopath: nil context")
 
 // begin is where the calls that take a ctx and a callback (Scan,
 // ReadFiles) start: a nil fn or ctx is an error, a ctx already done ends
@@ -25,7 +21,7 @@ func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, err
 	case nilFn:
 		return options{}, ErrNilFunc
 	case ctx == nil:
-		return options{}, errNilContext
+		return options{}, ErrNilContext
 	}
 	if err := ctx.Err(); err != nil {
 		return options{}, err
@@ -73,13 +69,27 @@ func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, err
 // engine with read(2) to its end, in order, on the calling goroutine,
 // whatever the engine (an explicit io_uring that cannot run here is still
 // an error), up to WithPseudoLimit's limit (DefaultPseudoLimit by
-// default; ErrLimit past it). Errors are *fs.PathError naming path
+// default; ErrLimit past it). Errors wrap an *fs.PathError naming path
 // (EISDIR for a directory, ErrNotRegular for a FIFO, socket or device,
 // ErrChanged when the file shrank or changed size while it was read — a
 // shrinking mapped file is an error, never a crash — and ErrLimit),
 // ErrNilFunc for a nil fn, and errors wrapping ErrNotSupported for an
 // explicit engine that cannot run here.
-func Scan(ctx context.Context, path string, opts []Option, fn func(off int64, b []byte) error) error {
+func Scan(ctx context.Context, path string, fn func(off int64, b []byte) error, opts ...Option) error {
+	var own func(int64, []byte) error
+	if fn != nil {
+		// fn's errors are the caller's: they come back as they are.
+		own = func(off int64, b []byte) error {
+			if err := fn(off, b); err != nil {
+				return callerErr{err}
+			}
+			return nil
+		}
+	}
+	return public(scan(ctx, path, own, opts))
+}
+
+func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, opts []Option) error {
 	o, err := begin(ctx, callScan, fn == nil, opts)
 	if err != nil {
 		return err
@@ -163,7 +173,6 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 	}
 	defer p.Close()
 	done := ctx.Done()
-	var fnLimit atomic.Bool // fn returned an ErrLimit of its own
 	_, err = p.Run(ctx, engine.SinkFunc(func(_ int, off int64, b []byte) error {
 		// The engines look at ctx every 64 blocks; a slow fn must not
 		// make a cancel wait for 64 of its calls.
@@ -172,13 +181,10 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 			return ctx.Err()
 		default:
 		}
-		err := fn(off, b)
-		if err != nil && errors.Is(err, ErrLimit) {
-			fnLimit.Store(true)
-		}
-		return err
+		return fn(off, b)
 	}))
-	if err != nil && !fnLimit.Load() && errors.Is(err, ErrLimit) {
+	// fn's own ErrLimit (a callerErr, see Scan) stays fn's.
+	if _, own := err.(callerErr); err != nil && !own && errors.Is(err, ErrLimit) {
 		// The engine's limit error names its Job field; Scan's caller
 		// raises the limit with an option.
 		err = o.limitErr(path)
