@@ -150,3 +150,27 @@ func TestErrorsPassThrough(t *testing.T) {
 		t.Errorf("ReadFilesFS, cancelled: %v", err)
 	}
 }
+
+// ReadBatch returns the first failing request's own error, in its public
+// form, and the requests that share an error share its public form.
+func TestErrorsReadBatchShared(t *testing.T) {
+	testenv.CheckFDs(t)
+	path := writeFile(t, t.TempDir(), content(10000, 5))
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	reqs := []Request{{Buf: make([]byte, 10)}, {Off: 20, Buf: make([]byte, 10)}}
+	err = f.ReadBatch(reqs)
+	if !errors.Is(err, fs.ErrClosed) || reqs[0].Err != err || reqs[1].Err != err || !strings.HasPrefix(err.Error(), "iopath: ") {
+		t.Errorf("closed File: %v; requests %v, %v", err, reqs[0].Err, reqs[1].Err)
+	}
+	g := openT(t, path)
+	defer g.Close()
+	reqs = []Request{{Off: 0, Buf: make([]byte, 10)}, {Off: -1, Buf: make([]byte, 10)}, {Off: -2, Buf: make([]byte, 10)}}
+	err = g.ReadBatch(reqs)
+	if !errors.Is(err, ErrNegativeOffset) || err != reqs[1].Err || reqs[0].Err != nil || !errors.Is(reqs[2].Err, ErrNegativeOffset) {
+		t.Errorf("negative offsets: %v; requests %v, %v, %v", err, reqs[0].Err, reqs[1].Err, reqs[2].Err)
+	}
+}

@@ -131,7 +131,8 @@ func (f *File) ReadBatch(reqs []Request) error {
 	}
 	// Every request's error in the public form; requests that share one
 	// error (a closed File, overlapping buffers, a failed ring) share the
-	// public one too.
+	// public one too, and the error returned is the first request's own.
+	ret := public(err)
 	var last, lastPub error
 	for i := range reqs {
 		r := &reqs[i]
@@ -140,13 +141,13 @@ func (f *File) ReadBatch(reqs []Request) error {
 		}
 		if r.Err != last {
 			last, lastPub = r.Err, public(r.Err)
+			if last == err {
+				lastPub = ret
+			}
 		}
 		r.Err = lastPub
 	}
-	if err == last {
-		return lastPub
-	}
-	return public(err)
+	return ret
 }
 
 func (f *File) readBatch(reqs []Request) error {
