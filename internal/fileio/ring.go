@@ -31,18 +31,12 @@ type Ring struct {
 	refused func(error) error
 }
 
-// DefaultRingDepth is NewRing's depth for 0: engine.DefaultQueueDepth.
-const DefaultRingDepth = 32
-
-// NewRing makes a ring that keeps up to depth reads in flight (0:
-// DefaultRingDepth). Its error is internal/uring's, unclassified: the
+// NewRing makes a ring that keeps up to depth reads in flight (depth >
+// 0: the caller's default is engine.DefaultQueueDepth). Its error is internal/uring's, unclassified: the
 // caller decides what a refusal means (see engine.UringError), and
 // refused (nil: none) does the same for Read's submit errors that leave
 // nothing in the kernel's hands.
 func NewRing(depth int, refused func(error) error) (*Ring, error) {
-	if depth <= 0 {
-		depth = DefaultRingDepth
-	}
 	entries := uint32(1)
 	for int(entries) < depth {
 		entries <<= 1
