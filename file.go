@@ -39,7 +39,10 @@ type File struct {
 	rings *fileio.RingPool // nil: the pread backend (or mmap)
 	// m is the mmap backend's mapping of the file's first size bytes:
 	// nil for the other backends, and for an empty file.
-	m       []byte
+	m []byte
+	// changed is the error of a request whose copy from m faulted, made
+	// once at Open so that a batch allocates nothing for it.
+	changed error
 	cleanup runtime.Cleanup
 
 	// inline is the RWF_NOWAIT state of the file: ReadBatch's inline pass
@@ -148,6 +151,7 @@ func open(path string, opts []Option) (*File, error) {
 			// readahead around them that a sequential reader would use.
 			sys.Madvise(m, sys.MADV_RANDOM)
 			f.m = m
+			f.changed = &fs.PathError{Op: "read", Path: path, Err: ErrChanged}
 		}
 	}
 	// A File dropped without Close gives its descriptor, rings and

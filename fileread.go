@@ -186,8 +186,7 @@ func (f *File) readBatch(reqs []Request) error {
 		// The mmap backend copies on the calling goroutine (and its
 		// workers, for a large batch); what lies past the mapping goes on
 		// to pread.
-		changed := &fs.PathError{Op: "read", Path: f.name, Err: ErrChanged}
-		idx = fileio.CopyRequests(f.m, ioreqs, idx, f.choice.Workers, changed)
+		idx = fileio.CopyRequests(f.m, ioreqs, idx, f.choice.Workers, f.changed)
 	} else if len(idx) > 0 && !f.direct && !testNoInline {
 		n0 := len(idx)
 		var tried bool

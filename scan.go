@@ -76,17 +76,16 @@ func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, err
 // ErrNilFunc for a nil fn, and errors wrapping ErrNotSupported for an
 // explicit engine that cannot run here.
 func Scan(ctx context.Context, path string, fn func(off int64, b []byte) error, opts ...Option) error {
-	var own func(int64, []byte) error
-	if fn != nil {
-		// fn's errors are the caller's: they come back as they are.
-		own = func(off int64, b []byte) error {
-			if err := fn(off, b); err != nil {
-				return callerErr{err}
-			}
-			return nil
-		}
+	return public(scan(ctx, path, fn, opts))
+}
+
+// callFn calls Scan's fn, marking its error as the caller's (callerErr), so
+// that it comes back as it is.
+func callFn(fn func(int64, []byte) error, off int64, b []byte) error {
+	if err := fn(off, b); err != nil {
+		return callerErr{err}
 	}
-	return public(scan(ctx, path, own, opts))
+	return nil
 }
 
 func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, opts []Option) error {
@@ -181,7 +180,7 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 			return ctx.Err()
 		default:
 		}
-		return fn(off, b)
+		return callFn(fn, off, b)
 	}))
 	// fn's own ErrLimit (a callerErr, see Scan) stays fn's.
 	if _, own := err.(callerErr); err != nil && !own && errors.Is(err, ErrLimit) {

@@ -198,7 +198,7 @@ func scanOrderedPread(ctx context.Context, path string, c *auto.Choice, o *optio
 			err = blk.err
 			continue
 		}
-		err = fn(k*bs, blk.buf[:blk.n])
+		err = callFn(fn, k*bs, blk.buf[:blk.n])
 		free[w] <- blk.buf
 	}
 	return err
@@ -307,7 +307,7 @@ func scanOrderedUring(ctx context.Context, path string, c *auto.Choice, o *optio
 		case r.N < n:
 			err = f.shrunk(r.Off + int64(r.N))
 		default:
-			err = fn(r.Off, r.Buf[:n])
+			err = callFn(fn, r.Off, r.Buf[:n])
 		}
 		if err == nil && issued < nblocks {
 			if !issue(issued) {
