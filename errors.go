@@ -52,12 +52,13 @@ var ErrLimit = engine.ErrLimit
 // known in advance unless the call sets another limit (see ErrLimit).
 const DefaultPseudoLimit = engine.DefaultPseudoLimit
 
-// ErrNilFunc is returned by Scan and ReadFiles when the callback is nil.
-// Nothing is opened or read.
+// ErrNilFunc is returned by Scan, ReadFiles and ReadFilesFS when the
+// callback is nil. Nothing is opened or read.
 var ErrNilFunc = errors.New("iopath: nil callback")
 
-// ErrNilContext is returned by Scan and ReadFiles when ctx is nil, where
-// the standard library would panic. Nothing is opened or read.
+// ErrNilContext is returned by Scan, ReadFiles and ReadFilesFS when ctx
+// is nil, where the standard library would panic. Nothing is opened or
+// read.
 var ErrNilContext = errors.New("iopath: nil context")
 
 // ErrNegativeOffset is wrapped (inside an *fs.PathError with Op "readat")
