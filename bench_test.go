@@ -115,10 +115,10 @@ func BenchmarkScan(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
-				err := Scan(context.Background(), path, opts, func(off int64, p []byte) error {
+				err := Scan(context.Background(), path, func(off int64, p []byte) error {
 					sink.Add(touch(p))
 					return nil
-				})
+				}, opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -215,7 +215,7 @@ func BenchmarkReadBatch(b *testing.B) {
 				}
 				defer f.Close()
 				if noInline {
-					f.nowaitOff.Store(true)
+					f.inline.Off.Store(true)
 				}
 				reqs := make([]Request, 64)
 				b.SetBytes(64 * 4096)

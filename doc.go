@@ -17,7 +17,7 @@
 // Scan hands every block of a file to a callback, read by several workers
 // at once:
 //
-//	err := iopath.Scan(ctx, "big.log", nil, func(off int64, b []byte) error {
+//	err := iopath.Scan(ctx, "big.log", func(off int64, b []byte) error {
 //		count.Add(int64(bytes.Count(b, []byte{'\n'}))) // concurrent calls
 //		return nil
 //	})
@@ -30,11 +30,17 @@
 //	reqs := []iopath.Request{{Off: 0, Buf: hdr}, {Off: 1 << 20, Buf: page}}
 //	err = f.ReadBatch(reqs)
 //
-// ReadFiles reads many small files (walking directories), each whole:
+// ReadFiles reads many small files (walking directories), each whole,
+// and ReadFilesFS the same from an fs.FS (os.DirFS, embed.FS,
+// fstest.MapFS):
 //
 //	err := iopath.ReadFiles(ctx, []string{"src/"}, func(path string, data []byte, err error) error {
 //		return err // or use data, valid during this call only
 //	})
+//
+// The calls that take a callback take it in the same place, before the
+// options: Scan(ctx, path, fn, opts...), ReadFiles(ctx, paths, fn,
+// opts...), ReadFilesFS(ctx, fsys, names, fn, opts...).
 //
 // # Concurrency
 //
@@ -66,8 +72,12 @@
 //
 // # Errors
 //
-// Every error about a file is an *fs.PathError naming it, so that
-// errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.EISDIR work;
+// Every error the package returns starts "iopath: ", and every error
+// about a file wraps an *fs.PathError naming it (errors.As finds it), so
+// that errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.EISDIR
+// work. Three kinds pass through unchanged, so that == works on them:
+// io.EOF (io.ReaderAt's contract), ctx.Err(), and the errors a caller's
+// own callback returned.
 // ReadFile, Scan and Open refuse a FIFO, socket or device with
 // ErrNotRegular (nothing here ever blocks on a FIFO; see ErrNotRegular for
 // ReadFiles), and a file that shrinks under Scan gives ErrChanged. A
@@ -81,7 +91,8 @@
 // for one. An io_uring ring that cannot be made for want of a resource
 // is not "not supported": the call fails with that error, under Auto too
 // (errors.Is(err, syscall.EMFILE), ENFILE, ENOMEM hold).
-// Misuse has its own errors: ErrNilFunc (nil callback), ErrNegativeOffset,
+// Misuse has its own errors: ErrNilFunc (nil callback), ErrNilContext
+// (nil ctx, where the standard library would panic), ErrNegativeOffset,
 // ErrOverlap (ReadBatch buffers sharing memory), ErrUnaligned (O_DIRECT),
 // fs.ErrClosed (a closed File, as os reports it), ctx.Err() for a context
 // cancelled before the call (the callback is then never called), and an
@@ -104,7 +115,8 @@
 //
 // # Kernel
 //
-// Linux only. The io_uring paths need IORING_OP_READ (Linux 5.6) for one
+// Linux only: a build for another GOOS stops at internal/sys with one
+// line, "undefined: iopath_builds_on_Linux_only". The io_uring paths need IORING_OP_READ (Linux 5.6) for one
 // file and 5.18 or later for ReadFiles' batched open/statx/read/close
 // chains (direct descriptors, sparse file tables); on older kernels, or
 // where io_uring is disabled (the kernel.io_uring_disabled sysctl, a

@@ -1,7 +1,10 @@
 package iopath
 
 import (
+	"context"
 	"errors"
+	"io"
+	"strings"
 
 	"github.com/iopath/iopath/engine"
 )
@@ -51,9 +54,14 @@ var ErrLimit = engine.ErrLimit
 // known in advance unless the call sets another limit (see ErrLimit).
 const DefaultPseudoLimit = engine.DefaultPseudoLimit
 
-// ErrNilFunc is returned by Scan and ReadFiles when the callback is nil.
-// Nothing is opened or read.
+// ErrNilFunc is returned by Scan, ReadFiles and ReadFilesFS when the
+// callback is nil. Nothing is opened or read.
 var ErrNilFunc = errors.New("iopath: nil callback")
+
+// ErrNilContext is returned by Scan, ReadFiles and ReadFilesFS when ctx
+// is nil, where the standard library would panic. Nothing is opened or
+// read.
+var ErrNilContext = errors.New("iopath: nil context")
 
 // ErrNegativeOffset is wrapped (inside an *fs.PathError with Op "readat")
 // by File.ReadAt's error, and by a Request's Err in File.ReadBatch, when
@@ -78,3 +86,44 @@ var ErrUnaligned = errors.New("offset, length or buffer address not aligned to 4
 // (often 512 bytes); 4096 satisfies every common device and is the page
 // size, so page-aligned buffers always qualify.
 const DirectAlign = 4096
+
+// Every error this package returns says where it comes from: its text
+// starts "iopath: ", and the error it wraps stays reachable with
+// errors.Is and errors.As (an *fs.PathError naming the file, a sentinel
+// above, a system call's errno). Only these pass through as they are:
+// io.EOF (io.ReaderAt's contract), ctx.Err() (so that err ==
+// context.Canceled holds), and the errors the caller's own callbacks
+// return (err == yourErr holds).
+
+// prefixed is an error of this package, said with the "iopath: " prefix.
+type prefixed struct{ err error }
+
+func (e *prefixed) Error() string { return "iopath: " + e.err.Error() }
+func (e *prefixed) Unwrap() error { return e.err }
+
+// callerErr marks an error a caller's callback returned, so that the
+// entry point hands it back unchanged.
+type callerErr struct{ err error }
+
+func (e callerErr) Error() string { return e.err.Error() }
+func (e callerErr) Unwrap() error { return e.err }
+
+// public is err as an entry point returns it (see prefixed).
+func public(err error) error {
+	switch e := err.(type) {
+	case nil, *prefixed:
+		return err
+	case callerErr:
+		return e.err
+	}
+	if err == io.EOF || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	if ce := (callerErr{}); errors.As(err, &ce) {
+		return ce.err
+	}
+	if strings.HasPrefix(err.Error(), "iopath: ") {
+		return err // says so already (the options' errors, ErrNilFunc)
+	}
+	return &prefixed{err: err}
+}

@@ -3,14 +3,19 @@ package iopath_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"testing/fstest"
 
 	"github.com/iopath/iopath"
 )
@@ -66,11 +71,10 @@ func ExampleScan() {
 	defer cleanup()
 
 	var lines atomic.Int64
-	err := iopath.Scan(context.Background(), path, []iopath.Option{iopath.WithBlockSize(64 << 10)},
-		func(off int64, b []byte) error {
-			lines.Add(int64(bytes.Count(b, []byte{'\n'}))) // b is valid only during the call
-			return nil
-		})
+	err := iopath.Scan(context.Background(), path, func(off int64, b []byte) error {
+		lines.Add(int64(bytes.Count(b, []byte{'\n'}))) // b is valid only during the call
+		return nil
+	}, iopath.WithBlockSize(64<<10))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,15 +91,14 @@ func ExampleScan_ordered() {
 
 	var crc uint32
 	var next int64
-	err := iopath.Scan(context.Background(), path, []iopath.Option{iopath.WithOrdered(), iopath.WithBlockSize(4096)},
-		func(off int64, b []byte) error {
-			if off != next {
-				return fmt.Errorf("block at %d, expected %d", off, next)
-			}
-			crc = crc32.Update(crc, crc32.IEEETable, b)
-			next += int64(len(b))
-			return nil
-		})
+	err := iopath.Scan(context.Background(), path, func(off int64, b []byte) error {
+		if off != next {
+			return fmt.Errorf("block at %d, expected %d", off, next)
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, b)
+		next += int64(len(b))
+		return nil
+	}, iopath.WithOrdered(), iopath.WithBlockSize(4096))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -190,17 +193,72 @@ func Example_options() {
 
 	_, err := iopath.ReadFile(path, iopath.WithEngine("readv"))
 	fmt.Println(err)
-	err = iopath.Scan(context.Background(), path, []iopath.Option{iopath.WithBlockSize(100)}, func(int64, []byte) error { return nil })
+	err = iopath.Scan(context.Background(), path, func(int64, []byte) error { return nil }, iopath.WithBlockSize(100))
 	fmt.Println(err)
 
 	var mu sync.Mutex
 	var blocks int
 	err = iopath.Scan(context.Background(), path,
-		[]iopath.Option{iopath.WithEngine("pread"), iopath.WithWorkers(2), iopath.WithBlockSize(512)},
-		func(int64, []byte) error { mu.Lock(); blocks++; mu.Unlock(); return nil })
+		func(int64, []byte) error { mu.Lock(); blocks++; mu.Unlock(); return nil }, iopath.WithEngine("pread"), iopath.WithWorkers(2), iopath.WithBlockSize(512))
 	fmt.Println(blocks, "block,", err)
 	// Output:
 	// iopath: ReadFile: unknown engine "readv" (have read, pread, mmap, io_uring)
 	// iopath: block size 100 out of range [512, 64 MiB]
 	// 1 block, <nil>
+}
+
+// Stat describes the file the File has open, from its descriptor; Size
+// is its size when it was opened.
+func ExampleFile_Stat() {
+	path, cleanup := exampleFile(1000)
+	defer cleanup()
+	f, err := iopath.Open(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(fi.Name(), fi.Size(), f.Size(), fi.Mode().IsRegular())
+	// Output: lines.txt 8890 8890 true
+}
+
+// ReadFilesFS reads from an fs.FS: here an in-memory one, with a
+// directory that is walked and a name that does not exist.
+func ExampleReadFilesFS() {
+	fsys := fstest.MapFS{
+		"etc/a.conf":     {Data: []byte("a=1\n")},
+		"etc/sub/b.conf": {Data: []byte("b=22\n")},
+	}
+	var mu sync.Mutex
+	var lines []string
+	err := iopath.ReadFilesFS(context.Background(), fsys, []string{"etc", "missing.conf"},
+		func(name string, data []byte, err error) error {
+			mu.Lock() // fn may be called concurrently
+			defer mu.Unlock()
+			if err != nil {
+				lines = append(lines, fmt.Sprintf("%s: not exist: %v", name, errors.Is(err, fs.ErrNotExist)))
+				return nil // go on with the others
+			}
+			lines = append(lines, fmt.Sprintf("%s: %d bytes", name, len(data)))
+			return nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	slices.Sort(lines)
+	fmt.Println(strings.Join(lines, "\n"))
+	// Output:
+	// etc/a.conf: 4 bytes
+	// etc/sub/b.conf: 5 bytes
+	// missing.conf: not exist: true
+}
+
+// A nil context is an error, not a panic.
+func ExampleErrNilContext() {
+	err := iopath.Scan(nil, "any", func(int64, []byte) error { return nil })
+	fmt.Println(errors.Is(err, iopath.ErrNilContext), err)
+	// Output: true iopath: nil context
 }

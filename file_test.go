@@ -23,6 +23,7 @@ import (
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/testenv"
 )
@@ -436,7 +437,7 @@ func TestOpenUsesRings(t *testing.T) {
 	path := writeFile(t, t.TempDir(), content(10000, 1))
 	f := openT(t, path, WithEngine("io_uring"), WithWorkers(3))
 	defer f.Close()
-	if f.rings == nil || f.rings.max != 3 {
+	if f.rings == nil || f.rings.Max() != 3 {
 		t.Fatalf("rings %+v", f.rings)
 	}
 	choose(t, auto.Choice{Engine: "io_uring", Workers: 1, Rule: "test"})
@@ -454,8 +455,8 @@ func TestShortReads(t *testing.T) {
 	size := 1<<20 + 4321
 	data := content(size, 14)
 	path := writeFile(t, t.TempDir(), data)
-	testMaxRead = 777
-	defer func() { testMaxRead = 0 }()
+	fileio.TestMaxRead = 777
+	defer func() { fileio.TestMaxRead = 0 }()
 	for _, o := range []named{
 		{"read", []Option{WithEngine("read")}},
 		{"pread×3", []Option{WithEngine("pread"), WithWorkers(3), WithBlockSize(8192)}},
@@ -467,7 +468,7 @@ func TestShortReads(t *testing.T) {
 	}
 	for _, w := range []int{1, 3} {
 		var s scanned
-		if err := Scan(context.Background(), path, []Option{WithEngine("pread"), WithWorkers(w), WithOrdered(), WithBlockSize(4096)}, s.fn); err != nil {
+		if err := Scan(context.Background(), path, s.fn, WithEngine("pread"), WithWorkers(w), WithOrdered(), WithBlockSize(4096)); err != nil {
 			t.Fatal(err)
 		}
 		s.check(t, data, 4096, true)
@@ -849,14 +850,14 @@ func TestReadBatchInline(t *testing.T) {
 			if len(calls) != 1 || calls[0] > len(reqs)/4 || calls[0]+len(rest) != len(reqs) {
 				t.Fatalf("cold: %v served, %d passed on; want [≤%d], the rest", calls, len(rest), len(reqs)/4)
 			}
-			for range inlineBackoff {
+			for range fileio.InlineBackoff {
 				if err := f.ReadBatch(reqs); err != nil {
 					t.Fatal(err)
 				}
 				check(t, reqs)
 			}
 			if len(calls) != 1 {
-				t.Fatalf("%d inline passes in the %d batches after a cold one, want none", len(calls)-1, inlineBackoff)
+				t.Fatalf("%d inline passes in the %d batches after a cold one, want none", len(calls)-1, fileio.InlineBackoff)
 			}
 			if err := f.ReadBatch(reqs); err != nil {
 				t.Fatal(err)
@@ -1081,16 +1082,6 @@ func TestFileMmapParallelBatch(t *testing.T) {
 	for i := range 64 {
 		off := int64((i * 7919 % 120) << 15) // scattered 32 KiB requests, 2 MiB in all
 		reqs = append(reqs, Request{Off: off, Buf: make([]byte, 32<<10)})
-	}
-	if got := f.mappedWorkers(reqs, []int32{0, 1, 2, 3}); got != 1 {
-		t.Errorf("4 requests of 32 KiB: %d workers, want 1", got)
-	}
-	idx := make([]int32, len(reqs))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	if got := f.mappedWorkers(reqs, idx); got != 3 {
-		t.Errorf("64 requests of 32 KiB: %d workers, want 3", got)
 	}
 	if err := f.ReadBatch(reqs); err != nil {
 		t.Fatal(err)

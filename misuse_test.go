@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"testing/fstest"
 
 	"github.com/iopath/iopath/internal/testenv"
 )
@@ -16,10 +17,10 @@ import (
 func TestMisuseNilFunc(t *testing.T) {
 	testenv.CheckFDs(t)
 	path := writeFile(t, t.TempDir(), []byte("data"))
-	if err := Scan(context.Background(), path, nil, nil); err != ErrNilFunc {
+	if err := Scan(context.Background(), path, nil); err != ErrNilFunc {
 		t.Errorf("Scan: %v", err)
 	}
-	if err := Scan(context.Background(), path, []Option{WithOrdered()}, nil); err != ErrNilFunc {
+	if err := Scan(context.Background(), path, nil, WithOrdered()); err != ErrNilFunc {
 		t.Errorf("Scan ordered: %v", err)
 	}
 	if err := ReadFiles(context.Background(), []string{path}, nil); err != ErrNilFunc {
@@ -29,11 +30,15 @@ func TestMisuseNilFunc(t *testing.T) {
 
 func TestMisuseNilContext(t *testing.T) {
 	path := writeFile(t, t.TempDir(), []byte("data"))
-	if err := Scan(nil, path, nil, func(int64, []byte) error { return nil }); err != errNilContext {
+	if err := Scan(nil, path, func(int64, []byte) error { return nil }); !errors.Is(err, ErrNilContext) {
 		t.Errorf("Scan: %v", err)
 	}
-	if err := ReadFiles(nil, []string{path}, func(string, []byte, error) error { return nil }); err != errNilContext {
+	if err := ReadFiles(nil, []string{path}, func(string, []byte, error) error { return nil }); !errors.Is(err, ErrNilContext) {
 		t.Errorf("ReadFiles: %v", err)
+	}
+	fsys := fstest.MapFS{"a": {Data: []byte("a")}}
+	if err := ReadFilesFS(nil, fsys, []string{"a"}, func(string, []byte, error) error { return nil }); !errors.Is(err, ErrNilContext) {
+		t.Errorf("ReadFilesFS: %v", err)
 	}
 }
 
@@ -44,17 +49,17 @@ func TestMisuseCancelledBefore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, opts := range [][]Option{nil, {WithOrdered()}, {WithEngine("mmap")}, {WithEngine("io_uring")}} {
-		err := Scan(ctx, path, opts, func(int64, []byte) error {
+		err := Scan(ctx, path, func(int64, []byte) error {
 			t.Error("Scan called fn")
 			return nil
-		})
+		}, opts...)
 		if err != context.Canceled {
 			t.Errorf("Scan %d options: %v", len(opts), err)
 		}
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), -1)
 	defer dcancel()
-	if err := Scan(dctx, path, nil, func(int64, []byte) error { return nil }); err != context.DeadlineExceeded {
+	if err := Scan(dctx, path, func(int64, []byte) error { return nil }); err != context.DeadlineExceeded {
 		t.Errorf("Scan past its deadline: %v", err)
 	}
 	for _, opts := range [][]Option{nil, {WithEngine("raw")}, {WithEngine("io_uring")}} {

@@ -27,6 +27,9 @@ import (
 //	WithDirect       yes            yes   yes   -
 //	WithOrdered      -              yes   -     -
 //	WithPseudoLimit  yes            yes   -     yes
+//
+// ReadFilesFS takes WithEngine (readfile or pool), WithAuto and
+// WithWorkers only.
 type Option func(*options)
 
 // options is what the Options of one call say. Zero values mean "not
@@ -143,10 +146,11 @@ const (
 	callScan
 	callOpen
 	callReadFiles
+	callReadFilesFS
 )
 
 func (c call) String() string {
-	return [...]string{"ReadFile", "Scan", "Open", "ReadFiles"}[c]
+	return [...]string{"ReadFile", "Scan", "Open", "ReadFiles", "ReadFilesFS"}[c]
 }
 
 // Limits of the options.
@@ -166,6 +170,8 @@ func (c call) engines() []string {
 		return []string{"read", "pread", "readv", "mmap", "io_uring"}
 	case callOpen:
 		return []string{"pread", "io_uring", "mmap"}
+	case callReadFilesFS:
+		return []string{"readfile", "pool"}
 	}
 	var names []string
 	for _, n := range batch.Names() {
@@ -208,6 +214,11 @@ func (o *options) check(c call) error {
 		return fmt.Errorf("iopath: pseudo-file limit %d is negative", o.pseudoLimit)
 	case o.pseudoLimitSet && c == callOpen:
 		return fmt.Errorf("iopath: %s: WithPseudoLimit does not apply (a File reads what its requests ask for)", c)
+	case c == callReadFilesFS && (o.direct || o.blockSizeSet || o.queueDepthSet || o.pseudoLimitSet):
+		return fmt.Errorf("iopath: %s: only WithEngine, WithAuto and WithWorkers apply (fs.ReadFile reads each file)", c)
+	case c == callReadFilesFS && (o.engine == "raw" || o.engine == "io_uring"):
+		return fmt.Errorf("iopath: %s: %w", c, &engine.NotSupportedError{What: fmt.Sprintf("engine %q with an fs.FS", o.engine),
+			Reason: "it opens and reads files by descriptor, and an fs.FS has none: use readfile or pool, or ReadFiles with paths"})
 	}
 	if o.engine != "" && !slices.Contains(c.engines(), o.engine) {
 		return fmt.Errorf("iopath: %s: unknown engine %q (have %s)", c, o.engine, strings.Join(c.engines(), ", "))

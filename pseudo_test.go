@@ -72,13 +72,13 @@ func TestPseudoFiles(t *testing.T) {
 						o = append(o, WithOrdered())
 					}
 					var got []byte
-					err := Scan(context.Background(), path, o, func(off int64, b []byte) error {
+					err := Scan(context.Background(), path, func(off int64, b []byte) error {
 						if off != int64(len(got)) {
 							t.Errorf("block at %d after %d bytes", off, len(got))
 						}
 						got = append(got, b...)
 						return nil
-					})
+					}, o...)
 					if err != nil {
 						t.Fatalf("Scan ordered %v: %v", ordered, err)
 					}
@@ -104,7 +104,7 @@ func TestExplicitEngineUnavailableShortcuts(t *testing.T) {
 			t.Errorf("ReadFileBuf %s: %v, want ErrNotSupported", path, err)
 		}
 		for _, o := range [][]Option{opts, append(opts, WithOrdered())} {
-			err := Scan(context.Background(), path, o, func(int64, []byte) error { return nil })
+			err := Scan(context.Background(), path, func(int64, []byte) error { return nil }, o...)
 			if !errors.Is(err, ErrNotSupported) {
 				t.Errorf("Scan %s: %v, want ErrNotSupported", path, err)
 			}
@@ -173,12 +173,12 @@ func TestPseudoLimit(t *testing.T) {
 		{"Scan", func(path string, opts ...Option) ([]byte, error) {
 			var mu sync.Mutex
 			var got []byte
-			err := Scan(ctx, path, opts, func(off int64, b []byte) error {
+			err := Scan(ctx, path, func(off int64, b []byte) error {
 				mu.Lock()
 				defer mu.Unlock()
 				got = keep(got, b)
 				return nil
-			})
+			}, opts...)
 			return got, err
 		}},
 		{"ReadFiles", func(path string, opts ...Option) ([]byte, error) {
@@ -191,10 +191,10 @@ func TestPseudoLimit(t *testing.T) {
 		}},
 		{"Scan-ordered", func(path string, opts ...Option) ([]byte, error) {
 			var got []byte
-			err := Scan(ctx, path, append(opts, WithOrdered()), func(off int64, b []byte) error {
+			err := Scan(ctx, path, func(off int64, b []byte) error {
 				got = keep(got, b)
 				return nil
-			})
+			}, append(opts, WithOrdered())...)
 			return got, err
 		}},
 	}

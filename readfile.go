@@ -5,15 +5,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
 )
@@ -25,12 +23,6 @@ import (
 // IOPATH_ENGINE, WithEngine and WithDirect send small files to the large
 // path too.
 const smallFile = 1 << 20
-
-// bufferSkew is where ReadFile's large buffers start past a page
-// boundary: the kernel's copy from the page cache into a destination at
-// the same offset within a page aliases in the store buffer and runs
-// 10-15% slower (docs/engines.md, "Where the buffer starts").
-const bufferSkew = 16
 
 // maxWholeFile is the largest file ReadFile tries to hold in memory; a
 // larger one is an EFBIG error rather than an allocation the runtime
@@ -65,7 +57,8 @@ var testHookAfterStat func(path string)
 // address space, gives an error wrapping ErrLimit rather than filling
 // memory. An empty file gives an empty, non-nil slice.
 //
-// Errors are *fs.PathError naming path: from open or fstat, a read error,
+// Errors wrap an *fs.PathError naming path (see the package
+// documentation): from open or fstat, a read error,
 // EISDIR for a directory (as os.ReadFile reports it), ErrNotRegular for
 // a FIFO, socket or device (ReadFile never blocks on a FIFO and never
 // reads /dev/zero forever; use os.ReadFile for those), ErrLimit for a
@@ -73,6 +66,14 @@ var testHookAfterStat func(path string)
 // ErrNotSupported for an explicit engine that cannot run here. A bad
 // option gives an error before the file is opened.
 func ReadFile(path string, opts ...Option) ([]byte, error) {
+	b, err := readFile(path, opts)
+	if err != nil {
+		return nil, public(err)
+	}
+	return b, nil
+}
+
+func readFile(path string, opts []Option) ([]byte, error) {
 	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err
@@ -128,6 +129,14 @@ func openWhole(path string, opts []Option) (o options, fd int, st sys.Stat_t, er
 // steady state a file under 1 MiB is read with no allocation at all.
 // Everything else is as for ReadFile; on error the Buf is nil.
 func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
+	b, err := readFileBuf(path, opts)
+	if err != nil {
+		return nil, public(err)
+	}
+	return b, nil
+}
+
+func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 	o, fd, st, err := openWhole(path, opts)
 	if err != nil {
 		return nil, err
@@ -176,20 +185,10 @@ func (o *options) small(size int64) bool {
 	return o.engine == "" && size < smallFile && os.Getenv(auto.EnvEngine) == ""
 }
 
-// readNB is read(2) on a descriptor opened with O_NONBLOCK. Regular files
-// ignore the flag on Linux's page-cache read path; should a filesystem
-// honour it and answer EAGAIN, the flag is cleared and the read made
-// again, as batch's raw engine does.
-func readNB(fd int, b []byte) (int, error) {
-	n, err := sys.Read(fd, b)
-	if err == sys.EAGAIN {
-		if cerr := sys.ClearNonblock(fd); cerr != nil {
-			return 0, err
-		}
-		n, err = sys.Read(fd, b)
-	}
-	return n, err
-}
+// readNB is read(2) on a descriptor opened with O_NONBLOCK (see
+// fileio.ReadNonblock: a regular file that answers EAGAIN is read again
+// without the flag).
+func readNB(fd int, b []byte) (int, error) { return fileio.ReadNonblock(fd, b, nil) }
 
 // readSmall reads fd to its end into a new slice. A regular file is read
 // into a buffer of size+1 bytes, so that one short read shows the end (on
@@ -348,21 +347,11 @@ func (w *wholeBuf) grow(n, need int) {
 	w.b = nb
 }
 
-func alignUp(n int) int { return (n + DirectAlign - 1) &^ (DirectAlign - 1) }
+func alignUp(n int) int { return fileio.AlignUp(n) }
 
 // allocBytes returns a new slice of length n and capacity c that starts
-// bufferSkew bytes past a page boundary, or on one for O_DIRECT.
-func allocBytes(n, c int, direct bool) []byte {
-	skew := bufferSkew
-	if direct {
-		skew = 0
-	}
-	ps := sys.PageSize()
-	raw := make([]byte, c+ps+skew)
-	base := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) % uintptr(ps))
-	off := (ps-base)%ps + skew
-	return raw[off : off+n : off+c]
-}
+// fileio.BufferSkew bytes past a page boundary, or on one for O_DIRECT.
+func allocBytes(n, c int, direct bool) []byte { return fileio.AllocBytes(n, c, direct) }
 
 // readWhole reads the open regular file fd from its start to its end into
 // w and returns the number of bytes read (w.b may have been replaced by a
@@ -389,24 +378,29 @@ func readWhole(fd int, path string, w *wholeBuf, o *options) (int, error) {
 	if want <= cap(w.b) && c.Engine != "mmap" {
 		dst = w.b[:want]
 	}
+	bs := c.BlockSize
+	if bs <= 0 {
+		bs = engine.DefaultBlockSize
+	}
 	var n int
 	switch c.Engine {
 	case "read":
-		n, err = readChunks(fd, dst, 0, c.BlockSize, 1, w.direct, true)
+		n, err = fileio.ReadChunks(fd, dst, 0, bs, 1, w.direct, true)
 	case "mmap":
 		var again bool
-		n, again, err = mmapCopy(fd, dst, c.Workers, c.BlockSize)
+		n, again, err = fileio.MmapCopy(fd, dst, c.Workers, bs)
 		if again {
 			// The file changed under the mapping: one more pass, with pread.
-			n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+			n, err = fileio.ReadChunks(fd, dst, 0, bs, c.Workers, w.direct, false)
 		}
 	case "io_uring":
-		n, err = uringWhole(fd, dst, c.BlockSize, c.QueueDepth, c.Workers, w.direct)
+		qd := c.QueueDepth
+		n, err = fileio.ReadRings(fd, dst, bs, c.Workers, w.direct, func() (*fileio.Ring, error) { return newRing(qd) })
 		if err != nil && errors.Is(err, ErrNotSupported) && c.Rule != ruleWithEngine {
-			n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+			n, err = fileio.ReadChunks(fd, dst, 0, bs, c.Workers, w.direct, false)
 		}
 	default:
-		n, err = readChunks(fd, dst, 0, c.BlockSize, c.Workers, w.direct, false)
+		n, err = fileio.ReadChunks(fd, dst, 0, bs, c.Workers, w.direct, false)
 	}
 	if err != nil {
 		return 0, &fs.PathError{Op: "read", Path: path, Err: err}
@@ -426,7 +420,7 @@ func readWhole(fd int, path string, w *wholeBuf, o *options) (int, error) {
 // growing w as needed. When w is full it first reads into a probe buffer,
 // so that a file that ends there is not copied into a larger buffer.
 func readTail(fd int, w *wholeBuf, n int) (int, error) {
-	nw := nowait{off: w.direct}
+	nw := fileio.Nowait{Off: w.direct}
 	for {
 		room := cap(w.b) - n
 		if w.direct {
@@ -435,7 +429,7 @@ func readTail(fd int, w *wholeBuf, n int) (int, error) {
 		if room == 0 {
 			pb := bufpool.GetAligned(DirectAlign)
 			p := pb.Bytes()[:DirectAlign]
-			m, err := preadFull(fd, p, int64(n), &nw, w.direct)
+			m, err := fileio.PreadFull(fd, p, int64(n), &nw, w.direct)
 			if err != nil || m == 0 {
 				pb.Release()
 				return n, err
@@ -449,132 +443,10 @@ func readTail(fd int, w *wholeBuf, n int) (int, error) {
 			}
 			continue
 		}
-		m, err := preadFull(fd, w.b[n:n+room], int64(n), &nw, w.direct)
+		m, err := fileio.PreadFull(fd, w.b[n:n+room], int64(n), &nw, w.direct)
 		n += m
 		if err != nil || m < room {
 			return n, err
 		}
 	}
-}
-
-// mmapCopy copies the file into dst (its size at fstat) from a shared
-// read-only mapping, in chunks of bs taken in turn by up to workers
-// goroutines. again is true when the file changed size under the
-// mapping: a page past a new end faults (SIGBUS, caught), and a file cut
-// inside its last page reads as zeros without a fault, which the fstat
-// after the copy catches. dst then holds garbage and must be read again.
-func mmapCopy(fd int, dst []byte, workers, bs int) (n int, again bool, err error) {
-	size := len(dst)
-	if size == 0 {
-		return 0, false, nil
-	}
-	m, err := sys.Mmap(fd, 0, size, sys.PROT_READ, sys.MAP_SHARED)
-	if err != nil {
-		return 0, false, err
-	}
-	sys.Madvise(m, sys.MADV_SEQUENTIAL)
-	sys.Madvise(m, sys.MADV_WILLNEED)
-	if bs <= 0 {
-		bs = engine.DefaultBlockSize
-	}
-	nchunks := (size + bs - 1) / bs
-	workers = max(1, min(workers, nchunks))
-	var next atomic.Int64
-	var faulted atomic.Bool
-	copyChunks := func() {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(interface{ Addr() uintptr }); !ok {
-					panic(r)
-				}
-				faulted.Store(true)
-			}
-		}()
-		for !faulted.Load() {
-			i := int(next.Add(1) - 1)
-			if i >= nchunks {
-				return
-			}
-			lo := i * bs
-			hi := min(lo+bs, size)
-			copy(dst[lo:hi], m[lo:hi])
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Go(copyChunks)
-	}
-	copyChunks()
-	wg.Wait()
-	if err := sys.Munmap(m); err != nil {
-		return 0, false, err
-	}
-	var st sys.Stat_t
-	if err := sys.Fstat(fd, &st); err != nil {
-		return 0, false, err
-	}
-	if faulted.Load() || st.Size != int64(size) {
-		return 0, true, nil
-	}
-	return size, false, nil
-}
-
-// uringWhole reads dst from the file's start through io_uring: chunks of
-// bs bytes, a contiguous share of them per ring, up to workers rings each
-// on its own goroutine and thread with qd reads in flight. It returns the
-// length of the prefix read, as readChunks does.
-func uringWhole(fd int, dst []byte, bs, qd, workers int, direct bool) (int, error) {
-	if bs <= 0 {
-		bs = engine.DefaultBlockSize
-	}
-	nchunks := (len(dst) + bs - 1) / bs
-	if nchunks == 0 {
-		return 0, nil
-	}
-	reqs := make([]Request, nchunks)
-	idx := make([]int32, nchunks)
-	for i := range reqs {
-		lo := i * bs
-		reqs[i] = Request{Off: int64(lo), Buf: dst[lo:min(lo+bs, len(dst))]}
-		idx[i] = int32(i)
-	}
-	workers = max(1, min(workers, nchunks))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := nchunks*w/workers, nchunks*(w+1)/workers
-		wg.Go(func() {
-			g, err := newRing(qd)
-			if err != nil {
-				errs[w] = err
-				return
-			}
-			errs[w] = g.read(int32(fd), reqs, idx[lo:hi], direct)
-			g.close()
-		})
-	}
-	wg.Wait()
-	// A ring's failure first: the caller must then neither reuse dst nor
-	// fall back to reading into it, since the kernel may still write it.
-	for _, err := range errs {
-		if ringFailed(err) {
-			return 0, err
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
-	}
-	for i := range reqs {
-		r := &reqs[i]
-		if r.Err != nil && r.Err != io.EOF {
-			return 0, r.Err
-		}
-		if r.N < len(r.Buf) {
-			return int(r.Off) + r.N, nil
-		}
-	}
-	return len(dst), nil
 }

@@ -38,7 +38,7 @@ import (
 // WithPseudoLimit's limit, DefaultPseudoLimit by default; past it its
 // err wraps ErrLimit.
 //
-// err, when not nil, is that file's own error, an *fs.PathError naming
+// err, when not nil, is that file's own error, wrapping an *fs.PathError naming
 // path (errors.Is(err, fs.ErrNotExist), fs.ErrPermission, syscall.ELOOP,
 // ErrNotRegular ... work); data is nil then. One unreadable file does not
 // stop the others: ReadFiles goes on unless fn returns an error — return
@@ -48,6 +48,10 @@ import (
 // ErrNilFunc for a nil fn, or an error that stopped the whole batch (a
 // bad option, an engine that cannot run here, wrapping ErrNotSupported).
 func ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte, err error) error, opts ...Option) error {
+	return public(readFiles(ctx, paths, fn, opts))
+}
+
+func readFiles(ctx context.Context, paths []string, fn func(path string, data []byte, err error) error, opts []Option) error {
 	o, err := begin(ctx, callReadFiles, fn == nil, opts)
 	if err != nil {
 		return err
@@ -66,7 +70,10 @@ func ReadFiles(ctx context.Context, paths []string, fn func(path string, data []
 				err = &fs.PathError{Op: pe.Op, Path: pe.Path, Err: notRegular{}}
 			}
 		}
-		return fn(f.Path, f.Data, err)
+		if err := fn(f.Path, f.Data, public(err)); err != nil {
+			return callerErr{err} // the caller's: it comes back as it is
+		}
+		return nil
 	}
 	err = readBatch(ctx, c, &o, paths, each)
 	if err != nil && c.Rule != ruleWithEngine && c.Engine != "raw" && !called.Load() && errors.Is(err, ErrNotSupported) {

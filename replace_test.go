@@ -96,7 +96,7 @@ func TestReplacedWhileScan(t *testing.T) {
 						s.Hammer(t, func(got func([]byte, error)) error {
 							var mu sync.Mutex
 							end, total := int64(0), int64(0)
-							err := Scan(context.Background(), s.Path, opts, func(off int64, b []byte) error {
+							err := Scan(context.Background(), s.Path, func(off int64, b []byte) error {
 								if off+int64(len(b)) > int64(len(buf)) {
 									return fmt.Errorf("block [%d,%d) past every version", off, off+int64(len(b)))
 								}
@@ -106,7 +106,7 @@ func TestReplacedWhileScan(t *testing.T) {
 								total += int64(len(b))
 								mu.Unlock()
 								return nil
-							})
+							}, opts...)
 							skipUnsupported(t, err)
 							switch {
 							case err != nil:

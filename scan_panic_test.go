@@ -20,12 +20,12 @@ type fnPanic struct{ n int }
 func scanRecover(path string, opts []Option) (r any, err error) {
 	defer func() { r = recover() }()
 	var calls atomic.Int64
-	err = Scan(context.Background(), path, opts, func(off int64, b []byte) error {
+	err = Scan(context.Background(), path, func(off int64, b []byte) error {
 		if c := calls.Add(1); c >= 2 || len(b) < 64<<10 {
 			panic(fnPanic{int(c)})
 		}
 		return nil
-	})
+	}, opts...)
 	return nil, err
 }
 

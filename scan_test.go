@@ -135,7 +135,7 @@ func TestScan(t *testing.T) {
 				for _, size := range sizes {
 					want, _ := os.ReadFile(files[size])
 					var s scanned
-					err := Scan(context.Background(), files[size], opts, s.fn)
+					err := Scan(context.Background(), files[size], s.fn, opts...)
 					skipUnsupported(t, err)
 					if err != nil {
 						t.Fatalf("size %d: %v", size, err)
@@ -160,7 +160,7 @@ func TestScan(t *testing.T) {
 				}
 				size := 5<<20 + 1234
 				var s scanned
-				if err := Scan(context.Background(), files[size], opts, s.fn); err != nil {
+				if err := Scan(context.Background(), files[size], s.fn, opts...); err != nil {
 					t.Fatal(err)
 				}
 				want, _ := os.ReadFile(files[size])
@@ -182,7 +182,7 @@ func TestScan(t *testing.T) {
 					opts = append(opts, WithOrdered())
 				}
 				var s scanned
-				err := Scan(context.Background(), path, opts, s.fn)
+				err := Scan(context.Background(), path, s.fn, opts...)
 				skipUnsupported(t, err)
 				if err != nil {
 					t.Fatalf("%q size %d: %v", e, size, err)
@@ -208,12 +208,12 @@ func TestScanFnError(t *testing.T) {
 			opts = append(opts, WithOrdered())
 		}
 		var calls atomic.Int64
-		err := Scan(context.Background(), path, opts, func(off int64, b []byte) error {
+		err := Scan(context.Background(), path, func(off int64, b []byte) error {
 			if calls.Add(1) == 10 {
 				return stop
 			}
 			return nil
-		})
+		}, opts...)
 		skipUnsupported(t, err)
 		if err != stop {
 			t.Errorf("%q ordered %v: got %v, want fn's error itself", e, ordered, err)
@@ -254,12 +254,12 @@ func TestScanCancel(t *testing.T) {
 		// Cancelled from fn after a few blocks.
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int64
-		err := Scan(ctx, huge, opts, func(off int64, b []byte) error {
+		err := Scan(ctx, huge, func(off int64, b []byte) error {
 			if calls.Add(1) == 3 {
 				cancel()
 			}
 			return nil
-		})
+		}, opts...)
 		cancel()
 		skipUnsupported(t, err)
 		if err != context.Canceled {
@@ -276,14 +276,14 @@ func TestScanCancel(t *testing.T) {
 			}
 			cancel()
 		}()
-		err = Scan(ctx, huge, opts, func(off int64, b []byte) error {
+		err = Scan(ctx, huge, func(off int64, b []byte) error {
 			if ctx.Err() != nil {
 				after.Add(1)
 			}
 			started.Add(1)
 			<-ctx.Done()
 			return nil
-		})
+		}, opts...)
 		if err != context.Canceled {
 			t.Errorf("%s, blocking fn: got %v", name, err)
 		}
@@ -311,7 +311,7 @@ func TestScanShrinks(t *testing.T) {
 		}
 		var once sync.Once
 		var sum atomic.Int64
-		err := Scan(context.Background(), path, opts, func(off int64, b []byte) error {
+		err := Scan(context.Background(), path, func(off int64, b []byte) error {
 			once.Do(func() {
 				if err := os.Truncate(path, 8192); err != nil {
 					t.Error(err)
@@ -323,7 +323,7 @@ func TestScanShrinks(t *testing.T) {
 			}
 			sum.Add(int64(s))
 			return nil
-		})
+		}, opts...)
 		skipUnsupported(t, err)
 		var pe *fs.PathError
 		if !errors.Is(err, ErrChanged) || !errors.As(err, &pe) || pe.Path != path {
@@ -340,13 +340,13 @@ func TestScanProc(t *testing.T) {
 			t.Skipf("%s: %v", path, err)
 		}
 		var got []byte
-		err = Scan(context.Background(), path, []Option{WithBlockSize(512)}, func(off int64, b []byte) error {
+		err = Scan(context.Background(), path, func(off int64, b []byte) error {
 			if off != int64(len(got)) || (len(b) != 512 && int(off)+len(b) != len(want)) {
 				return fmt.Errorf("block at %d of %d bytes", off, len(b))
 			}
 			got = append(got, b...)
 			return nil
-		})
+		}, WithBlockSize(512))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: %d bytes (%v), want %d", path, len(got), err, len(want))
 		}
@@ -371,14 +371,14 @@ func TestScanErrors(t *testing.T) {
 		{fifo, ErrNotRegular},
 		{"/dev/zero", ErrNotRegular},
 	} {
-		err := Scan(context.Background(), tc.path, nil, never)
+		err := Scan(context.Background(), tc.path, never)
 		var pe *fs.PathError
 		if !errors.As(err, &pe) || pe.Path != tc.path || !errors.Is(err, tc.is) {
 			t.Errorf("%s: got %v, want a path error wrapping %v", tc.path, err, tc.is)
 		}
 	}
 	p := writeFile(t, dir, []byte("abc"))
-	if err := Scan(context.Background(), p, []Option{WithBlockSize(7)}, never); err == nil || !strings.Contains(err.Error(), "block size 7") {
+	if err := Scan(context.Background(), p, never, WithBlockSize(7)); err == nil || !strings.Contains(err.Error(), "block size 7") {
 		t.Errorf("bad block size: %v", err)
 	}
 }
@@ -397,11 +397,11 @@ func TestScanUringFallback(t *testing.T) {
 			opts = []Option{WithOrdered()}
 		}
 		var s scanned
-		if err := Scan(context.Background(), path, opts, s.fn); err != nil {
+		if err := Scan(context.Background(), path, s.fn, opts...); err != nil {
 			t.Fatalf("ordered %v: %v", ordered, err)
 		}
 		s.check(t, data, 4096, ordered)
-		err := Scan(context.Background(), path, append(opts, WithEngine("io_uring")), s.fn)
+		err := Scan(context.Background(), path, s.fn, append(opts, WithEngine("io_uring"))...)
 		if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), features.DisableEnv) {
 			t.Errorf("explicit io_uring, ordered %v: %v", ordered, err)
 		}

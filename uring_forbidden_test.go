@@ -83,12 +83,12 @@ func scanAll(t *testing.T, path string, want []byte, opts ...Option) {
 	got := make([]byte, len(want))
 	var mu sync.Mutex
 	var n int
-	err := Scan(context.Background(), path, append(opts, WithBlockSize(16<<10)), func(off int64, b []byte) error {
+	err := Scan(context.Background(), path, func(off int64, b []byte) error {
 		mu.Lock()
 		defer mu.Unlock()
 		n += copy(got[off:], b)
 		return nil
-	})
+	}, append(opts, WithBlockSize(16<<10))...)
 	if err != nil {
 		t.Fatalf("Scan %v: %v", opts, err)
 	}
@@ -143,7 +143,7 @@ func TestIOURingForbiddenChild(t *testing.T) {
 	}
 	refused("Open", err)
 	for _, o := range []named{{"Scan", nil}, {"ordered Scan", []Option{WithOrdered()}}} {
-		err := Scan(context.Background(), big, append(o.opts, WithEngine("io_uring")), func(int64, []byte) error { return nil })
+		err := Scan(context.Background(), big, func(int64, []byte) error { return nil }, append(o.opts, WithEngine("io_uring"))...)
 		refused(o.name, err)
 	}
 	err = ReadFiles(context.Background(), paths, func(string, []byte, error) error { return nil }, WithEngine("io_uring"))
@@ -324,7 +324,7 @@ func TestIOURingOutOfDescriptorsChild(t *testing.T) {
 		}},
 		{"ReadFile", func() error { _, err := ReadFile(path, WithEngine("io_uring")); return err }},
 		{"ordered Scan", func() error {
-			return Scan(context.Background(), path, []Option{WithEngine("io_uring"), WithOrdered()}, func(int64, []byte) error { return nil })
+			return Scan(context.Background(), path, func(int64, []byte) error { return nil }, WithEngine("io_uring"), WithOrdered())
 		}},
 	} {
 		err := c.run()

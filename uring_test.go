@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/testenv"
 )
 
@@ -16,13 +17,13 @@ import (
 func capSQE(t *testing.T, n int) *atomic.Int64 {
 	t.Helper()
 	largest := new(atomic.Int64)
-	oldMax, oldHook := maxSQELen, testHookPrep
-	maxSQELen, testNoInline = n, true
-	testHookPrep = func(k int) { // called by several rings at once
+	oldMax, oldHook := fileio.MaxSQELen, fileio.TestHookPrep
+	fileio.MaxSQELen, testNoInline = n, true
+	fileio.TestHookPrep = func(k int) { // called by several rings at once
 		for v := largest.Load(); int64(k) > v && !largest.CompareAndSwap(v, int64(k)); v = largest.Load() {
 		}
 	}
-	t.Cleanup(func() { maxSQELen, testHookPrep, testNoInline = oldMax, oldHook, false })
+	t.Cleanup(func() { fileio.MaxSQELen, fileio.TestHookPrep, testNoInline = oldMax, oldHook, false })
 	return largest
 }
 
@@ -77,11 +78,9 @@ func failRings(t *testing.T) (submitFails, newFails *bool, injected error) {
 	t.Helper()
 	submitFails, newFails = new(bool), new(bool)
 	injected = errors.New("injected failure")
-	leakedMu.Lock()
-	before := len(leakedRings)
-	leakedMu.Unlock()
+	before := len(fileio.LeakedRings())
 	testNoInline = true
-	testHookSubmit = func() error {
+	fileio.TestHookSubmit = func() error {
 		if *submitFails {
 			return injected
 		}
@@ -94,11 +93,9 @@ func failRings(t *testing.T) (submitFails, newFails *bool, injected error) {
 		return nil
 	}
 	t.Cleanup(func() {
-		testHookSubmit, testHookNewRing, testNoInline = nil, nil, false
-		leakedMu.Lock()
-		defer leakedMu.Unlock()
-		for _, g := range leakedRings[before:] {
-			g.r.Close()
+		fileio.TestHookSubmit, testHookNewRing, testNoInline = nil, nil, false
+		for _, g := range fileio.LeakedRings()[before:] {
+			g.CloseLeaked()
 		}
 	})
 	return submitFails, newFails, injected
@@ -150,10 +147,8 @@ func TestRingFailure(t *testing.T) {
 	if !errors.Is(err, injected) || !ringFailed(err) {
 		t.Fatalf("ReadBatch with a failing ring: %v", err)
 	}
-	leakedMu.Lock()
-	g := leakedRings[len(leakedRings)-1]
-	leakedMu.Unlock()
-	if !g.broken {
+	leaked := fileio.LeakedRings()
+	if g := leaked[len(leaked)-1]; !g.Broken() {
 		t.Error("the failed ring is not marked broken")
 	}
 
@@ -205,10 +200,7 @@ func TestRingReplaced(t *testing.T) {
 	if err := readBatchGuarded(t, f, reqs); err != nil || !bytes.Equal(reqs[0].Buf, data[4096:4096+64<<10]) {
 		t.Fatalf("ReadBatch after a ring broke: %v", err)
 	}
-	f.rings.mu.Lock()
-	made := f.rings.made
-	f.rings.mu.Unlock()
-	if made != 1 {
+	if made := f.rings.Made(); made != 1 {
 		t.Errorf("%d rings made after the broken one, want 1", made)
 	}
 }

@@ -27,14 +27,13 @@ func Snippet(k Kind, c Candidate) string {
 		return b.String()
 	}
 	b.WriteString("// Every block once, handed to a func (what the trial measured):\n")
-	fmt.Fprintf(&b, "err := iopath.Scan(ctx, path, []iopath.Option{%s},\n", strings.Join(opts, ", "))
-	b.WriteString("\tfunc(off int64, b []byte) error {\n")
-	b.WriteString("\t\t// b is valid only during the call: copy what you keep.\n")
+	b.WriteString("err := iopath.Scan(ctx, path, func(off int64, b []byte) error {\n")
+	b.WriteString("\t// b is valid only during the call: copy what you keep.\n")
 	if c.Workers > 1 {
-		fmt.Fprintf(&b, "\t\t// Calls come from %d goroutines at once.\n", c.Workers)
+		fmt.Fprintf(&b, "\t// Calls come from %d goroutines at once.\n", c.Workers)
 	}
-	b.WriteString("\t\treturn nil\n")
-	b.WriteString("\t})\n")
+	b.WriteString("\treturn nil\n")
+	fmt.Fprintf(&b, "}, %s)\n", strings.Join(opts, ", "))
 	b.WriteString("\n// Or the whole file in memory:\n")
 	fmt.Fprintf(&b, "data, err := iopath.ReadFile(path, %s)\n", strings.Join(opts, ", "))
 	return b.String()

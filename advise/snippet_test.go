@@ -23,9 +23,9 @@ var snippetCases = []struct {
 	{ManyFiles, Candidate{"readfile", 1}, []string{`iopath.WithEngine("readfile"))`}, []string{"WithWorkers"}},
 	{ManyFiles, Candidate{"pool", 128}, []string{`iopath.WithEngine("pool"), iopath.WithWorkers(128))`}, nil},
 	{ManyFiles, Candidate{"io_uring", 2}, []string{`iopath.WithEngine("io_uring"), iopath.WithWorkers(2))`}, nil},
-	{OneFile, Candidate{"pread", 2}, []string{`iopath.Scan(ctx, path, []iopath.Option{iopath.WithEngine("pread"), iopath.WithWorkers(2)},`,
+	{OneFile, Candidate{"pread", 2}, []string{"iopath.Scan(ctx, path, func(off int64, b []byte) error {", `}, iopath.WithEngine("pread"), iopath.WithWorkers(2))`,
 		`data, err := iopath.ReadFile(path, iopath.WithEngine("pread"), iopath.WithWorkers(2))`, "2 goroutines at once"}, []string{"ReadFiles"}},
-	{OneFile, Candidate{"mmap", 1}, []string{`[]iopath.Option{iopath.WithEngine("mmap")}`, `iopath.ReadFile(path, iopath.WithEngine("mmap"))`}, []string{"WithWorkers"}},
+	{OneFile, Candidate{"mmap", 1}, []string{`}, iopath.WithEngine("mmap"))`, `iopath.ReadFile(path, iopath.WithEngine("mmap"))`}, []string{"WithWorkers"}},
 	{OneFile, Candidate{"io_uring", 1}, []string{`iopath.WithEngine("io_uring")`}, nil},
 }
 

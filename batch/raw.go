@@ -2,11 +2,11 @@ package batch
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"syscall"
 
 	"github.com/iopath/iopath/bufpool"
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -219,22 +219,7 @@ func (r *rawReader) setBig(b *bufpool.Buf, keep int) {
 }
 
 // readRetry is one read, made again blocking if a regular file answered
-// EAGAIN because of O_NONBLOCK.
+// EAGAIN because of O_NONBLOCK (fileio.ReadNonblock).
 func (r *rawReader) readRetry(fd int, b []byte) (int, error) {
-	r.n++
-	n, err := sys.Read(fd, b)
-	if !errors.Is(err, sys.EAGAIN) {
-		return n, err
-	}
-	var st sys.Stat_t
-	r.n++
-	if sys.Fstat(fd, &st) != nil || st.Mode&sys.S_IFMT != sys.S_IFREG {
-		return n, err // a FIFO or socket with nothing to read yet
-	}
-	r.n += 2 // fcntl F_GETFL, F_SETFL
-	if cerr := sys.ClearNonblock(fd); cerr != nil {
-		return n, err
-	}
-	r.n++
-	return sys.Read(fd, b)
+	return fileio.ReadNonblock(fd, b, &r.n)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -12,13 +13,9 @@ import (
 // on to it (io_uring) without pinning.
 //
 // For O_DIRECT every buffer starts on a page boundary, as the kernel
-// requires. For buffered I/O every buffer starts bufferSkew bytes past a
-// page boundary: when the kernel copies a page-cache page into a buffer with
-// the same offset within a page, loads and stores alias in the store buffer
-// (4K aliasing) and the copy runs 10-15% slower on x86. Measured here with
-// pread of 128 KiB from a warm 4 GiB file: 6.9 GiB/s into page-aligned
-// buffers, 8.1 GiB/s at a 16-byte skew (fio gets the same skew by accident
-// from malloc's chunk header). See docs/engines.md.
+// requires. For buffered I/O every buffer starts fileio.BufferSkew bytes
+// past a page boundary (4K aliasing; fio gets the same skew by accident
+// from malloc's chunk header). See fileio.BufferSkew and docs/engines.md.
 type arena struct {
 	mem    []byte
 	stride int // bytes between buffers (a multiple of the page size)
@@ -26,14 +23,11 @@ type arena struct {
 	skew   int // offset of each buffer from its page boundary
 }
 
-// bufferSkew is where a buffered-I/O buffer starts past a page boundary.
-const bufferSkew = 16
-
 // newArena allocates count buffers of size bytes, page-aligned when aligned
 // is set (O_DIRECT), skewed otherwise.
 func newArena(count, size int, aligned bool) (*arena, error) {
 	ps := sys.PageSize()
-	skew := bufferSkew
+	skew := fileio.BufferSkew
 	if aligned {
 		skew = 0
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -38,7 +39,7 @@ func (r *preadRun) Close() error { r.bufs.free(); return nil }
 func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	return readFile(ctx, &r.job, sink, toEOF(r.bufs.buf(0)), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		buf := r.bufs.buf(w)
-		nw := newNowait(&r.job)
+		nw := fileio.Nowait{Off: r.job.Direct}
 		var iov [1]sys.Iovec
 		c := p.cursor(w)
 		for k := 0; ; k++ {
@@ -74,19 +75,15 @@ func (r *preadRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 // rounded up for O_DIRECT), looping over short reads. It returns the number
 // of pread calls made. Reaching end of file before need bytes means the file
 // shrank since it was opened.
-// Each read first tries the cached fast path (nowait.go) through iov.
-func preadFull(f *file, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
+// Each read first tries the cached fast path (fileio.Nowait) through iov.
+func preadFull(f *file, nw *fileio.Nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
 		b := buf[got:]
 		iov[0].Base = &b[0]
 		iov[0].SetLen(len(b))
-		m, handled, err := nw.try(f.fd, iov, len(b), off+int64(got), &calls)
-		if !handled {
-			calls++
-			m, err = sys.Pread(f.fd, b, off+int64(got))
-		}
+		m, err := nw.Preadv(f.fd, iov, len(b), off+int64(got), &calls)
 		if err != nil {
 			return calls, f.readErr(off+int64(got), err)
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -59,7 +60,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			defer func() { sys.Close(fd); ws.Syscalls++ }()
 		}
 		buf := r.bufs.buf(w)
-		nw := newNowait(&r.job)
+		nw := fileio.Nowait{Off: r.job.Direct}
 		var iov [1]sys.Iovec
 		pos := int64(0) // the descriptor's file position
 		for k := 0; ; k++ {
@@ -105,16 +106,16 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 // When buf is longer than need (O_DIRECT rounding), the position may end
 // past off+need only at end of file, so it stays in step with the plan.
 //
-// Each read first tries the cached fast path (nowait.go) at the file
+// Each read first tries the cached fast path (fileio.Nowait) at the file
 // position (offset -1), which advances it as read(2) does.
-func readFull(f *file, fd int, nw *nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
+func readFull(f *file, fd int, nw *fileio.Nowait, iov []sys.Iovec, buf []byte, need int, off int64, direct bool) (int64, error) {
 	var calls int64
 	got := 0
 	for got < need {
 		b := buf[got:]
 		iov[0].Base = &b[0]
 		iov[0].SetLen(len(b))
-		m, handled, err := nw.try(fd, iov, len(b), -1, &calls)
+		m, handled, err := nw.Try(fd, iov, len(b), -1, &calls)
 		if !handled {
 			calls++
 			m, err = sys.Read(fd, b)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -74,7 +75,7 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	direct := r.job.Direct
 	return readFile(ctx, &r.job, sink, toEOF(r.ws[0].bufs[0]), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
 		v := &r.ws[w]
-		nw := newNowait(&r.job)
+		nw := fileio.Nowait{Off: r.job.Direct}
 		c := p.cursor(w)
 		// A call reads r.k blocks: look at ctx every checkEvery blocks,
 		// not every checkEvery calls.
@@ -110,11 +111,7 @@ func (r *readvRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 					v.iov[first].Base = &v.bufs[first][part]
 					v.iov[first].SetLen(directLen(v.lens[first], direct) - part)
 				}
-				got, handled, err := nw.try(f.fd, v.iov[first:m], (m-first)*r.job.BlockSize, off0+int64(done), &ws.Syscalls)
-				if !handled {
-					ws.Syscalls++
-					got, err = sys.Preadv(f.fd, v.iov[first:m], off0+int64(done))
-				}
+				got, err := nw.Preadv(f.fd, v.iov[first:m], (m-first)*r.job.BlockSize, off0+int64(done), &ws.Syscalls)
 				if err != nil {
 					return f.readErr(off0+int64(done), err)
 				}

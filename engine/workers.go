@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/panics"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
@@ -269,7 +270,7 @@ func catchFault(errp *error, path string) {
 	if r == nil {
 		return
 	}
-	if _, ok := r.(interface{ Addr() uintptr }); ok {
+	if fileio.IsFault(r) {
 		*errp = &fs.PathError{Op: "read", Path: path, Err: ErrChanged}
 		return
 	}

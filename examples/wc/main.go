@@ -247,7 +247,7 @@ func (c *counter) scanFile(op string, fi fs.FileInfo) entry {
 	}
 	var mu sync.Mutex
 	blocks := make([]block, 0, 1024)
-	err := iopath.Scan(c.ctx, op, nil, func(off int64, b []byte) error {
+	err := iopath.Scan(c.ctx, op, func(off int64, b []byte) error {
 		s := summarize(b, c.w, c.loc)
 		mu.Lock()
 		blocks = append(blocks, block{off, s})
