@@ -336,11 +336,10 @@ func runOne(ctx context.Context, cfg Config, way string, k int) (Result, error) 
 	rd := startReader(p.r, resp)
 
 	n := cfg.Responses
-	var until time.Time
 	if cfg.Duration > 0 {
-		n, until = -1, time.Now().Add(cfg.Duration)
+		n = -1
 	}
-	m, serr := send(ctx, p.w, way, resp, n, until)
+	m, serr := send(ctx, p.w, way, resp, n, cfg.Duration)
 	if serr == nil {
 		serr = p.w.CloseWrite()
 	} else {
@@ -387,10 +386,12 @@ type measured struct {
 	cpu, elapsed               time.Duration
 }
 
-// send sends n responses (n < 0: until until) one way, on a goroutine
-// locked to its thread so that the thread's CPU and write counters are
-// the sender's alone.
-func send(ctx context.Context, c *net.TCPConn, way string, r response, n int, until time.Time) (measured, error) {
+// send sends n responses (n < 0: for d from the first) one way, on a
+// goroutine locked to its thread so that the thread's CPU and write
+// counters are the sender's alone. The window starts when the sender
+// does, not when send is called: on a busy machine the locked thread may
+// start later than the whole window would have lasted.
+func send(ctx context.Context, c *net.TCPConn, way string, r response, n int, d time.Duration) (measured, error) {
 	type out struct {
 		m   measured
 		err error
@@ -399,7 +400,7 @@ func send(ctx context.Context, c *net.TCPConn, way string, r response, n int, un
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		m, err := sendLocked(ctx, c, way, r, n, until)
+		m, err := sendLocked(ctx, c, way, r, n, d)
 		ch <- out{m, err}
 	}()
 	o := <-ch
@@ -407,19 +408,20 @@ func send(ctx context.Context, c *net.TCPConn, way string, r response, n int, un
 }
 
 // more reports whether response i is to be sent: i < n, or (n < 0)
-// before until; never once ctx is done.
+// before until; never once ctx is done. A timed window sends at least its
+// first 64 responses, however short it is.
 func more(ctx context.Context, i int64, n int, until time.Time) bool {
 	// Look at the clock and ctx every 64 responses only: a check per
 	// response would be part of what is measured.
-	if i%64 == 0 && (ctx.Err() != nil || (n < 0 && !time.Now().Before(until))) {
+	if i%64 == 0 && (ctx.Err() != nil || (n < 0 && i > 0 && !time.Now().Before(until))) {
 		return false
 	}
 	return n < 0 || i < int64(n)
 }
 
-func sendLocked(ctx context.Context, c *net.TCPConn, way string, r response, n int, until time.Time) (m measured, err error) {
+func sendLocked(ctx context.Context, c *net.TCPConn, way string, r response, n int, d time.Duration) (m measured, err error) {
 	if way == IOURing {
-		return sendURing(ctx, c, r, n, until)
+		return sendURing(ctx, c, r, n, d)
 	}
 	parts := r.split(make([]byte, r.total))
 	var coalesced []byte
@@ -440,6 +442,7 @@ func sendLocked(ctx context.Context, c *net.TCPConn, way string, r response, n i
 	}
 	cpu0, _ := sys.ThreadCPU()
 	t0 := time.Now()
+	until := t0.Add(d)
 	var i int64
 	for ; more(ctx, i, n, until); i++ {
 		binary.LittleEndian.PutUint64(parts[0], uint64(i))
@@ -546,7 +549,7 @@ func uringSupported() error {
 // and waited for in one io_uring_enter. The parts, iovecs and msghdr live
 // off the Go heap, as the kernel reads them after the call returns when
 // the socket is full.
-func sendURing(ctx context.Context, c *net.TCPConn, r response, n int, until time.Time) (m measured, err error) {
+func sendURing(ctx context.Context, c *net.TCPConn, r response, n int, d time.Duration) (m measured, err error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return m, err
@@ -587,6 +590,7 @@ func sendURing(ctx context.Context, c *net.TCPConn, r response, n int, until tim
 	var cqe [1]uring.CQE
 	cpu0, _ := sys.ThreadCPU()
 	t0 := time.Now()
+	until := t0.Add(d)
 	var i int64
 	inflight := false
 	for ; more(ctx, i, n, until); i++ {

@@ -195,6 +195,22 @@ func TestDurationAndRounds(t *testing.T) {
 	}
 }
 
+// TestShortWindow: a timed run measures from its first response, so even
+// a window shorter than the sender's start (here 1 ns) sends and verifies
+// some responses rather than none.
+func TestShortWindow(t *testing.T) {
+	noFdLeak(t)
+	rs, err := Run(context.Background(), Config{Ways: []string{Writes, Coalesced}, Parts: []int{2}, Duration: time.Nanosecond, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Responses < 1 || !r.Verified {
+			t.Errorf("%+v: want some responses, verified", r)
+		}
+	}
+}
+
 func TestMedian(t *testing.T) {
 	rs := []Result{
 		{Way: Writes, K: 2, Responses: 10, CPUNsPerResp: 300, SyscallsPerResp: 2, Verified: true},
