@@ -193,11 +193,14 @@ func TestAdviseBadPaths(t *testing.T) {
 	}
 }
 
+// adviseTestBudget is the budget of the tests whose advise must measure
+// something: enough for a busy machine (two race-built test runs on two
+// CPUs) to list, warm and measure the small test data, where 1 s was not.
+const adviseTestBudget = "3s"
+
 func TestAdviseJSON(t *testing.T) {
 	_, tree, _ := adviseTree(t)
-	// A budget that leaves time to measure on a busy machine: this test
-	// is about the JSON.
-	out, errOut, code := runCLI("advise", "--budget", "4s", "--format", "json", tree)
+	out, errOut, code := runCLI("advise", "--budget", adviseTestBudget, "--format", "json", tree)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -240,7 +243,7 @@ func TestAdviseNeverModifies(t *testing.T) {
 	dir, tree, big := adviseTree(t)
 	before := snapshot(t, dir)
 
-	out, errOut, code := runCLI("advise", "--budget", "1s", tree)
+	out, errOut, code := runCLI("advise", "--budget", adviseTestBudget, tree)
 	if code != 0 {
 		t.Fatalf("tree: exit %d: %s", code, errOut)
 	}
@@ -249,7 +252,7 @@ func TestAdviseNeverModifies(t *testing.T) {
 			t.Errorf("tree: output lacks %q:\n%s", want, out)
 		}
 	}
-	out, errOut, code = runCLI("advise", "--budget", "1s", big)
+	out, errOut, code = runCLI("advise", "--budget", adviseTestBudget, big)
 	if code != 0 {
 		t.Fatalf("file: exit %d: %s", code, errOut)
 	}
@@ -305,7 +308,7 @@ func adviseAsReader(t *testing.T, dir, path string) (string, string, int) {
 			f.Close()
 			t.Fatalf("%s is writable: the test cannot show that advise does not write", path)
 		}
-		return runCLI("advise", "--budget", "1s", path)
+		return runCLI("advise", "--budget", adviseTestBudget, path)
 	}
 	// The binary goes in a directory of its own: dir is being watched.
 	binDir := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".bin")
@@ -327,7 +330,7 @@ func adviseAsReader(t *testing.T, dir, path string) (string, string, int) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, "advise", "--budget", "1s", path)
+	cmd := exec.Command(bin, "advise", "--budget", adviseTestBudget, path)
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), cliEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

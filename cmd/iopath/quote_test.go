@@ -74,7 +74,7 @@ func TestPathsQuoted(t *testing.T) {
 	}
 	check(t, "pack", errOut, "into "+quoted(pack))
 
-	out, errOut, code = runCLI("advise", "--budget", "1s", file)
+	out, errOut, code = runCLI("advise", "--budget", adviseTestBudget, file)
 	if code != 0 {
 		t.Fatalf("advise: exit %d: %s", code, errOut)
 	}
