@@ -55,3 +55,7 @@ func Write(w io.Writer, format string, r *bench.Report) error {
 	}
 	return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(Formats(), ", "))
 }
+
+// KindFormats are the formats of every command whose result is not a
+// benchmark's (features, advise, net load), the default first.
+var KindFormats = []string{"table", "json", "csv", "markdown"}

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -112,4 +115,36 @@ func hasFloat(t reflect.Type, seen map[reflect.Type]bool) bool {
 		}
 	}
 	return false
+}
+
+// writeKindJSON writes v (a struct, or a pointer to one) as a JSON
+// object that begins with "schema_version" and "kind", followed by v's
+// own fields, indented, in one Write call. NaN and infinite floats are
+// written as 0 (see sanitize).
+func writeKindJSON(w io.Writer, kind string, version int, v any) error {
+	var enc bytes.Buffer
+	e := json.NewEncoder(&enc)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(sanitize(reflect.ValueOf(v)).Interface()); err != nil {
+		return err
+	}
+	body := bytes.TrimSpace(enc.Bytes())
+	if len(body) < 2 || body[0] != '{' {
+		return fmt.Errorf("report: %s: not a JSON object", kind)
+	}
+	var raw bytes.Buffer
+	fmt.Fprintf(&raw, `{"schema_version":%d,"kind":%q`, version, kind)
+	if rest := body[1:]; rest[0] != '}' {
+		raw.WriteByte(',')
+		raw.Write(rest)
+	} else {
+		raw.WriteByte('}')
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err := w.Write(out.Bytes())
+	return err
 }
