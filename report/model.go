@@ -70,7 +70,13 @@ type Column struct {
 	// Wide columns are shown only when asked (--wide).
 	Wide bool
 	// Left aligns the column to the left (text); figures align right.
+	// Left columns are also a row's identity: compare matches the rows
+	// of two Docs of one kind by the texts of their Left cells.
 	Left bool
+	// Headline marks a kind's headline figures (GiB/s and CPU per GiB
+	// for a file; files/s and CPU per 1k files for a tree; QPS, P99 and
+	// server CPU per request for echo): the ones compare judges.
+	Headline bool
 }
 
 // Group is a run of rows under an optional title.
