@@ -93,6 +93,9 @@ type Row struct {
 	Sub bool
 	// Err is why the row has no figures (it failed, or was not run).
 	Err string
+	// Noisy is why some of the row's runs were noisy ("" when none was):
+	// they are kept in its figures, which carry a Mark.
+	Noisy string
 }
 
 // Cell is one value: either text or a figure with its spread.

@@ -1,0 +1,258 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/iopath/iopath/internal/units"
+)
+
+// CompareSchemaVersion is the version of compare's JSON.
+const CompareSchemaVersion = 1
+
+// WriteCompare writes c in one of KindFormats.
+func WriteCompare(w io.Writer, format string, c *Comparison, o DocOptions) error {
+	if format == "json" {
+		return writeKindJSON(w, "compare", CompareSchemaVersion, c)
+	}
+	return WriteDoc(w, format, CompareDoc(c), o)
+}
+
+// CompareDoc is c for people: which reports, how they differ, one row per
+// key with the first headline figure old → new and every headline
+// figure's change and verdict, the legend with the noise rule, the
+// summary and notes.
+func CompareDoc(c *Comparison) *Doc {
+	d := &Doc{Kind: "compare"}
+	add := func(k, v string) {
+		if v != "" {
+			d.Header = append(d.Header, Field{k, v})
+		}
+	}
+	add("old", compareSource(c.Old))
+	add("new", compareSource(c.New))
+	if !c.MachineDiffers() {
+		add("machine", compareMachine(c.New))
+	}
+	for _, p := range c.New.Props {
+		if !slices.ContainsFunc(c.Differences, func(x Difference) bool { return x.What == p.Key }) {
+			add(p.Key, p.Value)
+		}
+	}
+	groups := groupTitles(c.Rows)
+	if len(groups) == 1 && groups[0] != "" {
+		add("workload", groups[0])
+	}
+	for i, df := range c.Differences {
+		k := ""
+		if i == 0 {
+			k = "differs"
+		}
+		d.Header = append(d.Header, Field{k, df.What + ": " + orNone(df.Old) + " → " + orNone(df.New)})
+	}
+	if c.MachineDiffers() {
+		d.Notes = append(d.Notes, "WARNING: the reports come from different machines; comparisons across machines are suspect.")
+	}
+	if len(c.Rows) == 0 {
+		d.Notes = append(d.Notes, "no results in either report")
+		d.Notes = append(d.Notes, "summary: "+c.Summary.String())
+		return d
+	}
+
+	for _, k := range c.keyCols {
+		d.Columns = append(d.Columns, Column{Key: k.Key, Title: k.Title, Left: true})
+	}
+	for i, m := range c.Metrics {
+		if i == 0 {
+			d.Columns = append(d.Columns,
+				Column{Key: m.Key + "_old", Title: m.Title + " old", Unit: m.Unit, Prec: m.col.Prec},
+				Column{Key: m.Key + "_new", Title: "new", Unit: m.Unit, Prec: m.col.Prec})
+		}
+		title := "Δ%"
+		if i > 0 {
+			title = m.Title + " Δ%"
+		}
+		d.Columns = append(d.Columns,
+			Column{Key: m.Key + "_delta_pct", Title: title, Unit: "%"},
+			Column{Key: m.Key + "_verdict", Title: "verdict", Left: true})
+	}
+	d.Columns = append(d.Columns, Column{Key: "runs", Title: "runs", Left: true})
+
+	var g *Group
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if g == nil || (len(groups) > 1 && g.Title != r.Group) {
+			title := ""
+			if len(groups) > 1 {
+				title = r.Group
+			}
+			d.Groups = append(d.Groups, Group{Title: title})
+			g = &d.Groups[len(d.Groups)-1]
+		}
+		g.Rows = append(g.Rows, compareDocRow(c, r))
+	}
+
+	legend := []Field{}
+	for i, m := range c.Metrics {
+		better := "higher is better"
+		if m.Better == "lower" {
+			better = "lower is better"
+		}
+		what := "Δ% of the medians"
+		if i == 0 {
+			what = "medians old → new, Δ% = (new − old) / old"
+		}
+		legend = append(legend, Field{m.Title, what + "; " + better})
+	}
+	legend = append(legend,
+		Field{"verdict", "≥5 runs a side: Mann–Whitney U test, p < 0.05; 2–4 runs: noise when within the larger min–max spread; ? (1 run): no spread to judge by; n/a: not measured"},
+		Field{"runs", "old→new; * some noisy, kept (see notes)"})
+	d.Legend = legend
+	d.Notes = append(d.Notes, "summary: "+c.Summary.String())
+	d.Notes = append(d.Notes, compareNotes(c, len(groups) > 1)...)
+	return d
+}
+
+// compareDocRow is one row of the comparison's table.
+func compareDocRow(c *Comparison, r *CompareRow) Row {
+	var row Row
+	for k := range c.keyCols {
+		s := ""
+		if k < len(r.Key) {
+			s = r.Key[k]
+		}
+		row.Cells = append(row.Cells, TextCell(s))
+	}
+	if r.Status == StatusError {
+		what := "error"
+		if cmpNotRun(r.Old.Error) || cmpNotRun(r.New.Error) {
+			what = "not run"
+		}
+		row.Err = what + " (" + strings.Replace(r.Error, ": ", "): ", 1)
+		return row
+	}
+	first := func(s *CompareSide) Cell {
+		if s == nil || len(s.Figures) == 0 {
+			return TextCell("-")
+		}
+		f := s.Figures[0]
+		return Cell{Num: true, Value: f.Median, Min: f.Min, Max: f.Max, Runs: f.Runs}
+	}
+	for i := range c.Metrics {
+		if i == 0 {
+			row.Cells = append(row.Cells, first(r.Old), first(r.New))
+		}
+		switch {
+		case r.Status != StatusMatched:
+			v := ""
+			if i == 0 {
+				v = string(r.Status)
+			}
+			row.Cells = append(row.Cells, TextCell(""), TextCell(v))
+		default:
+			dl := r.Deltas[i]
+			row.Cells = append(row.Cells, TextCell(deltaPct(dl)), TextCell(verdictText(dl)))
+		}
+	}
+	runs := func(s *CompareSide) string {
+		if s == nil {
+			return "-"
+		}
+		return fmt.Sprint(s.Runs)
+	}
+	rs := runs(r.Old) + "→" + runs(r.New)
+	if (r.Old != nil && r.Old.Noisy != "") || (r.New != nil && r.New.Noisy != "") {
+		rs += " *"
+	}
+	row.Cells = append(row.Cells, TextCell(rs))
+	return row
+}
+
+func deltaPct(d *Delta) string {
+	if d == nil || d.Verdict == VerdictNA || !finite(d.Pct) {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f%%", d.Pct)
+}
+
+func verdictText(d *Delta) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Verdict == VerdictUnknown && strings.HasSuffix(d.Why, " run: spread unknown"):
+		return "? (" + strings.TrimSuffix(d.Why, ": spread unknown") + ")"
+	}
+	return string(d.Verdict)
+}
+
+// groupTitles are the rows' groups, in order.
+func groupTitles(rows []CompareRow) []string {
+	var out []string
+	for _, r := range rows {
+		if len(out) == 0 || out[len(out)-1] != r.Group {
+			out = append(out, r.Group)
+		}
+	}
+	return out
+}
+
+// compareNotes lists, row by row and side by side, the noisy runs.
+func compareNotes(c *Comparison, withGroup bool) []string {
+	var notes []string
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		label := r.Name()
+		if withGroup && r.Group != "" {
+			label += " (" + r.Group + ")"
+		}
+		for _, side := range []struct {
+			name string
+			s    *CompareSide
+		}{{"old", r.Old}, {"new", r.New}} {
+			if side.s != nil && side.s.Noisy != "" {
+				notes = append(notes, label+": "+side.name+": noisy runs ("+side.s.Noisy+")")
+			}
+		}
+	}
+	return notes
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return oneLine(s)
+}
+
+func compareSource(s CompareSource) string {
+	var parts []string
+	if s.Machine.IopathVersion != "" {
+		parts = append(parts, "iopath "+s.Machine.IopathVersion)
+	}
+	if !s.Started.IsZero() {
+		parts = append(parts, s.Started.UTC().Format("2006-01-02 15:04:05 MST"))
+	}
+	if s.Interrupted {
+		parts = append(parts, "interrupted: incomplete")
+	}
+	desc := strings.Join(parts, ", ")
+	path := units.QuotePath(s.Path)
+	switch {
+	case s.Path == "":
+		return desc
+	case desc == "":
+		return path
+	}
+	return path + " (" + desc + ")"
+}
+
+func compareMachine(s CompareSource) string {
+	m := s.Machine
+	var parts []string
+	if m.Kernel != "" {
+		parts = append(parts, strings.TrimSpace("Linux "+m.Kernel+" "+m.Arch))
+	}
+	return strings.Join(append(parts, hardwareParts(m)...), ", ")
+}

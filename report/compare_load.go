@@ -1,0 +1,176 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio/netbench"
+)
+
+// compareKinds are the kinds of report compare reads, each with how to
+// make one ready: decode it and map it into its Doc, whose headline
+// columns are compared.
+var compareKinds = map[string]func(path string, data []byte) (compared, error){
+	"file":     loadBenchCompared,
+	"tree":     loadBenchCompared,
+	"net-echo": loadNetCompared,
+}
+
+// CompareKinds lists the kinds of report compare reads.
+func CompareKinds() []string {
+	var ks []string
+	for k := range compareKinds {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// CompareFiles reads two JSON reports of one kind and compares them. Its
+// errors are one line and name the path at fault.
+func CompareFiles(oldPath, newPath string) (*Comparison, error) {
+	old, err := loadCompared(oldPath)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := loadCompared(newPath)
+	if err != nil {
+		return nil, err
+	}
+	if old.src.Kind != nw.src.Kind {
+		return nil, fmt.Errorf("%s is a %s report and %s a %s report: compare takes two of one kind", oldPath, old.src.Kind, newPath, nw.src.Kind)
+	}
+	old.src.Path, nw.src.Path = oldPath, newPath
+	return compare(old, nw), nil
+}
+
+// loadCompared reads path, tells its kind and hands it to that kind's
+// loader.
+func loadCompared(path string) (compared, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return compared{}, fmt.Errorf("%s: %w", path, err)
+	}
+	const want = "want the JSON of iopath bench, bench --tree or net bench"
+	if len(bytes.TrimSpace(data)) == 0 {
+		return compared{}, fmt.Errorf("%s: empty file, not an iopath JSON report (%s)", path, want)
+	}
+	var probe struct {
+		Kind string          `json:"kind"`
+		Tool string          `json:"tool"`
+		Tree json.RawMessage `json:"tree"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return compared{}, fmt.Errorf("%s: not JSON (%v at byte %d)", path, se, se.Offset)
+		}
+		return compared{}, fmt.Errorf("%s: not an iopath report (JSON, but not an object; %s)", path, want)
+	}
+	kind := probe.Kind
+	if kind == "" {
+		// Reports from before "kind" was written.
+		switch {
+		case probe.Tool == bench.ToolIopath && len(probe.Tree) > 0 && string(probe.Tree) != "null":
+			kind = "tree"
+		case probe.Tool == bench.ToolIopath:
+			kind = "file"
+		case probe.Tool == netTool:
+			kind = "net-echo"
+		default:
+			return compared{}, fmt.Errorf("%s: not an iopath report (no \"kind\", and its \"tool\" is %q; %s)", path, probe.Tool, want)
+		}
+	}
+	load, ok := compareKinds[kind]
+	if !ok {
+		return compared{}, fmt.Errorf("%s: compare does not read %s reports (it reads %s)", path, kind, strings.Join(CompareKinds(), ", "))
+	}
+	c, err := load(path, data)
+	if err != nil {
+		return compared{}, err
+	}
+	c.src.Kind = kind
+	return c, nil
+}
+
+func loadBenchCompared(path string, data []byte) (compared, error) {
+	r, err := decodeBench(path, data)
+	if err != nil {
+		return compared{}, err
+	}
+	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started,
+		Machine: r.Machine, Interrupted: r.Interrupted}
+	if r.Tree != nil {
+		t := r.Tree
+		if !t.Temporary {
+			src.Props = append(src.Props, Field{"tree", units.QuotePath(t.Dir)})
+		}
+		src.Props = append(src.Props, Field{"files", fmt.Sprintf("%d files, %s", t.Files, units.FormatSize(t.Bytes))})
+		if t.Archive != "" {
+			src.Props = append(src.Props, Field{"archive", t.Archive})
+		}
+	} else {
+		if !r.File.Temporary {
+			// A temporary file has a made-up name: only its size matters.
+			src.Props = append(src.Props, Field{"file", units.QuotePath(r.File.Path)})
+		}
+		src.Props = append(src.Props, Field{"file size", units.FormatSize(r.File.SizeBytes)})
+	}
+	if r.Fio != nil {
+		src.Props = append(src.Props, Field{"fio version", r.Fio.Version})
+	}
+	return compared{doc: BenchDoc(r), src: src}, nil
+}
+
+// decodeBench decodes a report of iopath bench, checking its version.
+func decodeBench(path string, data []byte) (*bench.Report, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("%s: not an iopath report: %v", path, oneLine(err.Error()))
+	}
+	var version int
+	raw, ok := probe["schema_version"]
+	if !ok {
+		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; want the output of iopath bench --format json)", path)
+	}
+	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
+		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(raw)))
+	}
+	if version > bench.SchemaVersion {
+		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
+	}
+	var r bench.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
+	}
+	if err := bench.Upgrade(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+func loadNetCompared(path string, data []byte) (compared, error) {
+	var r netbench.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return compared{}, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
+	}
+	if r.SchemaVersion != netbench.SchemaVersion {
+		return compared{}, fmt.Errorf("%s: net report schema_version %d is not the one this iopath reads (%d)", path, r.SchemaVersion, netbench.SchemaVersion)
+	}
+	c := r.Config
+	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine,
+		Props: []Field{{"duration", fmt.Sprint(c.DurationNs) + "ns"}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)}}}
+	return compared{doc: NetDoc(&r), src: src}, nil
+}
