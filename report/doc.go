@@ -1,19 +1,24 @@
 // Package report renders a bench.Report, the one result model of
-// `iopath bench`, for people and for programs:
+// `iopath bench` (a single file, or a tree with --tree), for people and
+// for programs:
 //
-//   - Table: an aligned side-by-side table with the machine, the file, a
-//     legend and notes; fio twin rows sit under their iopath engine.
 //   - JSON: the model itself, versioned by its schema_version field, with
 //     units in the key names. Always valid: NaN and Inf become 0.
-//   - CSV, Markdown: one row per result, for spreadsheets and pull requests.
-//   - GoBench: the Go benchmark line format, one line per run, so that
-//     `benchstat old.txt new.txt` compares two reports.
+//   - table, CSV, Markdown, gobench: BenchDoc maps the report into a Doc,
+//     the one presentation model (model.go), and WriteDoc renders it: an
+//     aligned table that fits 100 columns (the less-used columns with
+//     DocOptions.Wide), one CSV row per result, one Markdown table per
+//     workload, and the Go benchmark line format, one line per run, so
+//     that `benchstat -col /engine` and `benchstat old.txt new.txt` read
+//     it.
 //   - HTML: one self-contained page (no network, no script) with inline SVG
 //     charts: throughput with min–max whiskers, CPU per GiB, latency
 //     percentiles on a log scale, and throughput against block size and
 //     queue depth for sweeps.
 //
 // Write picks one of the text formats by name (Formats lists them).
+// Other kinds of result have small adapters into the same Doc
+// (FeaturesDoc, LoadDoc).
 // Compare matches the rows of two JSON reports (LoadJSON) and says, per
 // row, whether throughput, CPU per GiB and P99 changed by more than the
 // runs' own spread; CompareTable, CompareJSON and CompareHTML render it.

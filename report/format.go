@@ -3,57 +3,33 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/iopath/iopath/bench"
 )
 
-// renderer writes a report in one format.
-type renderer func(io.Writer, *bench.Report) error
-
-// formats are the output formats by name, in the order Formats lists
-// them. HTML is not among them: it is a page written to a file, not to
+// formats are the output formats of a benchmark report, the default
+// first. HTML is not among them: it is a page written to a file, not to
 // standard output.
-var formats = []struct {
-	name  string
-	write renderer
-}{
-	{"table", Table},
-	{"json", JSON},
-	{"csv", CSV},
-	{"markdown", Markdown},
-	{"gobench", GoBench},
-}
+var formats = []string{"table", "json", "csv", "markdown", "gobench"}
 
 // Formats lists the names Write accepts, the default (table) first.
-func Formats() []string {
-	names := make([]string, len(formats))
-	for i, f := range formats {
-		names[i] = f.name
-	}
-	return names
-}
+func Formats() []string { return slices.Clone(formats) }
 
-// Write writes r to w in the named format (one of Formats). An unknown
-// name is an error that lists the valid ones, and writes nothing.
-func Write(w io.Writer, format string, r *bench.Report) error {
-	if r.Tree != nil {
-		// A many-files report has its own table; the other text formats
-		// are for one file's engines.
-		switch format {
-		case "table":
-			return TreeTable(w, r)
-		case "json":
-			return JSON(w, r)
-		}
-		return fmt.Errorf("format %q is not available for a tree (bench --tree): use table or json", format)
+// Write writes r, a single file's report or a tree's, to w in the named
+// format (one of Formats): JSON as the report is, every other format
+// from BenchDoc(r) through WriteDoc, with o choosing what a table shows.
+// An unknown name is an error that lists the valid ones, and writes
+// nothing.
+func Write(w io.Writer, format string, r *bench.Report, o DocOptions) error {
+	switch {
+	case format == "json":
+		return JSON(w, r)
+	case !slices.Contains(formats, format):
+		return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(formats, ", "))
 	}
-	for _, f := range formats {
-		if f.name == format {
-			return f.write(w, r)
-		}
-	}
-	return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(Formats(), ", "))
+	return WriteDoc(w, format, BenchDoc(r), o)
 }
 
 // KindFormats are the formats of every command whose result is not a

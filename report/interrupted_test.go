@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,21 +77,24 @@ func TestInterruptedRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := func(rec []string, name string) string { return rec[slices.Index(csvColumns, name)] }
-	if rec := recs[5]; col(rec, "error") != "interrupted" || col(rec, "interrupted") != "true" || col(rec, "bytes_per_s") != "" {
+	col := func(rec []string, name string) string { return rec[slices.Index(recs[0], name)] }
+	if rec := recs[5]; col(rec, "error") != "not run (interrupted)" || col(rec, "gib_per_s") != "" {
 		t.Errorf("csv: a row not run: %q", rec)
 	}
-	if rec := recs[2]; col(rec, "error") != "" || col(rec, "interrupted") != "true" || col(rec, "bytes_per_s") == "" {
+	if rec := recs[2]; col(rec, "error") != "" || col(rec, "gib_per_s") == "" {
 		t.Errorf("csv: a row cut short: %q", rec)
 	}
 
 	md := string(render(t, "markdown", r))
-	if strings.Count(md, "**not run**") != 2 || !strings.Contains(md, "interrupted: 1 of 3 runs made") {
+	if strings.Count(md, "not run (interrupted)") != 2 || !strings.Contains(md, "interrupted: 1 of 3 runs made") {
 		t.Errorf("markdown:\n%s", md)
 	}
 
+	// The rows not run have no benchmark lines; comments say why.
 	gb := string(render(t, "gobench", r))
-	if strings.Contains(gb, "cache=cold") || !strings.Contains(gb, "# interrupted: the results are incomplete: 2 rows not run, 1 with fewer runs than asked") {
+	if regexp.MustCompile(`(?m)^Benchmark.*cache=cold`).MatchString(gb) ||
+		strings.Count(gb, "cache=cold/pattern=seq/bs=128KiB/workers=1/consume=checksum: not run (interrupted)") != 2 ||
+		!strings.Contains(gb, "# note: interrupted: the results are incomplete") {
 		t.Errorf("gobench:\n%s", gb)
 	}
 

@@ -34,6 +34,12 @@ type Doc struct {
 	// After holds paragraphs written after the notes, as they are
 	// (a recommendation, a code snippet).
 	After []string
+	// Config holds what was measured on (goos, goarch, cpu, the file):
+	// the "key: value" lines a gobench file starts with. benchstat keeps
+	// results whose configuration differs apart, so nothing that changes
+	// from run to run (a version, a time) belongs here; the header's
+	// fields are written as comments.
+	Config []Field
 }
 
 // Field is a named value of the header or the legend.
@@ -69,6 +75,10 @@ type Column struct {
 	Spread bool
 	// Wide columns are shown only when asked (--wide).
 	Wide bool
+	// Hidden columns are never shown in a table or in Markdown, where
+	// their texts are in the groups' titles (a workload's parameters);
+	// CSV and gobench write them, and they count in a row's identity.
+	Hidden bool
 	// Left aligns the column to the left (text); figures align right.
 	// Left columns are also a row's identity: compare matches the rows
 	// of two Docs of one kind by the texts of their Left cells.
@@ -100,7 +110,9 @@ type Row struct {
 
 // Cell is one value: either text or a figure with its spread.
 type Cell struct {
-	// Text is shown as it is; a figure's cell leaves it empty.
+	// Text is shown as it is. A figure's cell may set it to show its
+	// value in a form of its own (1.2µs, 8.2k, 1.02×); Value stays what
+	// programs (CSV, gobench, compare) read.
 	Text string
 	// Value is the figure (the median over Runs when there are several).
 	Value float64
@@ -139,6 +151,9 @@ func (c Cell) format(col Column) string {
 	}
 	if !finite(c.Value) {
 		return "–"
+	}
+	if c.Text != "" {
+		return c.Text + c.Mark
 	}
 	return strconv.FormatFloat(c.Value, 'f', col.Prec, 64) + c.Mark
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/iopath/iopath/internal/units"
 )
@@ -25,7 +27,8 @@ type DocOptions struct {
 // (JSON is each kind's own result, not a Doc.)
 var DocFormats = []string{"table", "csv", "markdown"}
 
-// WriteDoc writes d in one of DocFormats, with one Write call.
+// WriteDoc writes d in one of DocFormats, or as gobench (docGoBench),
+// with one Write call.
 func WriteDoc(w io.Writer, format string, d *Doc, o DocOptions) error {
 	var b bytes.Buffer
 	switch format {
@@ -37,8 +40,10 @@ func WriteDoc(w io.Writer, format string, d *Doc, o DocOptions) error {
 		}
 	case "markdown":
 		docMarkdown(&b, d, o)
+	case "gobench":
+		docGoBench(&b, d)
 	default:
-		return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(DocFormats, ", "))
+		return fmt.Errorf("unknown format %q: valid formats are %s", format, strings.Join(slices.Concat(DocFormats, []string{"gobench"}), ", "))
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -48,7 +53,7 @@ func WriteDoc(w io.Writer, format string, d *Doc, o DocOptions) error {
 func (d *Doc) shown(o DocOptions) []int {
 	var idx []int
 	for i, c := range d.Columns {
-		if !c.Wide || o.Wide {
+		if !c.Hidden && (!c.Wide || o.Wide) {
 			idx = append(idx, i)
 		}
 	}
@@ -127,8 +132,9 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 			for _, r := range g.Rows {
 				l := line{cells: d.cellTexts(r, cols, spread, "  ")}
 				if r.Err != "" {
-					// The name, then why there are no figures.
-					l = line{cells: l.cells[:1], err: r.Err}
+					// The row's identity (its leading Left cells),
+					// then why there are no figures.
+					l = line{cells: l.cells[:leadingLeft(left)], err: r.Err}
 				}
 				lines = append(lines, l)
 			}
@@ -136,8 +142,8 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 		widths := make([]int, len(head))
 		for _, l := range lines {
 			if l.title != "" || l.err != "" {
-				if l.err != "" {
-					widths[0] = max(widths[0], width(l.cells[0]))
+				for j, s := range l.cells {
+					widths[j] = max(widths[j], width(s))
 				}
 				continue
 			}
@@ -150,7 +156,10 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 			case l.title != "":
 				b.WriteString("\n" + oneLine(l.title) + "\n")
 			case l.err != "":
-				b.WriteString(pad(l.cells[0], widths[0], true) + "  " + oneLine(l.err) + "\n")
+				for j, s := range l.cells {
+					b.WriteString(pad(s, widths[j], true) + "  ")
+				}
+				b.WriteString(oneLine(l.err) + "\n")
 			default:
 				var parts []string
 				for j, s := range l.cells {
@@ -179,6 +188,16 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 			b.WriteString("\n")
 		}
 	}
+}
+
+// leadingLeft counts the Left columns a table starts with (at least
+// one): a row's identity, shown also when the row has no figures.
+func leadingLeft(left []bool) int {
+	n := 0
+	for n < len(left) && left[n] {
+		n++
+	}
+	return max(n, 1)
 }
 
 // writeFields writes key–value lines with the values aligned.
@@ -323,7 +342,11 @@ func docMarkdown(b *bytes.Buffer, d *Doc, o DocOptions) {
 		for _, r := range g.Rows {
 			cells := d.cellTexts(r, cols, spread, "↳ ")
 			if r.Err != "" {
-				cells = append(cells[:1], make([]string, len(head)-1)...)
+				n := 0
+				for n < len(cols) && d.Columns[cols[n]].Left {
+					n++
+				}
+				cells = append(cells[:max(n, 1)], make([]string, len(head)-max(n, 1))...)
 				cells[len(cells)-1] = r.Err
 			}
 			mdRow(b, cells, true)
@@ -346,4 +369,140 @@ func docMarkdown(b *bytes.Buffer, d *Doc, o DocOptions) {
 	for _, p := range d.After {
 		b.WriteString("```\n" + strings.TrimRight(p, "\n") + "\n```\n\n")
 	}
+}
+
+// docGoBench writes d in the format `go test -bench` prints, so that
+// benchstat can summarise and compare results:
+//
+//	benchstat old.txt new.txt
+//	benchstat -col /engine new.txt
+//
+// d.Config comes first as "key: value" lines (what benchstat keys
+// tables by), then the header and the notes as comments, then one line
+// per run of each row: its name is Benchmark<Kind> and a /key=value
+// sub-name per Left column (the row's identity), its iteration count 1,
+// then each figure column whose cell holds the row's runs, as "value
+// unit". A figure without per-run values (a ratio of medians) is left
+// out, and so is a row without figures (a comment says why). Units are
+// the columns' own (GiB/s) or, where columns share one or have none,
+// their keys (lat-p99-ns); a "Unit u better=higher|lower" line says
+// which way each improves.
+//
+// A parameter that differs between the rows being compared (io_uring's
+// queue depth against pread's none) must not be a Left column of the
+// Doc, or `benchstat -col /engine` would not line the engines up: an
+// adapter makes it a figure column instead.
+func docGoBench(b *bytes.Buffer, d *Doc) {
+	for _, f := range d.Config {
+		if v := oneLine(f.Value); v != "" {
+			fmt.Fprintf(b, "%s: %s\n", f.Key, v)
+		}
+	}
+	for i := 0; i < len(d.Header); i++ {
+		f := d.Header[i]
+		v := oneLine(f.Value)
+		for i+1 < len(d.Header) && d.Header[i+1].Key == "" {
+			i++
+			v += " " + oneLine(d.Header[i].Value)
+		}
+		if f.Key != "" && v != "" {
+			fmt.Fprintf(b, "# %s: %s\n", f.Key, v)
+		}
+	}
+	for _, n := range d.Notes {
+		b.WriteString("# note: " + oneLine(n) + "\n")
+	}
+	unit := goBenchUnits(d)
+	for i, c := range d.Columns {
+		if unit[i] != "" && c.Better != Neutral {
+			better := "higher"
+			if c.Better == Lower {
+				better = "lower"
+			}
+			fmt.Fprintf(b, "Unit %s better=%s\n", unit[i], better)
+		}
+	}
+	kind := "Benchmark"
+	for _, p := range strings.FieldsFunc(d.Kind, func(r rune) bool { return r == '-' || r == '_' || r == ' ' }) {
+		kind += strings.ToUpper(p[:1]) + p[1:]
+	}
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			name := kind
+			n := 0
+			for i, c := range d.Columns {
+				if i >= len(r.Cells) {
+					break
+				}
+				if c.Left {
+					if s := r.Cells[i].Text; s != "" {
+						name += "/" + goBenchValue(c.Key) + "=" + goBenchValue(s)
+					}
+				} else if unit[i] != "" {
+					n = max(n, len(r.Cells[i].Runs))
+				}
+			}
+			if r.Err != "" || n == 0 {
+				why := r.Err
+				if why == "" {
+					why = "no runs"
+				}
+				fmt.Fprintf(b, "# %s: %s\n", name, oneLine(why))
+				continue
+			}
+			for run := range n {
+				b.WriteString(name + " \t1")
+				for i, c := range r.Cells {
+					if i < len(unit) && unit[i] != "" && len(c.Runs) == n && finite(c.Runs[run]) {
+						fmt.Fprintf(b, " \t%s %s", strconv.FormatFloat(c.Runs[run], 'f', -1, 64), unit[i])
+					}
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+}
+
+// goBenchUnits is the gobench unit of each of d's figure columns ("" for
+// Left columns): the column's Unit when no other figure column has it,
+// else its key with dashes.
+func goBenchUnits(d *Doc) []string {
+	seen := map[string]int{}
+	for _, c := range d.Columns {
+		if !c.Left && c.Unit != "" {
+			seen[c.Unit]++
+		}
+	}
+	units := make([]string, len(d.Columns))
+	for i, c := range d.Columns {
+		switch {
+		case c.Left:
+		case c.Unit != "" && seen[c.Unit] == 1:
+			units[i] = strings.ReplaceAll(c.Unit, " ", "-")
+		default:
+			units[i] = strings.ReplaceAll(c.Key, "_", "-")
+		}
+	}
+	return units
+}
+
+// goBenchValue makes s safe as a sub-name key or value: no space (which
+// ends the name), no / or = (which separate sub-names and keys), × as x,
+// and no trailing -N (which would read as GOMAXPROCS).
+func goBenchValue(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '×':
+			return 'x'
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' || r == '=':
+			return '_'
+		}
+		return r
+	}, s)
+	if i := strings.LastIndexByte(s, '-'); i >= 0 && i < len(s)-1 {
+		if _, err := strconv.Atoi(s[i+1:]); err == nil {
+			s = s[:i] + "_" + s[i+1:]
+		}
+	}
+	return s
 }

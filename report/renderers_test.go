@@ -2,9 +2,9 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
-	"io"
 	"math"
 	"reflect"
 	"regexp"
@@ -17,14 +17,13 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/iopath/iopath/bench"
-	"github.com/iopath/iopath/internal/units"
 )
 
 // render writes r in format and fails the test on an error.
 func render(t testing.TB, format string, r *bench.Report) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Write(&b, format, r); err != nil {
+	if err := Write(&b, format, r, DocOptions{}); err != nil {
 		t.Fatalf("%s: %v", format, err)
 	}
 	return b.Bytes()
@@ -37,16 +36,84 @@ var fixtures = []struct {
 }{
 	{"", sample},
 	{"_sweep", smallSweep},
+	{"_tree", treeSample},
 }
 
+// treeSample is a hand-built bench --tree report: four engines, two
+// cache states, a noisy row, files delivered with errors, a failed row
+// and one an interrupt kept from running.
+func treeSample() *bench.Report {
+	r := sample()
+	r.Command = "iopath bench --tree /var/tmp/tree --cache warm,cold --workers 2"
+	r.File = bench.FileInfo{}
+	r.Tree = &bench.TreeInfo{Dir: "/var/tmp/tree", Files: 100000, Bytes: 100000 << 12, Archive: "/var/tmp/tree.tar.zst"}
+	r.Notes = []string{"cold: the page cache was dropped with posix_fadvise(DONTNEED) before each run"}
+	mk := func(engine, cache string, workers, qd int, fps float64) bench.Result {
+		res := bench.Result{Tool: bench.ToolIopath, Engine: engine, Cache: cache, Pattern: "tree", Workers: workers, QD: qd,
+			Consume: "checksum", ChecksumOK: ptr(true), Files: 100000}
+		var fs []float64
+		for i, f := range []float64{0.96, 1.0, 1.03} {
+			wall := int64(100000 / (fps * f) * 1e9)
+			run := bench.Run{Passes: 1, Bytes: 100000 << 12, Blocks: 100000, WallNs: wall,
+				BytesPerS: float64(100000<<12) / (float64(wall) / 1e9), UserNs: wall / 4, SysNs: wall / 2,
+				Syscalls: 300000 + int64(i), NVCSw: 1000, NIVCSw: 50, LatP50Ns: int64(2e9 / fps), LatP99Ns: int64(9e9 / fps),
+				LatP999Ns: int64(30e9 / fps), ChecksumOK: ptr(true)}
+			res.Runs = append(res.Runs, run)
+			fs = append(fs, float64(run.Blocks)/(float64(wall)/1e9))
+		}
+		res.FilesPerS, res.FilesPerSMin, res.FilesPerSMax = fs[1], fs[0], fs[2]
+		res.BytesPerS = res.Runs[1].BytesPerS
+		res.LatP50Ns, res.LatP99Ns, res.LatP999Ns = res.Runs[1].LatP50Ns, res.Runs[1].LatP99Ns, res.Runs[1].LatP999Ns
+		res.SyscallsPerFile, res.CSwPerFile = 3, 0.0105
+		res.CPUSPer1kFiles = float64(res.Runs[1].UserNs+res.Runs[1].SysNs) / 1e9 / 100
+		return res
+	}
+	raw := mk("raw", "warm", 2, 0, 412_000)
+	pool := mk("pool", "warm", 64, 0, 298_000)
+	pool.NoisyRuns = 1
+	pool.Runs[2].Noisy = "another process used 31% of a core"
+	uring := mk("io_uring", "warm", 2, 64, 455_000)
+	rf := mk("readfile", "warm", 1, 0, 161_000)
+	rf.FileErrors = 2
+	for i := range rf.Runs {
+		rf.Runs[i].Errors = 2
+	}
+	rf.Notes = []string{"2 files could not be opened: permission denied"}
+	rawCold := mk("raw", "cold", 2, 0, 11_800)
+	uringCold := mk("io_uring", "cold", 2, 64, 0)
+	uringCold.Runs = []bench.Run{{Error: "io_uring_setup: cannot allocate memory"}}
+	uringCold.Error = uringCold.Runs[0].Error
+	uringCold.ChecksumOK = nil
+	archive := bench.Result{Tool: bench.ToolIopath, Engine: "archive", Cache: "cold", Pattern: "tree", Workers: 1,
+		Consume: "checksum", Runs: []bench.Run{}, Error: bench.InterruptedError, Interrupted: true}
+	r.Results = []bench.Result{raw, pool, uring, rf, rawCold, uringCold, archive}
+	r.Interrupted = true
+	return r
+}
+
+// wideFixtures are rendered with --wide too.
+var wideFixtures = map[string]func() *bench.Report{"table_wide.golden": sample, "table_tree_wide.golden": treeSample}
+
 func TestRenderersGolden(t *testing.T) {
-	ext := map[string]string{"csv": ".csv", "markdown": ".md", "gobench": ".txt"}
-	for _, format := range []string{"csv", "markdown", "gobench"} {
+	ext := map[string]string{"table": "", "csv": ".csv", "markdown": ".md", "gobench": ".txt"}
+	for _, format := range []string{"table", "csv", "markdown", "gobench"} {
 		for _, f := range fixtures {
+			if format == "table" && f.name != "_tree" {
+				continue // table.golden and table_sweep.golden below
+			}
 			t.Run(format+f.name, func(t *testing.T) {
 				golden(t, format+f.name+".golden"+ext[format], render(t, format, f.make()))
 			})
 		}
+	}
+	for name, mk := range wideFixtures {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Write(&b, "table", mk(), DocOptions{Wide: true}); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name, b.Bytes())
+		})
 	}
 }
 
@@ -54,26 +121,67 @@ func TestTableSweepGolden(t *testing.T) {
 	golden(t, "table_sweep.golden", render(t, "table", smallSweep()))
 }
 
+// TestTableFits: every line of a default table fits 100 columns, but the
+// command and the paths, which stay whole to be copied; --wide adds the
+// columns it hides.
+func TestTableFits(t *testing.T) {
+	for _, f := range append(fixtures, struct {
+		name string
+		make func() *bench.Report
+	}{"_big", bigSweep}) {
+		out := string(render(t, "table", f.make()))
+		for _, l := range strings.Split(out, "\n") {
+			if n := width(l); n > docWrap && !strings.HasPrefix(l, "command ") && !strings.HasPrefix(l, "file ") &&
+				!strings.HasPrefix(l, "tree ") {
+				t.Errorf("%s: line is %d columns wide: %q", f.name, n, l)
+			}
+		}
+		var b bytes.Buffer
+		if err := Write(&b, "table", f.make(), DocOptions{Wide: true}); err != nil {
+			t.Fatal(err)
+		}
+		head := func(s string) string {
+			for _, l := range strings.Split(s, "\n") {
+				if strings.HasPrefix(l, "engine ") {
+					return l + " "
+				}
+			}
+			return ""
+		}
+		for _, want := range []string{" P99.9 ", " cs/file ", " syscalls "} {
+			if strings.Contains(head(out), want) {
+				t.Errorf("%s: %s is not behind --wide", f.name, want)
+			}
+		}
+		if h := head(b.String()); !strings.Contains(h, " P99.9 ") || strings.Contains(h, " pattern ") {
+			t.Errorf("%s: --wide shows %q", f.name, h)
+		}
+	}
+}
+
 func TestFormats(t *testing.T) {
 	want := []string{"table", "json", "csv", "markdown", "gobench"}
 	if got := Formats(); !slices.Equal(got, want) {
 		t.Errorf("Formats() = %q, want %q", got, want)
 	}
-	direct := map[string]func(io.Writer, *bench.Report) error{
-		"table": Table, "json": JSON, "csv": CSV, "markdown": Markdown, "gobench": GoBench,
-	}
-	for _, f := range Formats() {
-		var b bytes.Buffer
-		if err := direct[f](&b, smallSweep()); err != nil {
-			t.Fatal(err)
-		}
-		if got := render(t, f, smallSweep()); !bytes.Equal(got, b.Bytes()) || len(got) == 0 {
-			t.Errorf("Write(%q) differs from its renderer", f)
+	// Every format but JSON is the report's Doc, whatever its kind.
+	for _, f := range fixtures {
+		for _, format := range Formats() {
+			if format == "json" {
+				continue
+			}
+			var b bytes.Buffer
+			if err := WriteDoc(&b, format, BenchDoc(f.make()), DocOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := render(t, format, f.make()); !bytes.Equal(got, b.Bytes()) || len(got) == 0 {
+				t.Errorf("Write(%q) of %s differs from WriteDoc of its Doc", format, f.name)
+			}
 		}
 	}
 
 	var b bytes.Buffer
-	err := Write(&b, "html", sample())
+	err := Write(&b, "html", sample(), DocOptions{})
 	if err == nil || b.Len() > 0 {
 		t.Fatalf("Write(html): err %v, wrote %d bytes", err, b.Len())
 	}
@@ -86,7 +194,7 @@ func TestFormats(t *testing.T) {
 
 func TestRenderersWriterError(t *testing.T) {
 	for _, f := range Formats() {
-		if err := Write(failWriter{}, f, smallSweep()); err == nil {
+		if err := Write(failWriter{}, f, smallSweep(), DocOptions{}); err == nil {
 			t.Errorf("%s: no error from a failing writer", f)
 		}
 	}
@@ -105,7 +213,7 @@ func TestRenderersConcurrent(t *testing.T) {
 		for _, f := range Formats() {
 			wg.Go(func() {
 				var b bytes.Buffer
-				if err := Write(&b, f, r); err != nil || !bytes.Equal(b.Bytes(), want[f]) {
+				if err := Write(&b, f, r, DocOptions{}); err != nil || !bytes.Equal(b.Bytes(), want[f]) {
 					t.Errorf("%s: concurrent render differs (err %v)", f, err)
 				}
 			})
@@ -116,82 +224,78 @@ func TestRenderersConcurrent(t *testing.T) {
 
 func TestRenderersEmpty(t *testing.T) {
 	for _, f := range Formats() {
-		if out := render(t, f, &bench.Report{}); len(out) == 0 {
-			t.Errorf("%s: nothing written for an empty report", f)
+		for _, r := range []*bench.Report{{}, {Tree: &bench.TreeInfo{Dir: "/t"}}} {
+			if out := render(t, f, r); len(out) == 0 {
+				t.Errorf("%s: nothing written for an empty report", f)
+			}
 		}
 	}
 }
 
-// tableLines returns the result lines of a table: from the column heads
-// to the blank line before the legend.
-func tableLines(t *testing.T, out string) []string {
-	t.Helper()
-	lines := strings.Split(out, "\n")
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "engine ") })
-	if start < 0 {
-		t.Fatalf("no column heads in\n%s", out)
+// docRows lists a Doc's rows with the text of their first cell.
+func docRows(d *Doc) []Row {
+	var rows []Row
+	for _, g := range d.Groups {
+		rows = append(rows, g.Rows...)
 	}
-	end := start + slices.Index(lines[start:], "")
-	return lines[start:end]
+	return rows
+}
+
+// colIndex is the index of the column with key, or -1.
+func colIndex(d *Doc, key string) int {
+	return slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == key })
 }
 
 func TestTableSweep(t *testing.T) {
-	out := string(render(t, "table", smallSweep()))
-	lines := tableLines(t, out)
-	if !strings.Contains(lines[0], "vs fio") {
-		t.Errorf("no vs fio column: %q", lines[0])
+	r := smallSweep()
+	d := BenchDoc(r)
+	if colIndex(d, "vs_fio") < 0 || colIndex(d, "iops") < 0 {
+		t.Errorf("no vs fio or IOPS column (4 KiB blocks): %+v", d.Columns)
 	}
-	if strings.Contains(lines[0], "checksum") {
-		t.Errorf("checksum column shown though no row was checked: %q", lines[0])
+	if colIndex(d, "checksum") >= 0 {
+		t.Error("checksum column though no row was checked")
 	}
-	for i, l := range lines {
-		if n := width(l); n > 130 {
-			t.Errorf("table line is %d columns wide: %q", n, l)
-		}
+	rows := docRows(d)
+	cache := colIndex(d, "cache")
+	for i, row := range rows {
 		// Every fio row sits right under the iopath row it mirrors, in
 		// the same cache state.
-		if f := strings.Fields(l); len(f) > 1 && f[0] == "fio" {
-			if !strings.HasPrefix(l, "  fio ") {
-				t.Errorf("fio row not indented: %q", l)
+		if name := row.Cells[0].Text; strings.HasPrefix(name, "fio ") {
+			twin := map[string]string{"fio psync": "pread", "fio mmap": "mmap", "fio io_uring": "io_uring", "fio pvsync": "readv"}[name]
+			prev := rows[i-1]
+			if !row.Sub || !strings.HasPrefix(prev.Cells[0].Text, twin) || prev.Cells[cache].Text != row.Cells[cache].Text {
+				t.Errorf("%s row is not under its twin %s: %+v", name, twin, prev.Cells[:2])
 			}
-			twin := map[string]string{"psync": "pread", "mmap": "mmap", "io_uring": "io_uring", "pvsync": "readv"}[f[1]]
-			if !strings.HasPrefix(lines[i-1], twin+" ") || cacheOf(lines[i-1]) != cacheOf(l) {
-				t.Errorf("fio %s row is not under its twin %s:\n%s\n%s", f[1], twin, lines[i-1], l)
+			// fio does not count syscalls: not a zero.
+			if c := row.Cells[colIndex(d, "syscalls")]; finite(c.Value) {
+				t.Errorf("fio row's syscalls %v", c.Value)
 			}
 		}
 	}
+	out := string(render(t, "table", r))
 	for _, want := range []string{
-		"-- seq, bs 4KiB, 1 worker, consume none\n", // depths differ: not in the heading
+		"\nseq, bs 4KiB, 1 worker, consume none\n", // depths differ: not in the heading
 		"io_uring qd1 ", "io_uring qd32 ", // but in the engine cell
 		"1.02×", "3.75~", "0.138*",
-		"mmap (warm, bs 4KiB) run 3: noisy: another process used 38% of a core",
-		"counted here; fio leaves it out",
-		"readv           cold   error: child process failed",
-		"fio ENGINE", "vs fio ", "qdN", "\n~ ", "\n* ", "-: not known",
+		"  - mmap (warm, bs 4KiB) run 3: noisy: another process used 38% of a core",
+		"fio ENGINE: ", "vs fio", "qdN: ", "~: ", "*: ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	if !regexp.MustCompile(`\nreadv +cold +error: child process failed: signal: killed: injected failure\n`).MatchString(out) {
+		t.Errorf("the failed row does not say why with its engine and cache:\n%s", out)
+	}
+	if !slices.ContainsFunc(d.Legend, func(f Field) bool { return strings.Contains(f.Value, "– for fio, which does not count them") }) {
+		t.Errorf("the legend does not say fio's syscalls are not known: %q", d.Legend)
+	}
+	if !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, "counted here; fio leaves it out") }) {
+		t.Errorf("no note on io_uring's kernel threads: %q", d.Notes)
+	}
 	if strings.Contains(out, "pread qd") || strings.Contains(out, "mmap qd") {
 		t.Error("an engine without a queue shows a queue depth")
 	}
-	// fio rows' unknown syscalls are "-".
-	for _, l := range lines {
-		if strings.HasPrefix(l, "  fio ") && !strings.Contains(l, "      -    300") {
-			t.Errorf("fio row's syscalls are not -: %q", l)
-		}
-	}
-}
-
-// cacheOf finds the cache state in a table line.
-func cacheOf(line string) string {
-	for _, f := range strings.Fields(line) {
-		if f == "warm" || f == "cold" || f == "direct" {
-			return f
-		}
-	}
-	return ""
 }
 
 // TestTableOneDepth: when every queue row of a workload has one depth, it
@@ -199,20 +303,25 @@ func cacheOf(line string) string {
 func TestTableOneDepth(t *testing.T) {
 	r := sweepSample([]int{4096, 65536}, []int{32}, []string{"pread", "io_uring"}, false)
 	out := string(render(t, "table", r))
-	if !strings.Contains(out, "-- seq, bs 4KiB, 1 worker, qd 32, consume none\n") || strings.Contains(out, "qd32") {
+	if !strings.Contains(out, "\nseq, bs 4KiB, 1 worker, qd 32, consume none\n") || strings.Contains(out, "qd32") {
 		t.Errorf("one depth not in the heading:\n%s", out)
 	}
 	if strings.Contains(out, "vs fio") || strings.Contains(out, "fio ENGINE") || strings.Contains(out, "qdN") {
 		t.Errorf("fio column or legend without fio rows:\n%s", out)
 	}
-	if strings.Contains(out, "\n~ ") || strings.Contains(out, "3.00~") {
+	if strings.Contains(out, "~: ") || strings.Contains(out, "3.00~") {
 		// mmap is the only noisy engine and it did not run.
 		t.Errorf("noisy mark without noisy rows:\n%s", out)
+	}
+	// IOPS only for blocks under 64 KiB.
+	big := sweepSample([]int{65536, 131072}, []int{32}, []string{"pread", "io_uring"}, false)
+	if colIndex(BenchDoc(r), "iops") < 0 || colIndex(BenchDoc(big), "iops") >= 0 {
+		t.Error("IOPS column not shown exactly when a block size is under 64 KiB")
 	}
 }
 
 // TestTableTwinOrder: fio rows move under their twins wherever the runner
-// put them; a fio row without a twin stays, unindented.
+// put them; a fio row without a twin stays, not a sub-row.
 func TestTableTwinOrder(t *testing.T) {
 	r := sweepSample([]int{4096}, []int{1}, []string{"pread", "mmap"}, true)
 	// pread, fio psync, mmap, fio mmap per cache: move the fio rows first.
@@ -227,87 +336,129 @@ func TestTableTwinOrder(t *testing.T) {
 	orphan := fio[0]
 	orphan.Twin, orphan.Engine = "libaio-twin", "libaio"
 	r.Results = append(append(fio, orphan), ours...)
-	lines := tableLines(t, string(render(t, "table", r)))
+	d := BenchDoc(r)
 	var got []string
-	for _, l := range lines[1:] {
-		f := strings.Fields(l)
-		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
-		got = append(got, indent+f[0]+" "+f[1]+" "+f[2])
+	for _, row := range docRows(d) {
+		s := row.Cells[0].Text + " " + row.Cells[1].Text
+		if row.Sub {
+			s = "  " + s
+		}
+		got = append(got, s)
 	}
 	want := []string{
 		"fio libaio warm",
-		"pread warm 3.00", "  fio psync warm", "mmap warm 3.75~", "  fio mmap warm",
-		"pread cold 0.60", "  fio psync cold", "mmap cold 0.75~", "  fio mmap cold",
+		"pread warm", "  fio psync warm", "mmap warm", "  fio mmap warm",
+		"pread cold", "  fio psync cold", "mmap cold", "  fio mmap cold",
 	}
-	for i := range got {
-		if i < len(want) && !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("row %d: got %q, want %q", i, got[i], want[i])
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+}
+
+// TestBenchDocRuns: every figure made from runs carries each successful
+// run's value (compare tests them), the headline figures are marked,
+// and a row without figures has none.
+func TestBenchDocRuns(t *testing.T) {
+	for _, f := range fixtures {
+		r := f.make()
+		d := BenchDoc(r)
+		var headline []string
+		for _, c := range d.Columns {
+			if c.Headline {
+				headline = append(headline, c.Key)
+			}
+		}
+		want := []string{"gib_per_s", "cpu_s_per_gib"}
+		if r.Tree != nil {
+			want = []string{"files_per_s", "cpu_s_per_1k_files"}
+		}
+		if !slices.Equal(headline, want) {
+			t.Errorf("%s: headline columns %q, want %q", f.name, headline, want)
+		}
+		gib := colIndex(d, want[0])
+		for _, row := range docRows(d) {
+			c := row.Cells[gib]
+			if row.Err != "" {
+				if c.Num || len(c.Runs) > 0 {
+					t.Errorf("%s: row %q without figures has %+v", f.name, row.Cells[0].Text, c)
+				}
+				continue
+			}
+			if len(c.Runs) == 0 || c.Min > c.Value || c.Value > c.Max {
+				t.Errorf("%s: row %q: %s cell %+v", f.name, row.Cells[0].Text, want[0], c)
+			}
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("got %d rows, want %d:\n%s", len(got), len(want), strings.Join(lines, "\n"))
+	// The runs are the report's own.
+	d := BenchDoc(sample())
+	c := d.Groups[0].Rows[0].Cells[colIndex(d, "gib_per_s")]
+	var runs []float64
+	for _, run := range sample().Results[0].Runs {
+		runs = append(runs, run.BytesPerS/(1<<30))
+	}
+	if !slices.Equal(c.Runs, runs) || c.Value != sample().Results[0].BytesPerS/(1<<30) {
+		t.Errorf("pread warm: %+v, want runs %v", c, runs)
 	}
 }
 
 func TestCSV(t *testing.T) {
 	for _, f := range fixtures {
 		r := f.make()
-		out := render(t, "csv", r)
-		cr := csv.NewReader(bytes.NewReader(out))
-		cr.FieldsPerRecord = len(csvColumns)
-		recs, err := cr.ReadAll()
+		d := BenchDoc(r)
+		recs, err := csv.NewReader(bytes.NewReader(render(t, "csv", r))).ReadAll()
 		if err != nil {
 			t.Fatalf("%s: reading the CSV back: %v", f.name, err)
 		}
 		if len(recs) != len(r.Results)+1 {
 			t.Fatalf("%s: %d records for %d results", f.name, len(recs), len(r.Results))
 		}
-		if !slices.Equal(recs[0], csvColumns) {
-			t.Errorf("header %q", recs[0])
+		head := recs[0]
+		col := func(rec []string, name string) string { return rec[slices.Index(head, name)] }
+		for _, k := range head {
+			if !regexp.MustCompile(`^[a-z][a-z0-9_]*$`).MatchString(k) {
+				t.Errorf("%s: column %q is not snake_case", f.name, k)
+			}
 		}
-		col := func(rec []string, name string) string { return rec[slices.Index(csvColumns, name)] }
+		// Every column, those behind --wide too.
+		for _, c := range d.Columns {
+			if !slices.Contains(head, c.Key) {
+				t.Errorf("%s: no %s column", f.name, c.Key)
+			}
+		}
+		key := d.Columns[slices.IndexFunc(d.Columns, func(c Column) bool { return c.Headline })].Key
+		var want, got []string
+		for _, res := range r.Results {
+			if res.Error == "" {
+				v := res.BytesPerS / (1 << 30)
+				if r.Tree != nil {
+					v = res.FilesPerS
+				}
+				want = append(want, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+		}
 		for i, rec := range recs[1:] {
-			res := r.Results[i]
-			if col(rec, "engine") != res.Engine || col(rec, "cache") != res.Cache || col(rec, "error") != oneLine(res.Error) {
-				t.Errorf("row %d: %q", i, rec)
-			}
-			if !hasGoodRun(&res) {
+			if col(rec, "error") != "" {
 				// Not measured: no figures, not zeros.
-				if col(rec, "bytes_per_s") != "" || col(rec, "lat_p99_ns") != "" || col(rec, "error") == "" {
-					t.Errorf("row %d without a good run: %q", i, rec)
+				if col(rec, key) != "" || col(rec, "lat_p99_ns") != "" {
+					t.Errorf("%s: row %d without a good run: %q", f.name, i, rec)
 				}
-			} else if bps, err := strconv.ParseFloat(col(rec, "bytes_per_s"), 64); err != nil || bps != res.BytesPerS {
-				t.Errorf("row %d: bytes_per_s %q, want %v", i, col(rec, "bytes_per_s"), res.BytesPerS)
+				continue
 			}
-			if res.Tool == bench.ToolFio && (col(rec, "syscalls") != "" || col(rec, "tool") != "fio" || col(rec, "twin") == "") {
-				t.Errorf("fio row %d: %q", i, rec)
-			}
-			if res.VsFio > 0 {
-				if v, err := strconv.ParseFloat(col(rec, "vs_fio"), 64); err != nil || v != res.VsFio {
-					t.Errorf("row %d: vs_fio %q, want %v", i, col(rec, "vs_fio"), res.VsFio)
-				}
-			}
+			got = append(got, col(rec, key))
 			for _, cell := range rec {
 				if strings.ContainsAny(cell, "\n") || regexp.MustCompile(`^\d{1,3}(,\d{3})+$`).MatchString(cell) {
-					t.Errorf("row %d: cell %q", i, cell)
+					t.Errorf("%s: row %d: cell %q", f.name, i, cell)
 				}
 			}
 		}
-	}
-
-	// Column names are the JSON keys of bench.Result where one exists.
-	keys := map[string]bool{}
-	rt := reflect.TypeFor[bench.Result]()
-	for i := range rt.NumField() {
-		keys[strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]] = true
-	}
-	for _, c := range csvColumns {
-		if !keys[c] && c != "checksum" {
-			t.Errorf("CSV column %q is not a JSON key of bench.Result", c)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %s %q, want %q", f.name, key, got, want)
 		}
 	}
 
-	// NaN and infinities are empty; a checksum is ok, mismatch or empty.
+	// NaN and infinities are empty; a checksum is ok, MISMATCH or n/a.
 	r := sample()
 	r.Results[0].BytesPerS = math.NaN()
 	r.Results[0].CPUSPerGiB = math.Inf(1)
@@ -315,11 +466,11 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := func(rec []string, name string) string { return rec[slices.Index(csvColumns, name)] }
-	if col(recs[1], "bytes_per_s") != "" || col(recs[1], "cpu_s_per_gib") != "" {
+	col := func(rec []string, name string) string { return rec[slices.Index(recs[0], name)] }
+	if col(recs[1], "gib_per_s") != "" || col(recs[1], "cpu_s_per_gib") != "" {
 		t.Errorf("NaN or Inf written: %q", recs[1])
 	}
-	for i, want := range []string{"ok", "ok", "", "", "ok", "mismatch", "ok"} {
+	for i, want := range []string{"ok", "ok", "", "n/a", "ok", "MISMATCH", "ok"} {
 		if got := col(recs[i+1], "checksum"); got != want {
 			t.Errorf("row %d: checksum %q, want %q", i, got, want)
 		}
@@ -364,7 +515,7 @@ func TestMarkdownTables(t *testing.T) {
 				t.Errorf("%s: row has %d | and its header %d: %q", f.name, n, header, l)
 			}
 		}
-		groups := len(groupResults(r.Results))
+		groups := len(BenchDoc(r).Groups)
 		if tables != groups {
 			t.Errorf("%s: %d tables for %d workloads", f.name, tables, groups)
 		}
@@ -372,13 +523,13 @@ func TestMarkdownTables(t *testing.T) {
 		if rows != tables+len(r.Results) {
 			t.Errorf("%s: %d table rows for %d results", f.name, rows-tables, len(r.Results))
 		}
-		if !strings.Contains(out, `| **error** | pipe \| in the message \*and\* stars |`) {
+		if !strings.Contains(out, ` error: pipe \| in the message \*and\* stars |`) {
 			t.Errorf("%s: error not escaped:\n%s", f.name, out)
 		}
 	}
 	out := string(render(t, "markdown", smallSweep()))
-	for _, want := range []string{"| ↳ fio psync | warm |", "| vs fio |", "| io_uring qd32 |", "3.75\\~", "0.138\\*", "| - |",
-		"- **command:** `iopath bench", "### Notes", "<details>"} {
+	for _, want := range []string{"| ↳ fio psync | warm |", "| vs fio |", "| io_uring qd32 |", "3.75\\~", "0.138\\*",
+		"- command: iopath bench", "\n- mmap (warm, bs 4KiB) run 3: noisy"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -403,49 +554,35 @@ func TestMarkdownEscape(t *testing.T) {
 	}
 }
 
+// TestGoBench: one line per successful run, named by the row's identity
+// with no parameter that differs between engines (so that benchstat -col
+// /engine lines them up), the headline figures with their runs' values.
 func TestGoBench(t *testing.T) {
 	for _, f := range fixtures {
 		r := f.make()
 		out := render(t, "gobench", r)
-
-		// What the lines must be: one per successful run.
 		type want struct {
-			name   string
-			passes int
-			values map[string]float64
+			gib, cpu float64
 		}
 		var wants []want
 		for _, res := range r.Results {
-			tool := res.Tool
-			if tool == "" {
-				tool = "iopath"
+			if res.Error != "" {
+				continue
 			}
-			name := "Read/tool=" + tool + "/engine=" + res.Engine + "/cache=" + res.Cache + "/pattern=" + res.Pattern +
-				"/bs=" + units.FormatSize(int64(res.BS)) + "/workers=" + strconv.Itoa(res.Workers) +
-				"/qd=" + strconv.Itoa(res.QD) + "/consume=" + res.Consume
 			for _, run := range res.Runs {
 				if run.Error != "" {
 					continue
 				}
-				passes := max(run.Passes, 1)
-				v := map[string]float64{
-					"ns/op": float64(run.WallNs) / float64(passes),
-					"MB/s":  run.BytesPerS / 1e6,
+				w := want{run.BytesPerS / (1 << 30), float64(run.UserNs+run.SysNs) / 1e9 / (float64(run.Bytes) / (1 << 30))}
+				if r.Tree != nil {
+					w = want{float64(run.Blocks) / (float64(run.WallNs) / 1e9), float64(run.UserNs+run.SysNs) / 1e9 / float64(run.Blocks) * 1000}
 				}
-				if c := run.UserNs + run.SysNs; c > 0 {
-					v["cpu-s/GiB"] = float64(c) / 1e9 / (float64(run.Bytes) / (1 << 30))
-				}
-				if run.LatP50Ns > 0 {
-					v["p50-ns"] = float64(run.LatP50Ns)
-				}
-				if run.LatP99Ns > 0 {
-					v["p99-ns"] = float64(run.LatP99Ns)
-				}
-				if res.Tool != bench.ToolFio {
-					v["syscalls/op"] = float64(run.Syscalls) / float64(passes)
-				}
-				wants = append(wants, want{name, passes, v})
+				wants = append(wants, w)
 			}
+		}
+		headline := [2]string{"GiB/s", "CPU-s/GiB"}
+		if r.Tree != nil {
+			headline = [2]string{"files/s", "CPU-s/1k-files"}
 		}
 
 		br := benchfmt.NewReader(bytes.NewReader(out), "gobench"+f.name)
@@ -467,41 +604,69 @@ func TestGoBench(t *testing.T) {
 		if len(got) != len(wants) {
 			t.Fatalf("%s: %d benchmark lines, want %d (one per successful run)", f.name, len(got), len(wants))
 		}
+		// benchstat -col /engine: the other keys of the engines' lines
+		// are the same, for each workload and cache state.
+		engines := map[string]map[string]bool{}
+		var gotPairs []want
 		for i, g := range got {
-			w := wants[i]
-			if string(g.Name) != w.name || g.Iters != w.passes {
-				t.Errorf("%s line %d: %s %d, want %s %d", f.name, i, g.Name, g.Iters, w.name, w.passes)
+			if g.Iters != 1 {
+				t.Errorf("%s line %d: %d iterations", f.name, i, g.Iters)
 			}
 			if g.GetConfig("goos") != "linux" || g.GetConfig("goarch") != "amd64" ||
 				g.GetConfig("pkg") != "github.com/iopath/iopath" || g.GetConfig("cpu") != r.Machine.CPUModel ||
-				g.GetConfig("file") == "" {
+				(g.GetConfig("file") == "" && g.GetConfig("tree") == "") {
 				t.Errorf("%s line %d: config %v", f.name, i, g.Config)
 			}
-			// benchstat's keys: the sub-names parse as key=value.
-			_, parts := g.Name.Parts()
+			base, parts := g.Name.Parts()
+			if kind := map[bool]string{false: "File", true: "Tree"}[r.Tree != nil]; string(base) != kind {
+				t.Errorf("%s line %d: benchmark %q, want %q", f.name, i, base, kind)
+			}
+			var rest []string
+			engine := ""
 			for _, p := range parts {
 				if !regexp.MustCompile(`^/[a-z]+=[A-Za-z0-9_.]+$`).MatchString(string(p)) {
 					t.Errorf("%s line %d: sub-name %q", f.name, i, p)
 				}
+				if strings.HasPrefix(string(p), "/qd=") {
+					t.Errorf("%s line %d: the queue depth is in the name: %s", f.name, i, g.Name)
+				}
+				if e, ok := strings.CutPrefix(string(p), "/engine="); ok {
+					engine = e
+				} else {
+					rest = append(rest, string(p))
+				}
 			}
-			gotVals := map[string]float64{}
+			k := strings.Join(rest, "")
+			if engines[k] == nil {
+				engines[k] = map[string]bool{}
+			}
+			engines[k][engine] = true
+			vals := map[string]float64{}
 			for _, v := range g.Values {
-				// Orig* are set when benchfmt tidied the unit (ns to sec,
-				// MB to B).
 				unit, value := v.OrigUnit, v.OrigValue
 				if unit == "" {
 					unit, value = v.Unit, v.Value
 				}
-				gotVals[unit] = value
+				vals[unit] = value
 			}
-			if !reflect.DeepEqual(gotVals, w.values) {
-				t.Errorf("%s line %d (%s): values %v, want %v", f.name, i, g.Name, gotVals, w.values)
+			gotPairs = append(gotPairs, want{vals[headline[0]], vals[headline[1]]})
+		}
+		// The lines are in the Doc's order (grouped by workload).
+		order := func(a, b want) int { return cmp.Compare(a.gib, b.gib) }
+		slices.SortFunc(gotPairs, order)
+		slices.SortFunc(wants, order)
+		for i, w := range wants {
+			if g := gotPairs[i]; g.gib != w.gib || math.Abs(g.cpu-w.cpu) > 1e-9*w.cpu {
+				t.Errorf("%s: %s %v and %s %v, want %v and %v", f.name, headline[0], g.gib, headline[1], g.cpu, w.gib, w.cpu)
 			}
 		}
-		for _, u := range gobenchUnits {
-			if units[u] != "lower" {
-				t.Errorf("%s: unit %s: better=%q", f.name, u, units[u])
+		for k, e := range engines {
+			if len(e) < 2 && (f.name == "_sweep" || f.name == "_tree") && strings.Contains(k, "cache=warm") {
+				t.Errorf("%s: %s has only the engines %v: benchstat -col /engine has nothing to line up", f.name, k, e)
 			}
+		}
+		if units[headline[0]] != "higher" || units[headline[1]] != "lower" {
+			t.Errorf("%s: units %v", f.name, units)
 		}
 	}
 }
@@ -535,9 +700,10 @@ func TestGoBenchConfigStable(t *testing.T) {
 }
 
 func TestGoBenchValue(t *testing.T) {
-	for in, want := range map[string]string{"pread": "pread", "a b/c=d": "a_b_c_d", "x-8": "x_8", "io_uring": "io_uring", "a-b": "a-b"} {
-		if got := gobenchValue(in); got != want {
-			t.Errorf("gobenchValue(%q) = %q, want %q", in, got, want)
+	for in, want := range map[string]string{"pread": "pread", "a b/c=d": "a_b_c_d", "x-8": "x_8", "io_uring": "io_uring",
+		"a-b": "a-b", "pool ×64": "pool_x64"} {
+		if got := goBenchValue(in); got != want {
+			t.Errorf("goBenchValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -564,7 +730,7 @@ func BenchmarkRenderText(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				var buf bytes.Buffer
-				if err := Write(&buf, f, r); err != nil {
+				if err := Write(&buf, f, r, DocOptions{}); err != nil {
 					b.Fatal(err)
 				}
 				n = buf.Len()

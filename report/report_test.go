@@ -115,30 +115,18 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestTableGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := Table(&b, sample()); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "table.golden", b.Bytes())
+	golden(t, "table.golden", render(t, "table", sample()))
 }
 
 func TestTableOneWorkloadGolden(t *testing.T) {
 	r := sample()
 	r.Results = r.Results[:6]
 	r.File.Temporary = true
-	var b bytes.Buffer
-	if err := Table(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "table_one_workload.golden", b.Bytes())
+	golden(t, "table_one_workload.golden", render(t, "table", r))
 }
 
 func TestTableWidth(t *testing.T) {
-	var b bytes.Buffer
-	if err := Table(&b, sample()); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(b.String(), "\n") {
+	for _, l := range strings.Split(string(render(t, "table", sample())), "\n") {
 		if n := width(l); n > 120 && !strings.Contains(l, "error:") && !strings.HasPrefix(l, "machine:") {
 			t.Errorf("line is %d columns wide: %q", n, l)
 		}
@@ -146,12 +134,8 @@ func TestTableWidth(t *testing.T) {
 }
 
 func TestTableEmpty(t *testing.T) {
-	var b bytes.Buffer
-	if err := Table(&b, &bench.Report{}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "no results") {
-		t.Errorf("empty report:\n%s", b.String())
+	if out := string(render(t, "table", &bench.Report{})); !strings.Contains(out, "no results") {
+		t.Errorf("empty report:\n%s", out)
 	}
 }
 
@@ -203,11 +187,7 @@ func TestJSONNonFinite(t *testing.T) {
 	}
 
 	// The table shows them as n/a instead of NaN.
-	b.Reset()
-	if err := Table(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	if s := b.String(); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
+	if s := string(render(t, "table", r)); strings.Contains(s, "NaN") || strings.Contains(s, "Inf") {
 		t.Errorf("table shows NaN or Inf:\n%s", s)
 	}
 }
@@ -217,7 +197,7 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestWriterError(t *testing.T) {
-	if err := Table(failWriter{}, sample()); err == nil {
+	if err := Write(failWriter{}, "table", sample(), DocOptions{}); err == nil {
 		t.Error("Table: no error from a failing writer")
 	}
 	if err := JSON(failWriter{}, sample()); err == nil {

@@ -38,6 +38,7 @@ type benchOptions struct {
 	caches     []string
 	consume    string
 	format     string
+	wide       bool
 	sqpoll     bool
 	noLatency  bool
 	minTime    time.Duration
@@ -124,6 +125,7 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 	f.Var(stringListValue{&o.caches}, "cache", "cache states, comma-separated: warm, cold, direct (O_DIRECT)")
 	f.StringVar(&o.consume, "consume", "checksum", "what the consumer does with each block: checksum (reads every byte), none (fio's semantics), touch (one byte per page)")
 	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.Formats(), ", "))
+	f.BoolVar(&o.wide, "wide", false, "table and markdown: also show the less-used columns (usr% sys%, P99.9, syscalls, faults, context switches, qd)")
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
 	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
@@ -300,7 +302,7 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	if o.fio && cfg.Fio == nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--fio: there are no fio rows: %v", o.fioErr))
 	}
-	rerr := report.Write(stdout, o.format, rep)
+	rerr := report.Write(stdout, o.format, rep, report.DocOptions{Wide: o.wide})
 	if o.html != "" {
 		if herr := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
 			rerr = errors.Join(rerr, herr)

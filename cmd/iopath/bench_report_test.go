@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,10 +105,16 @@ func TestBenchSweepFormats(t *testing.T) {
 	}
 	for _, f := range []struct{ format, want string }{
 		{"markdown", "| engine"},
-		{"gobench", "BenchmarkRead/tool=iopath/engine=pread/cache=warm/pattern=seq/bs=64KiB/"},
+		{"gobench", "BenchmarkFile/engine=pread/cache=warm/pattern=seq/bs=64KiB/"},
 		{"table", "io_uring qd8"},
+		{"table --wide", " syscalls "},
 	} {
-		out, errOut, code := runCLI(append(args, "--format", f.format)...)
+		format, wide := strings.CutSuffix(f.format, " --wide")
+		a := append(slices.Clip(args), "--format", format)
+		if wide {
+			a = append(a, "--wide")
+		}
+		out, errOut, code := runCLI(a...)
 		if code != 0 || !strings.Contains(out, f.want) {
 			t.Errorf("--format %s: exit %d (%s), output lacks %q:\n%s", f.format, code, errOut, f.want, out)
 		}
@@ -142,7 +149,7 @@ func TestBenchFioMissing(t *testing.T) {
 	if !strings.Contains(errOut, "install") || !strings.Contains(errOut, "going on without fio") {
 		t.Errorf("stderr does not say how to install fio: %q", errOut)
 	}
-	if !strings.Contains(out, "apt-get install fio") || strings.Contains(out, "fio psync") {
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "apt-get install fio") || strings.Contains(out, "fio psync") {
 		t.Errorf("report:\n%s", out)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +28,8 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 			return usagef("bench: --%s is for one file; it cannot be used with --tree", name)
 		}
 	}
-	if o.format != "table" && o.format != "json" {
-		return usagef("bench: --format %s: with --tree, want table or json", o.format)
+	if !slices.Contains(report.Formats(), o.format) {
+		return usagef("bench: --format %q: want one of %s", o.format, strings.Join(report.Formats(), ", "))
 	}
 	if err := checkJSONFile("bench", o.json, "", o.force, args...); err != nil {
 		return err
@@ -125,7 +126,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if rep == nil {
 		return err
 	}
-	rerr := report.Write(stdout, o.format, rep)
+	rerr := report.Write(stdout, o.format, rep, report.DocOptions{Wide: o.wide})
 	if jerr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.JSON(w, rep) }); jerr != nil {
 		rerr = errors.Join(rerr, jerr)
 	}

@@ -53,9 +53,17 @@ func TestBenchTree(t *testing.T) {
 		t.Errorf("--pack DIR: exit %d: %s", code, errOut)
 	}
 
-	table, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw")
-	if code != 0 || !strings.Contains(table, "files/s") || !strings.Contains(table, " 3.0") {
+	// raw makes 3 syscalls a file (openat, read, close), shown with --wide.
+	table, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw", "--wide")
+	if code != 0 || !strings.Contains(table, "files/s") || !strings.Contains(table, "syscalls/file") || !strings.Contains(table, " 3.0") {
 		t.Errorf("table: exit %d (%s):\n%s", code, errOut, table)
+	}
+	// A tree speaks every format.
+	for format, want := range map[string]string{"gobench": "BenchmarkTree/engine=raw/cache=warm \t1 \t", "csv": "\nraw,warm,", "markdown": "| raw | warm |"} {
+		out, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw", "--format", format)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("--format %s: exit %d (%s), output lacks %q:\n%s", format, code, errOut, want, out)
+		}
 	}
 }
 
@@ -75,7 +83,7 @@ func TestBenchTreeUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"bench", "--tree", dir, "--fio"},
-		{"bench", "--tree", dir, "--format", "csv"},
+		{"bench", "--tree", dir, "--format", "html"},
 		{"bench", "--tree", dir, "--files", "10"},
 		{"bench", "--tree", "--files", "0"},
 		{"bench", "--tree", "--dist", "huge"},

@@ -51,7 +51,7 @@ func TestPathsQuoted(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench: exit %d: %s", code, errOut)
 	}
-	check(t, "bench", out, "file:     "+quoted(file)+" (1MiB)")
+	check(t, "bench", out, "file      "+quoted(file)+" (1MiB)")
 	check(t, "bench's stderr", errOut, "wrote "+quoted(html))
 	out, _, code = runCLI("bench", file, "--runs", "1", "--engines", "pread", "--cache", "warm",
 		"--min-time", "0", "--format", "markdown")
@@ -65,7 +65,7 @@ func TestPathsQuoted(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bench --tree: exit %d: %s", code, errOut)
 	}
-	check(t, "bench --tree", out, "tree:     "+quoted(tree))
+	check(t, "bench --tree", out, "tree      "+quoted(tree))
 
 	pack := filepath.Join(dir, "t.tar")
 	_, errOut, code = runCLI("pack", tree, "-o", pack)

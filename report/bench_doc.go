@@ -1,0 +1,806 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/internal/units"
+)
+
+// BenchDoc maps a benchmark report into a Doc: a single file's (kind
+// "file": one group per workload, fio rows under the iopath rows they
+// mirror) or a tree's (kind "tree", bench --tree). Every figure cell
+// made from runs carries each successful run's value, for compare's
+// test and for gobench.
+func BenchDoc(r *bench.Report) *Doc {
+	if r.Tree != nil {
+		return treeDoc(r)
+	}
+	return fileDoc(r)
+}
+
+// Markers set after a figure, explained in the legend and the notes.
+const (
+	noisyMark    = "~" // after GiB/s or files/s: some runs were noisy
+	ioThreadMark = "*" // after CPU-s/GiB: includes io_uring kernel threads
+)
+
+// consumeModes says in a few words what each consume mode makes the CPU do
+// with the bytes an engine delivers.
+var consumeModes = map[string]string{
+	"checksum": "every byte read by the CPU",
+	"touch":    "one byte read per page",
+	"none":     "bytes land in a buffer and nothing reads them further (fio's semantics; mmap copies each block out, as fio's mmap engine does)",
+}
+
+// benchCol is a column of a benchmark Doc and how a result fills it;
+// ok are the result's runs that succeeded.
+type benchCol struct {
+	Column
+	cell func(res *bench.Result, ok []bench.Run) Cell
+}
+
+// okRuns are r's runs that succeeded (for a tree, that delivered files).
+func okRuns(r *bench.Result, tree bool) []bench.Run {
+	var ok []bench.Run
+	for _, run := range r.Runs {
+		if run.Error == "" && (!tree || run.Blocks > 0) {
+			ok = append(ok, run)
+		}
+	}
+	return ok
+}
+
+// runsCell is a figure: v is the report's own (what its JSON says), and
+// the cell carries each run's get, with their min–max; none when a run
+// lacks the figure (get is NaN or infinite).
+func runsCell(v float64, ok []bench.Run, get func(bench.Run) float64) Cell {
+	vals := make([]float64, 0, len(ok))
+	for _, run := range ok {
+		x := get(run)
+		if !finite(x) {
+			return Figure(v)
+		}
+		vals = append(vals, x)
+	}
+	if len(vals) == 0 {
+		return Figure(v)
+	}
+	c := Runs(vals)
+	c.Value = v
+	return c
+}
+
+// perPass divides a run's counter by its passes over the file.
+func perPass(n int64, run bench.Run) float64 { return float64(n) / float64(max(run.Passes, 1)) }
+
+func runSecs(run bench.Run) float64 { return float64(max(run.WallNs, 1)) / 1e9 }
+
+// latencyCol is a latency percentile column: nanoseconds, shown as
+// 15.0µs; per-run values only when every run measured it.
+func latencyCol(key, title string, wide bool, sum func(*bench.Result) int64, run func(bench.Run) int64) benchCol {
+	return benchCol{Column{Key: key, Title: title, Unit: "ns", Better: Lower, Wide: wide},
+		func(res *bench.Result, ok []bench.Run) Cell {
+			ns := sum(res)
+			if ns <= 0 {
+				return Figure(math.NaN())
+			}
+			c := runsCell(float64(ns), ok, func(x bench.Run) float64 {
+				if v := run(x); v > 0 {
+					return float64(v)
+				}
+				return math.NaN()
+			})
+			c.Text = latency(ns)
+			return c
+		}}
+}
+
+// countCol is a per-pass counter shown abbreviated (8.2k).
+func countCol(key, title string, sum func(*bench.Result) int64, run func(bench.Run) int64) benchCol {
+	return benchCol{Column{Key: key, Title: title, Better: Lower, Wide: true},
+		func(res *bench.Result, ok []bench.Run) Cell {
+			n := sum(res)
+			if n < 0 {
+				return Figure(math.NaN()) // not counted (fio)
+			}
+			c := runsCell(float64(n), ok, func(x bench.Run) float64 { return perPass(run(x), x) })
+			c.Text = count(n)
+			return c
+		}}
+}
+
+// textCol is a Left column; a hidden one is a parameter of the workload,
+// which the group's title shows.
+func textCol(key, title string, hidden bool, text func(*bench.Result) string) benchCol {
+	return benchCol{Column{Key: key, Title: title, Left: true, Hidden: hidden},
+		func(res *bench.Result, _ []bench.Run) Cell { return TextCell(text(res)) }}
+}
+
+// checksumCol says whether every run delivered the reference bytes.
+var checksumCol = benchCol{Column{Key: "checksum", Title: "checksum"},
+	func(res *bench.Result, _ []bench.Run) Cell { return TextCell(checksum(res.ChecksumOK)) }}
+
+// fileDoc is BenchDoc for one file.
+func fileDoc(r *bench.Report) *Doc {
+	d := &Doc{Kind: "file"}
+	groups := groupResults(r.Results)
+	var all []*bench.Result
+	ordered := make([][]*bench.Result, len(groups))
+	sub := map[*bench.Result]bool{}
+	labels := map[*bench.Result]string{}
+	var fioRows, vsFio, noisy, ioThread, unknownSyscalls, qdCells, checked, small bool
+	for gi, g := range groups {
+		depths := map[int]bool{}
+		for _, res := range g.results {
+			if res.QD > 0 {
+				depths[res.QD] = true
+			}
+		}
+		var under map[*bench.Result]bool
+		ordered[gi], under = twinOrder(g.results)
+		for _, res := range ordered[gi] {
+			label := engineName(res)
+			// A fio twin too: a row's Left cells are its identity
+			// (compare, gobench), unique within its workload.
+			if len(depths) > 1 && res.QD > 0 {
+				label += fmt.Sprintf(" qd%d", res.QD)
+				qdCells = true
+			}
+			labels[res], sub[res] = label, under[res]
+			all = append(all, res)
+			if isFioResult(res) {
+				fioRows, vsFio = true, true
+			}
+			if res.BS > 0 && res.BS < 64<<10 {
+				small = true
+			}
+			if res.Error != "" {
+				continue
+			}
+			vsFio = vsFio || (res.VsFio > 0 && finite(res.VsFio))
+			noisy = noisy || res.NoisyRuns > 0
+			ioThread = ioThread || res.IOThreadCPUSPerGiB > 0
+			unknownSyscalls = unknownSyscalls || res.Syscalls < 0
+			checked = checked || res.ChecksumOK != nil
+		}
+	}
+
+	cols := []benchCol{
+		textCol("engine", "engine", false, func(res *bench.Result) string { return labels[res] }),
+		textCol("cache", "cache", false, func(res *bench.Result) string { return res.Cache }),
+		textCol("pattern", "pattern", true, func(res *bench.Result) string { return res.Pattern }),
+		textCol("bs", "bs", true, func(res *bench.Result) string { return units.FormatSize(int64(res.BS)) }),
+		textCol("workers", "workers", true, func(res *bench.Result) string { return fmt.Sprint(res.Workers) }),
+		textCol("consume", "consume", true, func(res *bench.Result) string { return res.Consume }),
+		{Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				c := runsCell(res.BytesPerS/(1<<30), ok, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) })
+				if res.NoisyRuns > 0 {
+					c.Mark = noisyMark
+				}
+				return c
+			}},
+	}
+	if small {
+		cols = append(cols, benchCol{Column{Key: "iops", Title: "IOPS", Unit: "IOPS", Better: Higher},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				c := runsCell(res.IOPS, ok, func(x bench.Run) float64 { return float64(x.Blocks) / runSecs(x) })
+				c.Text = count(int64(res.IOPS + 0.5))
+				return c
+			}})
+	}
+	if vsFio {
+		cols = append(cols, benchCol{Column{Key: "vs_fio", Title: "vs fio", Better: Higher, Prec: 2},
+			func(res *bench.Result, _ []bench.Run) Cell {
+				if isFioResult(res) || res.VsFio <= 0 {
+					return Cell{}
+				}
+				c := Figure(res.VsFio)
+				c.Text = ratio(res.VsFio)
+				return c
+			}})
+	}
+	cols = append(cols,
+		benchCol{Column{Key: "cpu_s_per_gib", Title: "CPU-s/GiB", Unit: "CPU-s/GiB", Better: Lower, Prec: 3, Headline: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				c := runsCell(res.CPUSPerGiB, ok, func(x bench.Run) float64 {
+					if x.Bytes == 0 {
+						return math.NaN()
+					}
+					return float64(x.UserNs+x.SysNs) / 1e9 / (float64(x.Bytes) / (1 << 30))
+				})
+				if res.IOThreadCPUSPerGiB > 0 {
+					c.Mark = ioThreadMark
+				}
+				return c
+			}},
+		benchCol{Column{Key: "usr_pct", Title: "usr%", Unit: "%", Wide: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.UsrPct, ok, func(x bench.Run) float64 { return 100 * float64(x.UserNs) / float64(max(x.WallNs, 1)) })
+			}},
+		benchCol{Column{Key: "sys_pct", Title: "sys%", Unit: "%", Wide: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.SysPct, ok, func(x bench.Run) float64 { return 100 * float64(x.SysNs) / float64(max(x.WallNs, 1)) })
+			}},
+		latencyCol("lat_p50_ns", "P50", false, func(x *bench.Result) int64 { return x.LatP50Ns }, func(x bench.Run) int64 { return x.LatP50Ns }),
+		latencyCol("lat_p99_ns", "P99", false, func(x *bench.Result) int64 { return x.LatP99Ns }, func(x bench.Run) int64 { return x.LatP99Ns }),
+		latencyCol("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
+		countCol("syscalls", "syscalls", func(x *bench.Result) int64 { return x.Syscalls }, func(x bench.Run) int64 { return x.Syscalls }),
+		countCol("minflt", "minflt", func(x *bench.Result) int64 { return x.MinFlt }, func(x bench.Run) int64 { return x.MinFlt }),
+		countCol("majflt", "majflt", func(x *bench.Result) int64 { return x.MajFlt }, func(x bench.Run) int64 { return x.MajFlt }),
+		countCol("nvcsw", "vcsw", func(x *bench.Result) int64 { return x.NVCSw }, func(x bench.Run) int64 { return x.NVCSw }),
+		countCol("nivcsw", "ivcsw", func(x *bench.Result) int64 { return x.NIVCSw }, func(x bench.Run) int64 { return x.NIVCSw }),
+		// The queue depth differs between engines (pread has none): a
+		// figure, not part of a row's name (gobench, compare).
+		benchCol{Column{Key: "qd", Title: "qd", Wide: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(float64(res.QD), ok, func(bench.Run) float64 { return float64(res.QD) })
+			}},
+	)
+	if checked {
+		cols = append(cols, checksumCol)
+	}
+
+	for _, c := range cols {
+		d.Columns = append(d.Columns, c.Column)
+	}
+	for gi, g := range groups {
+		dg := Group{Title: g.key}
+		if len(groups) == 1 {
+			dg.Title = "" // in the header
+		}
+		for _, res := range ordered[gi] {
+			dg.Rows = append(dg.Rows, benchRow(cols, res, sub[res], false))
+		}
+		d.Groups = append(d.Groups, dg)
+	}
+	alignMarks(d)
+
+	d.Header = fileHeader(r, groups)
+	d.Config = []Field{{"goos", "linux"}, {"goarch", r.Machine.Arch}, {"pkg", "github.com/iopath/iopath"}, {"cpu", r.Machine.CPUModel}}
+	if r.File.Temporary {
+		d.Config = append(d.Config, Field{"file", "temporary (" + units.FormatSize(r.File.SizeBytes) + ")"})
+	} else if r.File.Path != "" {
+		d.Config = append(d.Config, Field{"file", units.QuotePath(r.File.Path) + " (" + units.FormatSize(r.File.SizeBytes) + ")"})
+	}
+	if len(r.Results) == 0 {
+		d.After = []string{"no results"}
+		return d
+	}
+
+	if fioRows {
+		d.Legend = append(d.Legend, Field{"fio ENGINE", "fio running the same workload with that ioengine, under the iopath engine it mirrors (its twin)"})
+	}
+	if qdCells {
+		d.Legend = append(d.Legend, Field{"qdN", "queue depth per worker, after the engine when it varies within a workload"})
+	}
+	d.Legend = append(d.Legend, Field{"GiB/s", "median over the runs (min–max) of bytes delivered to the consumer per second of wall time, open and close included"})
+	if noisy {
+		d.Legend = append(d.Legend, Field{noisyMark, "some runs were noisy (kept in the figures: see the notes)"})
+	}
+	if small {
+		d.Legend = append(d.Legend, Field{"IOPS", "blocks per second, median"})
+	}
+	if vsFio {
+		d.Legend = append(d.Legend, Field{"vs fio", "median GiB/s over its fio twin's"})
+	}
+	d.Legend = append(d.Legend, Field{"CPU-s/GiB", "user+system CPU seconds per GiB, steadier than GiB/s on a busy machine"})
+	if ioThread {
+		d.Legend = append(d.Legend, Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"})
+	}
+	d.Legend = append(d.Legend, Field{"P50 P99", "latency per block, request issued to data available"})
+	if checked {
+		unchecked := "consume none or touch, the null engine"
+		if fioRows {
+			unchecked += ", fio"
+		}
+		d.Legend = append(d.Legend, Field{"checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked (" + unchecked + ")"})
+	}
+	wide := "usr% sys% (CPU as % of one core), P99.9, syscalls (per pass, at the engine's own call sites"
+	if unknownSyscalls {
+		wide += "; – for fio, which does not count them"
+	}
+	wide += "), minflt majflt (page faults per pass), vcsw ivcsw (context switches per pass"
+	if unknownSyscalls {
+		wide += "; fio counts all switches under vcsw"
+	}
+	wide += "), qd"
+	d.Legend = append(d.Legend, Field{"--wide adds", wide})
+	d.Notes = benchNotes(r, all)
+	return d
+}
+
+// benchRow is res's row: its cells, or for a row without figures its
+// name and why.
+func benchRow(cols []benchCol, res *bench.Result, sub, tree bool) Row {
+	row := Row{Sub: sub}
+	ok := okRuns(res, tree)
+	for _, c := range cols {
+		if res.Error != "" && !c.Left {
+			row.Cells = append(row.Cells, Cell{})
+			continue
+		}
+		row.Cells = append(row.Cells, c.cell(res, ok))
+	}
+	if res.Error != "" {
+		row.Err = failure(res)
+	}
+	return row
+}
+
+// alignMarks gives the figures of a column in which some have a mark a
+// blank one, so that the digits stay aligned in a table.
+func alignMarks(d *Doc) {
+	for i := range d.Columns {
+		marked := false
+		for _, g := range d.Groups {
+			for _, r := range g.Rows {
+				marked = marked || (i < len(r.Cells) && r.Cells[i].Mark != "")
+			}
+		}
+		if !marked {
+			continue
+		}
+		for _, g := range d.Groups {
+			for j := range g.Rows {
+				if c := &g.Rows[j].Cells[i]; c.Num && c.Mark == "" && finite(c.Value) {
+					c.Mark = " "
+				}
+			}
+		}
+	}
+}
+
+// fileHeader is the header of a file's Doc.
+func fileHeader(r *bench.Report, groups []group) []Field {
+	fs := []Field{{"file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File))}}
+	fs = append(fs, machineFields(r)...)
+	if r.Machine.LatencyClock != "" {
+		fs = append(fs, Field{"clock", r.Machine.LatencyClock + " (per-block latency)"})
+	}
+	fs = append(fs, Field{"version", versionLine(r)})
+	if r.Fio != nil {
+		fio := r.Fio.Version
+		if r.Fio.Path != "" {
+			fio = strings.TrimSpace(fio + " (" + units.QuotePath(r.Fio.Path) + ")")
+		}
+		fs = append(fs, Field{"fio", fio})
+	}
+	var modes []string
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		if !seen[res.Consume] {
+			seen[res.Consume] = true
+			modes = append(modes, consumeLine(res.Consume))
+		}
+	}
+	fs = append(fs, Field{"consume", strings.Join(modes, "; ")})
+	if len(groups) == 1 {
+		fs = append(fs, Field{"workload", groups[0].key})
+	}
+	return wrapFields(append(fs, runFields(r)...))
+}
+
+// machineFields are the machine and io_uring lines of a header.
+func machineFields(r *bench.Report) []Field {
+	return []Field{{"machine", machineLine(r)}, {"io_uring", r.Machine.IOURing}}
+}
+
+// runFields are the command and start time of a header.
+func runFields(r *bench.Report) []Field {
+	fs := []Field{{"command", units.EscapeControls(r.Command)}}
+	if !r.Started.IsZero() {
+		fs = append(fs, Field{"started", r.Started.Format("2006-01-02 15:04:05 MST")})
+	}
+	return fs
+}
+
+// wrapFields drops the fields without a value and wraps the others to fit
+// docWrap columns, as continuation fields, except the paths and the
+// command, which stay whole to be copied.
+func wrapFields(fs []Field) []Field {
+	kw := 0
+	for _, f := range fs {
+		kw = max(kw, width(f.Key))
+	}
+	var out []Field
+	for _, f := range fs {
+		switch {
+		case f.Value == "":
+		case f.Key == "file" || f.Key == "tree" || f.Key == "archive" || f.Key == "command":
+			out = append(out, f)
+		default:
+			lines := strings.Split(strings.TrimSuffix(wrapText("", f.Value, 0, docWrap-kw-2), "\n"), "\n")
+			out = append(out, Field{f.Key, lines[0]})
+			for _, l := range lines[1:] {
+				out = append(out, Field{"", l})
+			}
+		}
+	}
+	return out
+}
+
+// treeDoc is BenchDoc for a tree of files (bench --tree).
+func treeDoc(r *bench.Report) *Doc {
+	d := &Doc{Kind: "tree"}
+	t := r.Tree
+	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
+	if t.Temporary {
+		extra = append(extra, "temporary")
+	}
+	fs := []Field{{"tree", fmt.Sprintf("%s (%s)", units.QuotePath(t.Dir), strings.Join(extra, ", "))}}
+	if t.Archive != "" {
+		fs = append(fs, Field{"archive", units.QuotePath(t.Archive)})
+	}
+	fs = append(fs, machineFields(r)...)
+	fs = append(fs, Field{"version", versionLine(r)})
+	d.Header = wrapFields(append(fs, runFields(r)...))
+	d.Config = []Field{{"goos", "linux"}, {"goarch", r.Machine.Arch}, {"pkg", "github.com/iopath/iopath"}, {"cpu", r.Machine.CPUModel}}
+	if t.Temporary {
+		d.Config = append(d.Config, Field{"tree", "temporary (" + strings.Join(extra[:2], ", ") + ")"})
+	} else {
+		d.Config = append(d.Config, Field{"tree", units.QuotePath(t.Dir) + " (" + strings.Join(extra, ", ") + ")"})
+	}
+
+	var errs, noisy bool
+	for _, res := range r.Results {
+		errs = errs || res.FileErrors > 0
+		noisy = noisy || (res.Error == "" && res.NoisyRuns > 0)
+	}
+	per := func(n int64, x bench.Run) float64 { return float64(n) / float64(max(x.Blocks, 1)) }
+	cols := []benchCol{
+		textCol("engine", "engine", false, func(res *bench.Result) string {
+			name := res.Engine
+			if res.Workers > 1 {
+				name += fmt.Sprintf(" ×%d", res.Workers)
+			}
+			if res.QD > 0 {
+				name += fmt.Sprintf(" qd%d", res.QD)
+			}
+			return name
+		}),
+		textCol("cache", "cache", false, func(res *bench.Result) string { return res.Cache }),
+		{Column{Key: "files_per_s", Title: "files/s", Unit: "files/s", Better: Higher, Spread: true, Headline: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				c := runsCell(res.FilesPerS, ok, func(x bench.Run) float64 { return float64(x.Blocks) / runSecs(x) })
+				if res.NoisyRuns > 0 {
+					c.Mark = noisyMark
+				}
+				return c
+			}},
+		{Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.BytesPerS/(1<<30), ok, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) })
+			}},
+		latencyCol("lat_p50_ns", "P50", false, func(x *bench.Result) int64 { return x.LatP50Ns }, func(x bench.Run) int64 { return x.LatP50Ns }),
+		latencyCol("lat_p99_ns", "P99", false, func(x *bench.Result) int64 { return x.LatP99Ns }, func(x bench.Run) int64 { return x.LatP99Ns }),
+		latencyCol("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
+		{Column{Key: "cpu_s_per_1k_files", Title: "CPU-s/1k", Unit: "CPU-s/1k-files", Better: Lower, Prec: 4, Headline: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.CPUSPer1kFiles, ok, func(x bench.Run) float64 { return 1000 * per(x.UserNs+x.SysNs, x) / 1e9 })
+			}},
+		{Column{Key: "syscalls_per_file", Title: "syscalls/file", Unit: "syscalls/file", Better: Lower, Prec: 2, Wide: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.SyscallsPerFile, ok, func(x bench.Run) float64 { return per(x.Syscalls, x) })
+			}},
+		{Column{Key: "csw_per_file", Title: "cs/file", Unit: "cs/file", Better: Lower, Prec: 2, Wide: true},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(res.CSwPerFile, ok, func(x bench.Run) float64 { return per(x.NVCSw+x.NIVCSw, x) })
+			}},
+		{Column{Key: "file_errors", Title: "errors", Better: Lower, Wide: !errs},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				return runsCell(float64(res.FileErrors), ok, func(x bench.Run) float64 { return perPass(x.Errors, x) })
+			}},
+		checksumCol,
+	}
+	for _, c := range cols {
+		d.Columns = append(d.Columns, c.Column)
+	}
+	var g Group
+	var rows []*bench.Result
+	for i := range r.Results {
+		rows = append(rows, &r.Results[i])
+		g.Rows = append(g.Rows, benchRow(cols, &r.Results[i], false, true))
+	}
+	d.Groups = []Group{g}
+	alignMarks(d)
+	if len(r.Results) == 0 {
+		d.After = []string{"no results"}
+		return d
+	}
+	d.Legend = []Field{
+		{"engine", "×N workers, qdN files in flight per worker"},
+		{"files/s", "median over the runs (min–max) of files delivered (each whole, or with its own error) per second of wall time, walk, open, read and close included"},
+	}
+	if noisy {
+		d.Legend = append(d.Legend, Field{noisyMark, "some runs were noisy (kept in the figures: see the notes)"})
+	}
+	d.Legend = append(d.Legend,
+		Field{"GiB/s", "bytes delivered per second, median"},
+		Field{"P50 P99", "latency per file, its first syscall to its bytes being available"},
+		Field{"CPU-s/1k", "user+system CPU seconds per 1,000 files"})
+	if errs {
+		d.Legend = append(d.Legend, Field{"errors", "files delivered with their own error, per pass"})
+	}
+	d.Legend = append(d.Legend,
+		Field{"checksum", "ok: every run delivered the bytes os.ReadFile reads, file by file"},
+		Field{"--wide adds", "P99.9; syscalls/file, counted at the engine's own call sites, the walk not counted " +
+			"(openat, read, close for raw; those the os package makes for readfile and pool; io_uring_enter for io_uring; " +
+			"reads of the archive for archive); cs/file, context switches per file" + map[bool]string{false: "; errors, files delivered with their own error", true: ""}[errs]})
+	d.Notes = benchNotes(r, rows)
+	return d
+}
+
+// isFioResult reports whether r is a fio twin's row.
+func isFioResult(r *bench.Result) bool { return r.Tool == bench.ToolFio }
+
+// twinOrder puts each fio row of a workload right under the iopath row it
+// mirrors (same engine, cache and queue depth), and reports which were
+// placed so. A fio row without its twin in the group keeps its place.
+func twinOrder(rs []*bench.Result) ([]*bench.Result, map[*bench.Result]bool) {
+	twinOf := map[*bench.Result][]*bench.Result{}
+	taken := map[*bench.Result]bool{}
+	under := map[*bench.Result]bool{}
+	for _, f := range rs {
+		if !isFioResult(f) {
+			continue
+		}
+		for _, o := range rs {
+			if isFioResult(o) || taken[o] || o.Engine != f.Twin || o.Cache != f.Cache || o.QD != f.QD ||
+				(o.Twin != "" && o.Twin != f.Engine) {
+				continue
+			}
+			taken[o] = true
+			under[f] = true
+			twinOf[o] = append(twinOf[o], f)
+			break
+		}
+	}
+	out := make([]*bench.Result, 0, len(rs))
+	for _, res := range rs {
+		if under[res] {
+			continue
+		}
+		out = append(out, res)
+		out = append(out, twinOf[res]...)
+	}
+	return out, under
+}
+
+// failure is what a row without figures shows in their place: "not run
+// (interrupted)" for a row an interrupt kept from running, else "error: "
+// and the row's error.
+func failure(r *bench.Result) string {
+	if notRun(r) {
+		return "not run (interrupted)"
+	}
+	return "error: " + oneLine(r.Error)
+}
+
+// group is one workload's results. key is its heading: pattern, block
+// size, workers, the queue depth when all its rows with a queue share one,
+// and consume mode.
+type group struct {
+	key     string
+	results []*bench.Result
+}
+
+// groupResults groups results by workload (all but the queue depth) in
+// order of first appearance, keeping their order within a group.
+func groupResults(results []bench.Result) []group {
+	var groups []group
+	index := map[string]int{}
+	for i := range results {
+		res := &results[i]
+		key := workload(res, 0)
+		j, ok := index[key]
+		if !ok {
+			j = len(groups)
+			index[key] = j
+			groups = append(groups, group{key: key})
+		}
+		groups[j].results = append(groups[j].results, res)
+	}
+	for i, g := range groups {
+		qd := 0
+		for _, res := range g.results {
+			if res.QD > 0 {
+				if qd != 0 && res.QD != qd {
+					qd = 0
+					break
+				}
+				qd = res.QD
+			}
+		}
+		groups[i].key = workload(g.results[0], qd)
+	}
+	return groups
+}
+
+// workload describes r's workload, with queue depth qd when it is not 0.
+func workload(r *bench.Result, qd int) string {
+	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, qd, r.Consume), ", ")
+}
+
+// benchNotes gathers the notes: the report's own, each row's (a note that
+// several rows of one engine share is written once), why runs were noisy,
+// and how much CPU io_uring's kernel threads used.
+func benchNotes(r *bench.Report, rows []*bench.Result) []string {
+	var notes []string
+	for _, n := range r.Notes {
+		notes = append(notes, oneLine(n))
+	}
+	names := rowNames(rows)
+
+	type shared struct {
+		name, text string
+		rows       []*bench.Result
+	}
+	var order []*shared
+	byKey := map[[2]string]*shared{}
+	for _, res := range rows {
+		for _, n := range res.Notes {
+			k := [2]string{engineName(res), oneLine(n)}
+			s := byKey[k]
+			if s == nil {
+				s = &shared{name: k[0], text: k[1]}
+				byKey[k] = s
+				order = append(order, s)
+			}
+			s.rows = append(s.rows, res)
+		}
+	}
+	for _, s := range order {
+		var label string
+		switch {
+		case len(s.rows) > 1 && len(s.rows) == names.count[s.name]:
+			label = s.name
+		case len(s.rows) > 3:
+			label = fmt.Sprintf("%s (%d rows)", s.name, len(s.rows))
+		default:
+			var q []string
+			for _, res := range s.rows {
+				q = append(q, names.qualifier(res))
+			}
+			label = fmt.Sprintf("%s (%s)", s.name, strings.Join(q, "; "))
+		}
+		notes = append(notes, label+": "+s.text)
+	}
+
+	for _, res := range rows {
+		if res.Error != "" || res.NoisyRuns == 0 {
+			continue
+		}
+		said := 0
+		for i, run := range res.Runs {
+			if run.Noisy != "" {
+				notes = append(notes, fmt.Sprintf("%s run %d: noisy: %s", names.label(res), i+1, oneLine(run.Noisy)))
+				said++
+			}
+		}
+		if said == 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of %d runs were noisy", names.label(res), res.NoisyRuns, len(res.Runs)))
+		}
+	}
+
+	type threads struct {
+		name         string
+		rows         []*bench.Result
+		lo, hi       float64 // CPU-s/GiB of the kernel threads
+		pctLo, pctHi float64 // as % of the row's CPU-s/GiB
+		havePct      bool
+	}
+	var tOrder []*threads
+	tByName := map[string]*threads{}
+	for _, res := range rows {
+		if res.Error != "" || res.IOThreadCPUSPerGiB <= 0 {
+			continue
+		}
+		name := engineName(res)
+		t := tByName[name]
+		if t == nil {
+			t = &threads{name: name, lo: math.Inf(1), pctLo: math.Inf(1)}
+			tByName[name] = t
+			tOrder = append(tOrder, t)
+		}
+		t.rows = append(t.rows, res)
+		t.lo, t.hi = min(t.lo, res.IOThreadCPUSPerGiB), max(t.hi, res.IOThreadCPUSPerGiB)
+		if res.CPUSPerGiB > 0 && finite(res.CPUSPerGiB) {
+			pct := 100 * res.IOThreadCPUSPerGiB / res.CPUSPerGiB
+			t.pctLo, t.pctHi, t.havePct = min(t.pctLo, pct), max(t.pctHi, pct), true
+		}
+	}
+	for _, t := range tOrder {
+		const what = "was io_uring's kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run: " +
+			"counted here; fio leaves it out"
+		if len(t.rows) == 1 {
+			res := t.rows[0]
+			notes = append(notes, fmt.Sprintf("%s: %s of its %s CPU-s/GiB %s", names.label(res),
+				fixed(res.IOThreadCPUSPerGiB, 3), fixed(res.CPUSPerGiB, 3), what))
+			continue
+		}
+		share := ""
+		if t.havePct {
+			share = ", " + span(t.pctLo, t.pctHi, 0, "%") + " of it,"
+		}
+		notes = append(notes, fmt.Sprintf("%s (%d rows marked %s): %s CPU-s/GiB of each row's figure%s %s",
+			t.name, len(t.rows), ioThreadMark, span(t.lo, t.hi, 3, ""), share, what))
+	}
+	return notes
+}
+
+// span formats a range of figures, or one when they round alike.
+func span(lo, hi float64, prec int, unit string) string {
+	a, b := fixed(lo, prec), fixed(hi, prec)
+	if a == b {
+		return a + unit
+	}
+	return a + "–" + b + unit
+}
+
+// engineName names a row's engine: "pread", or "fio psync" for fio's.
+func engineName(r *bench.Result) string {
+	if isFioResult(r) {
+		return "fio " + r.Engine
+	}
+	return r.Engine
+}
+
+// names labels rows in notes: the engine and, in parentheses, the cache
+// state and whatever else tells the engine's rows apart.
+type names struct {
+	count  map[string]int             // rows per engine name
+	varies map[string]map[string]bool // engine name -> dimension -> varies
+	first  map[string]*bench.Result
+}
+
+func rowNames(rows []*bench.Result) *names {
+	n := &names{count: map[string]int{}, varies: map[string]map[string]bool{}, first: map[string]*bench.Result{}}
+	for _, res := range rows {
+		name := engineName(res)
+		n.count[name]++
+		f := n.first[name]
+		if f == nil {
+			n.first[name] = res
+			n.varies[name] = map[string]bool{}
+			continue
+		}
+		v := n.varies[name]
+		v["pattern"] = v["pattern"] || f.Pattern != res.Pattern
+		v["bs"] = v["bs"] || f.BS != res.BS
+		v["workers"] = v["workers"] || f.Workers != res.Workers
+		v["qd"] = v["qd"] || f.QD != res.QD
+		v["consume"] = v["consume"] || f.Consume != res.Consume
+	}
+	return n
+}
+
+// qualifier is what sets res apart from its engine's other rows.
+func (n *names) qualifier(res *bench.Result) string {
+	v := n.varies[engineName(res)]
+	q := []string{res.Cache}
+	if v["pattern"] {
+		q = append(q, res.Pattern)
+	}
+	if v["bs"] {
+		q = append(q, "bs "+units.FormatSize(int64(res.BS)))
+	}
+	if v["workers"] {
+		q = append(q, plural(res.Workers, "worker"))
+	}
+	if v["qd"] {
+		q = append(q, fmt.Sprintf("qd %d", res.QD))
+	}
+	if v["consume"] {
+		q = append(q, "consume "+res.Consume)
+	}
+	return strings.Join(q, ", ")
+}
+
+// label is "mmap (warm, bs 4KiB)".
+func (n *names) label(res *bench.Result) string {
+	return fmt.Sprintf("%s (%s)", engineName(res), n.qualifier(res))
+}
