@@ -328,6 +328,12 @@ func benchRow(cols []benchCol, res *bench.Result, sub, tree bool) Row {
 	if res.Error != "" {
 		row.Err = failure(res)
 	}
+	for _, run := range res.Runs {
+		if run.Noisy != "" {
+			row.Noisy = oneLine(run.Noisy)
+			break
+		}
+	}
 	return row
 }
 

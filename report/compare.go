@@ -325,7 +325,7 @@ func metricsOf(old, new *Doc) (ms []CompareMetric, oi, ni []int) {
 
 // sideOf is a row's side: its figures for the metrics at idx.
 func sideOf(r *Row, idx []int) *CompareSide {
-	s := &CompareSide{Error: oneLine(r.Err), Noisy: oneLine(r.Noisy)}
+	s := &CompareSide{Error: strings.TrimPrefix(oneLine(r.Err), "error: "), Noisy: oneLine(r.Noisy)}
 	if r.Err != "" {
 		return s
 	}

@@ -2,9 +2,16 @@ package report
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
 )
 
@@ -184,3 +191,313 @@ func TestCompareFormats(t *testing.T) {
 		}
 	}
 }
+
+// cmpResult is a (seq, 128KiB, 1 worker, checksum) result of runs at the
+// given GiB/s. Per-run CPU and P99 follow from the throughput as in
+// sweepSample: CPU-s/GiB is 0.7 / GiB/s and P99 three blocks' time.
+func cmpResult(tool, engine, cache string, gibs ...float64) bench.Result {
+	const gib = 1 << 30
+	const bs = 128 << 10
+	var runs []bench.Run
+	for _, g := range gibs {
+		b := g * gib
+		wall := int64(gib / b * 1e9)
+		runs = append(runs, bench.Run{Passes: 1, Bytes: gib, Blocks: gib / bs, WallNs: wall, BytesPerS: b,
+			UserNs: wall / 5, SysNs: wall / 2, LatP99Ns: int64(3 * bs / b * 1e9), ChecksumOK: ptr(true)})
+	}
+	sorted := slices.Sorted(slices.Values(gibs))
+	med := sorted[len(sorted)/2]
+	return bench.Result{Tool: tool, Engine: engine, Cache: cache, Pattern: "seq", BS: bs, Workers: 1,
+		Consume: "checksum", Runs: runs, BytesPerS: med * gib, BytesPerSMin: sorted[0] * gib,
+		BytesPerSMax: sorted[len(sorted)-1] * gib, CPUSPerGiB: 0.7 / med, LatP99Ns: int64(3 * bs / (med * gib) * 1e9),
+		ChecksumOK: ptr(true)}
+}
+
+func cmpFailed(engine, cache, err string) bench.Result {
+	r := cmpResult("iopath", engine, cache, 1)
+	r.Runs[0].Error = err
+	r.Error = err
+	r.BytesPerS, r.BytesPerSMin, r.BytesPerSMax, r.CPUSPerGiB, r.LatP99Ns = 0, 0, 0, 0, 0
+	return r
+}
+
+func cmpRand(r bench.Result) bench.Result {
+	r.Pattern, r.BS, r.Workers, r.QD = "rand", 4096, 4, 32
+	return r
+}
+
+// compareReports builds an old and a new report (on sample()'s machine and
+// file) that cover every case: faster and slower beyond the spread, a
+// change within it, a CPU change while GiB/s is noise, a single run,
+// added and removed rows, errors on either side, a fio row, noisy runs,
+// and a different kernel, core count and iopath version.
+func compareReports() (old, new *bench.Report) {
+	old, new = sample(), sample()
+	old.Results = []bench.Result{
+		cmpResult("iopath", "pread", "warm", 7.80, 7.91, 8.02),
+		cmpResult("iopath", "mmap", "warm", 10.90, 11.43, 11.61),
+		cmpFailed("io_uring", "warm", "io_uring_setup: operation not permitted\n(kernel.io_uring_disabled=2)"),
+		cmpResult("iopath", "null", "warm", 49.9, 51.2, 52.3),
+		cmpResult("fio", "psync", "warm", 7.50, 7.60, 7.70),
+		cmpResult("iopath", "pread", "cold", 1.48, 1.52, 1.55),
+		cmpResult("iopath", "mmap", "cold", 1.02, 1.21, 1.30),
+		cmpResult("iopath", "readv", "cold", 1.40, 1.45, 1.50),
+		cmpRand(cmpResult("iopath", "readv", "warm", 8.40)),
+	}
+	old.Results[4].Twin = "pread"
+
+	mmapCold := cmpResult("iopath", "mmap", "cold", 1.05, 1.20, 1.28)
+	for i := range mmapCold.Runs {
+		mmapCold.Runs[i].UserNs *= 3 // more CPU for the same throughput
+	}
+	mmapCold.CPUSPerGiB = 1.1 / 1.20
+	mmapWarm := cmpResult("iopath", "mmap", "warm", 11.00, 11.50, 11.70)
+	mmapWarm.Runs[2].Noisy = "another process used 38% of a core"
+	mmapWarm.Runs[2].OtherCPUPct = 37.5
+	mmapWarm.NoisyRuns = 1
+	new.Results = []bench.Result{
+		cmpResult("iopath", "pread", "warm", 8.90, 9.00, 9.10),
+		mmapWarm,
+		cmpResult("iopath", "io_uring", "warm", 9.50, 9.80, 10.00),
+		cmpResult("fio", "psync", "warm", 7.55, 7.62, 7.68),
+		cmpResult("iopath", "pread", "cold", 1.30, 1.33, 1.35),
+		mmapCold,
+		cmpFailed("readv", "cold", "child process failed: signal: killed"),
+		cmpResult("iopath", "io_uring", "cold", 2.00, 2.10, 2.20),
+		cmpRand(cmpResult("iopath", "readv", "warm", 8.90, 9.00, 9.20)),
+	}
+	new.Results[3].Twin = "pread"
+	new.Started = new.Started.Add(26 * time.Hour)
+	new.Machine.Kernel = "6.19.2"
+	new.Machine.Cores = 4
+	new.Machine.IopathVersion = "v0.3.0"
+	return old, new
+}
+
+
+// compareBench compares two bench reports as compare does with their
+// JSON files.
+func compareBench(t *testing.T, old, new *bench.Report) *Comparison {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, r *bench.Report) string {
+		var b bytes.Buffer
+		if err := JSON(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	c, err := CompareFiles(write("old.json", old), write("new.json", new))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Old.Path, c.New.Path = "old.json", "new.json"
+	return c
+}
+
+func cmpFind(t *testing.T, c *Comparison, name string) *CompareRow {
+	t.Helper()
+	for i := range c.Rows {
+		if c.Rows[i].Name() == name {
+			return &c.Rows[i]
+		}
+	}
+	t.Fatalf("no row %q", name)
+	return nil
+}
+
+// TestCompareBench compares two bench reports through their JSON: the
+// verdicts by the min–max rule (3 runs), errors on either side, added and
+// removed rows, fio twins and the machine's differences; the table is a
+// golden file and fits 100 columns.
+func TestCompareBench(t *testing.T) {
+	c := compareBench(t, compareReports())
+	if c.Kind != "file" || len(c.Metrics) != 2 || c.Metrics[0].Key != "gib_per_s" || c.Metrics[1].Key != "cpu_s_per_gib" {
+		t.Fatalf("kind %q metrics %+v", c.Kind, c.Metrics)
+	}
+	for _, tc := range []struct {
+		name    string
+		status  CompareStatus
+		verdict Verdict
+	}{
+		{"pread warm", StatusMatched, VerdictFaster},
+		{"mmap warm", StatusMatched, VerdictNoise},
+		{"fio psync warm", StatusMatched, VerdictNoise},
+		{"pread cold", StatusMatched, VerdictSlower},
+		{"io_uring warm", StatusError, ""},
+		{"readv cold", StatusError, ""},
+		{"io_uring cold", StatusAdded, ""},
+		{"null warm", StatusRemoved, ""},
+		{"readv warm", StatusMatched, VerdictUnknown},
+	} {
+		r := cmpFind(t, c, tc.name)
+		if r.Status != tc.status {
+			t.Errorf("%s: %s, want %s", tc.name, r.Status, tc.status)
+		}
+		if h := r.Headline(); tc.verdict != "" && (h == nil || h.Verdict != tc.verdict) {
+			t.Errorf("%s: headline %+v, want %s", tc.name, h, tc.verdict)
+		}
+	}
+	if r := cmpFind(t, c, "mmap cold"); r.Deltas[1].Verdict != VerdictWorse {
+		t.Errorf("mmap cold: CPU %+v, want worse", r.Deltas[1])
+	}
+	if !c.MachineDiffers() {
+		t.Error("kernel and cores differ: MachineDiffers() = false")
+	}
+	var b bytes.Buffer
+	if err := WriteCompare(&b, "table", c, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare_table.golden", b.Bytes())
+	for _, l := range strings.Split(b.String(), "\n") {
+		if width(l) > docWrap {
+			t.Errorf("line of %d columns: %q", width(l), l)
+		}
+	}
+	b.Reset()
+	if err := WriteCompare(&b, "markdown", c, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden.md", b.Bytes())
+}
+
+// TestCompareBenchTested: with 5 runs a side, the verdict is the
+// Mann–Whitney test's.
+func TestCompareBenchTested(t *testing.T) {
+	old, cur := sample(), sample()
+	old.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 7.8, 7.9, 8.0, 8.1, 8.2)}
+	cur.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 8.3, 8.4, 8.5, 8.6, 8.7)}
+	h := compareBench(t, old, cur).Rows[0].Headline()
+	if h.Test != TestMannWhitney || h.Verdict != VerdictFaster || h.P >= Alpha {
+		t.Errorf("headline %+v: want faster by the Mann–Whitney test", h)
+	}
+	// Overlapping runs whose medians differ: the test says noise where the
+	// min–max rule would not (the change, 0.2, is within neither spread
+	// alone but the samples interleave).
+	cur.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 7.7, 8.0, 8.15, 8.3, 8.35)}
+	if h := compareBench(t, old, cur).Rows[0].Headline(); h.Verdict != VerdictNoise || h.Test != TestMannWhitney {
+		t.Errorf("headline %+v: want noise", h)
+	}
+}
+
+// compare copes with an interrupted report: rows not run are neither
+// failures nor regressions.
+func TestCompareInterrupted(t *testing.T) {
+	c := compareBench(t, sample(), interruptedSample())
+	if c.Summary.NotRun != 2 || c.Summary.Failed != 1 {
+		t.Errorf("summary %+v: want 2 not run and only the io_uring failure", c.Summary)
+	}
+	for _, r := range c.Regressions(0) {
+		if strings.HasSuffix(r.Name(), "cold") {
+			t.Errorf("a row not run counts as a regression: %+v", r)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteCompare(&b, "table", c, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"not run (new): not run (interrupted)", "2 not run (interrupted)", "interrupted: incomplete"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("compare table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestCompareNotApplicableIsNotAFailure(t *testing.T) {
+	old, cur := sample(), sample()
+	for _, r := range []*bench.Report{old, cur} {
+		r.Results[0].Error = "not applicable: mmap cannot bypass the page cache"
+		r.Results[0].Runs = nil
+	}
+	c := compareBench(t, old, cur)
+	if c.Summary.NotApplicable != 1 || !strings.Contains(c.Summary.String(), "1 not applicable") {
+		t.Errorf("summary %+v: %s", c.Summary, c.Summary)
+	}
+	if rs := c.Regressions(0); len(rs) != 0 {
+		t.Errorf("a row that cannot run on either side is not a regression: %v", rs)
+	}
+}
+
+// A report of schema version 1 recorded the configured queue depth for
+// every engine; it must still match a current report's rows.
+func TestCompareAcrossSchemaVersions(t *testing.T) {
+	old := sample()
+	old.SchemaVersion = 1
+	for i := range old.Results {
+		old.Results[i].Tool = ""
+		old.Results[i].QD = 32
+	}
+	cur := sample()
+	for i := range cur.Results {
+		cur.Results[i].Tool = bench.ToolIopath
+		if cur.Results[i].Engine != "io_uring" {
+			cur.Results[i].QD = 0
+		} else {
+			cur.Results[i].QD = 32
+		}
+	}
+	for _, r := range compareBench(t, old, cur).Rows {
+		if r.Status == StatusAdded || r.Status == StatusRemoved {
+			t.Errorf("%s: %s across schema versions", r.Name(), r.Status)
+		}
+	}
+}
+
+// TestCompareFilesErrors: every way a file can be wrong is one line that
+// starts with its path.
+func TestCompareFilesErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var b bytes.Buffer
+	if err := JSON(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	good := write("good.json", b.String())
+	newer := strings.Replace(b.String(), `"schema_version": `+strconv.Itoa(bench.SchemaVersion), `"schema_version": `+strconv.Itoa(bench.SchemaVersion+1), 1)
+	var feat bytes.Buffer
+	if err := WriteFeatures(&feat, "json", &features.Report{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Join(dir, "missing.json"), "missing.json: no such file or directory"},
+		{dir, ": is a directory"},
+		{write("empty.json", "\n"), "empty.json: empty file"},
+		{write("text.json", "hello\n"), "text.json: not JSON"},
+		{write("trunc.json", b.String()[:100]), "trunc.json: not JSON"},
+		{write("array.json", "[1, 2]"), "array.json: not an iopath report"},
+		{write("other.json", `{"name": "x"}`), "other.json: not an iopath report"},
+		{write("fio.json", `{"tool": "fio", "schema_version": 1}`), "fio.json: not an iopath report"},
+		{write("noversion.json", `{"tool": "iopath"}`), "noversion.json: not an iopath report (no schema_version"},
+		{write("badversion.json", `{"tool": "iopath", "schema_version": "one"}`), "badversion.json: not an iopath report (schema_version"},
+		{write("newer.json", newer), fmt.Sprintf("newer.json: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", bench.SchemaVersion+1, bench.SchemaVersion)},
+		{write("badtype.json", `{"tool": "iopath", "schema_version": 1, "results": 7}`), "badtype.json: not a valid iopath report"},
+		{write("features.json", feat.String()), "features.json: compare does not read features reports"},
+	} {
+		_, err := CompareFiles(good, tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), tc.path) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("CompareFiles(good, %s): %v, want one line starting with the path and containing %q", filepath.Base(tc.path), err, tc.want)
+		}
+	}
+	var tree bytes.Buffer
+	if err := JSON(&tree, treeSample()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CompareFiles(good, write("tree.json", tree.String())); err == nil || !strings.Contains(err.Error(), "is a file report and") {
+		t.Errorf("a file and a tree report: %v", err)
+	}
+}
+
+var _ = slices.Contains[[]string]
+var _ = time.Now

@@ -117,27 +117,3 @@ func TestInterruptedTreeRows(t *testing.T) {
 	}
 }
 
-// compare copes with an interrupted report: rows not run are neither
-// failures nor regressions, and the rows cut short are said to be.
-func TestCompareInterrupted(t *testing.T) {
-	c := Compare(sample(), interruptedSample())
-	if c.Summary.NotRun != 2 || c.Summary.Failed != 1 {
-		t.Errorf("summary %+v: want 2 not run and only the io_uring failure", c.Summary)
-	}
-	for _, r := range c.Regressions(0) {
-		if r.Cache == "cold" {
-			t.Errorf("a row not run counts as a regression: %+v", r)
-		}
-	}
-	var b bytes.Buffer
-	if err := CompareTable(&b, c); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	for _, want := range []string{"not run (new): interrupted", "2 not run (interrupted)", "interrupted: incomplete",
-		"new: cut short by an interrupt after 1 run"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("compare table lacks %q:\n%s", want, out)
-		}
-	}
-}
