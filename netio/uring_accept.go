@@ -20,7 +20,7 @@ func (l *uloop) onAccept(cqe *uring.CQE) {
 	}
 	backoff := false
 	switch {
-	case res >= 0 && l.mode != uringRun:
+	case res >= 0 && l.mode != modeRun:
 		l.closeFd(res) // accepted as Shutdown began
 	case res >= 0 && !l.s.count.reserve():
 		// Count before the close, so that a client that sees the close
@@ -52,7 +52,7 @@ func (l *uloop) onAccept(cqe *uring.CQE) {
 		return
 	}
 	switch {
-	case l.mode != uringRun:
+	case l.mode != modeRun:
 		l.closeListener()
 	case backoff:
 		if !l.timerArmed {

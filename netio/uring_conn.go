@@ -407,7 +407,7 @@ func (l *uloop) closeConn(i int32, c *uconn, reset bool) {
 	if c.state == ucClosing || c.state == ucFree {
 		return
 	}
-	if reset && l.mode == uringRun && c.state == ucOpen {
+	if reset && l.mode == modeRun && c.state == ucOpen {
 		l.st.resets.Add(1)
 	}
 	c.state = ucClosing

@@ -394,7 +394,7 @@ func (l *uloop) handle(cqe *uring.CQE) {
 	case uopTimer:
 		l.timerArmed, l.timerCancel = false, false
 		l.pending--
-		if l.mode == uringRun && !l.acceptArmed {
+		if l.mode == modeRun && !l.acceptArmed {
 			l.armAccept()
 		}
 		return

@@ -46,7 +46,7 @@ func (l *uloop) setMode(m int32) {
 		c := &l.conns[i]
 		switch {
 		case c.state == ucFree || c.state == ucClosing:
-		case m == uringForce:
+		case m == modeForce:
 			l.closeConn(int32(i), c, false)
 		case c.state == ucOpen:
 			c.state = ucDrain
@@ -62,7 +62,7 @@ func (l *uloop) setMode(m int32) {
 // connection and the listener are closed, and every request has been
 // reaped. On the way there it cancels the eventfd READ.
 func (l *uloop) exitReady() bool {
-	if l.mode == uringRun || l.nconns > 0 || l.lfd >= 0 {
+	if l.mode == modeRun || l.nconns > 0 || l.lfd >= 0 {
 		return false
 	}
 	if l.wakeArmed && !l.wakeCancel {
