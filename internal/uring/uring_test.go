@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // requireRing skips only when io_uring_setup says io_uring is not usable by
 // this process (not in the kernel, forbidden, or no memory for a ring).
-func requireRing(t *testing.T) {
+func requireRing(t testing.TB) {
 	t.Helper()
 	err := TrySetup(4, 0)
 	switch {
@@ -94,7 +94,7 @@ func TestABISizes(t *testing.T) {
 	}
 }
 
-func newTestRing(t *testing.T, entries uint32, opts Options) *Ring {
+func newTestRing(t testing.TB, entries uint32, opts Options) *Ring {
 	t.Helper()
 	requireRing(t)
 	r, err := New(entries, opts)
