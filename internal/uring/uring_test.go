@@ -435,6 +435,44 @@ func TestNewRealStepDown(t *testing.T) {
 	}
 }
 
+// With SQPOLL the kernel's poller thread consumes the SQEs, and sleeps
+// when idle: both submit calls must wake it (a NOP then completes without
+// another io_uring_enter), and report at most the SQEs they published.
+func TestSubmitSQPoll(t *testing.T) {
+	checkFds(t)
+	r := newTestRing(t, 8, Options{SQPoll: true, SQThreadIdle: 1})
+	if r.Flags()&SetupSQPoll == 0 {
+		t.Fatalf("SQPOLL dropped: flags %s", FlagString(r.Flags()))
+	}
+	for i, submit := range []struct {
+		name string
+		fn   func() (int, error)
+	}{
+		{"SubmitNoWait", r.SubmitNoWait},
+		{"Submit", r.Submit},
+	} {
+		time.Sleep(20 * time.Millisecond) // the poller goes to sleep after 1 ms idle
+		r.GetSQE().PrepNop(uint64(i))
+		n, err := submit.fn()
+		if err != nil || n < 0 || n > 1 {
+			t.Fatalf("%s: %d, %v; want 0 or 1 published", submit.name, n, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for r.CQReady() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no completion in 10s: the poller was not woken", submit.name)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var c [1]CQE
+		r.PeekBatch(c[:])
+		r.Advance(1)
+		if c[0].UserData != uint64(i) || c[0].Res != 0 {
+			t.Errorf("%s: CQE %+v, want user_data %d, res 0", submit.name, c[0], i)
+		}
+	}
+}
+
 // With nothing in flight, the wait that follows EAGAIN/EBUSY must end on its
 // own instead of hanging.
 func TestWaitBrieflyReturns(t *testing.T) {
