@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/iopath/iopath/internal/units"
@@ -256,7 +257,7 @@ func docCSV(b *bytes.Buffer, d *Doc) error {
 func (d *Doc) hasRuns(i int) bool {
 	for _, g := range d.Groups {
 		for _, r := range g.Rows {
-			if i < len(r.Cells) && len(r.Cells[i].Runs) > 1 {
+			if i < len(r.Cells) && r.Cells[i].Num && r.Cells[i].hasSpread() {
 				return true
 			}
 		}
@@ -273,7 +274,7 @@ func csvValue(c Cell, col Column, v float64) string {
 	if !finite(v) {
 		return ""
 	}
-	return fmt.Sprintf("%g", v)
+	return strconv.FormatFloat(v, 'f', -1, 64) // 1048576, not 1.048576e+06
 }
 
 // docMarkdown writes a Doc for a pull request: the header as a list, one
