@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/iopath/iopath/advise"
 )
@@ -60,25 +59,29 @@ func AdviseDoc(r *advise.Result) *Doc {
 		invalid[ph.Cache] = ph.Skipped == "" && !ph.Valid
 	}
 	// The candidates not measured come after the measured ones, once
-	// each when they were left out of both cache states for one reason.
-	var rows, notRun []Row
-	var left []string
+	// each for one reason, with the cache state when only one.
+	var rows []Row
+	type skip struct{ label, why string }
+	var skips []skip
+	skipped := map[skip][]advise.Cache{}
 	for _, c := range []advise.Cache{advise.Warm, advise.Cold} {
 		for i := range r.Measurements {
 			m := &r.Measurements[i]
 			if m.Cache != c {
 				continue
 			}
-			if !m.Measured() {
-				if why := m.Label + ": " + m.Skipped; m.Skipped != "" && !slices.Contains(left, why) {
-					left = append(left, why)
-					notRun = append(notRun, Row{Cells: []Cell{TextCell(m.Label)}, Err: "not measured: " + m.Skipped})
-				}
-				continue
-			}
 			label, cache := m.Label, string(c)
 			if m.Baseline {
 				label += " (baseline)"
+			}
+			if !m.Measured() {
+				if k := (skip{label, m.Skipped}); m.Skipped != "" {
+					if skipped[k] == nil {
+						skips = append(skips, k)
+					}
+					skipped[k] = append(skipped[k], c)
+				}
+				continue
 			}
 			if invalid[c] {
 				cache += "*" // see the notes
@@ -106,7 +109,15 @@ func AdviseDoc(r *advise.Result) *Doc {
 			rows = append(rows, row)
 		}
 	}
-	d.Groups = []Group{{Rows: append(rows, notRun...)}}
+	for _, k := range skips {
+		row := Row{Cells: []Cell{TextCell(k.label)}, Err: "not measured: " + k.why}
+		if cs := skipped[k]; len(cs) == 1 {
+			row.Cells = append(row.Cells, TextCell(string(cs[0])))
+			row.Err = "not measured " + string(cs[0]) + ": " + k.why
+		}
+		rows = append(rows, row)
+	}
+	d.Groups = []Group{{Rows: rows}}
 	for _, c := range []advise.Cache{advise.Warm, advise.Cold} {
 		if invalid[c] {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s*: not used for the advice: the data was not %s (see the notes)", c, c))

@@ -76,6 +76,8 @@ func adviseOneFile() *advise.Result {
 		Measurements: []advise.Measurement{
 			adviseMeasure(k, "read", 1, advise.Warm, 900<<20, 900<<20),
 			adviseMeasure(k, "mmap", 1, advise.Warm, 700<<20, 900<<20),
+			{Candidate: advise.Candidate{Engine: "read", Workers: 1}, Label: "read", Cache: advise.Cold, Baseline: true,
+				Skipped: "the budget left too little time"},
 		},
 		Recommendation: advise.Recommendation{Candidate: advise.Candidate{Engine: "read", Workers: 1}, Text: "use `read`: plain read is as fast as any."},
 		Snippet:        "data, err := iopath.ReadFile(path)\n",
@@ -141,5 +143,9 @@ func TestAdviseDoc(t *testing.T) {
 	}
 	if c := d.Groups[0].Rows[1].Cells[2]; math.Abs(c.Value-700) > 1e-9 {
 		t.Errorf("mmap MiB/s %v", c.Value)
+	}
+	// Left out in one state: the row says which.
+	if r := d.Groups[0].Rows[2]; r.Cells[1].Text != "cold" || r.Err != "not measured cold: the budget left too little time" {
+		t.Errorf("row %+v", r)
 	}
 }
