@@ -83,7 +83,11 @@ func NetDoc(r *netbench.Report) *Doc {
 		grp := Group{Title: g.key.label()}
 		for _, p := range g.rows {
 			if p.Err != "" {
-				grp.Rows = append(grp.Rows, Row{Cells: []Cell{TextCell(p.Engine)}, Err: "error: " + oneLine(p.Err)})
+				why := "error: " + oneLine(p.Err)
+				if p.Err == netbench.NotRun {
+					why = p.Err // an interruption is not the engine's error
+				}
+				grp.Rows = append(grp.Rows, Row{Cells: []Cell{TextCell(p.Engine)}, Err: why})
 				continue
 			}
 			cells := []Cell{

@@ -325,6 +325,13 @@ func TestNetDoc(t *testing.T) {
 	if c, _ := docCell(t, NetDoc(r), p64, "net", "conn_errors"); c.Value != 3 {
 		t.Errorf("net conn errors %v", c.Value)
 	}
+
+	// A point an interruption left unmeasured says so, not "error".
+	r = netSample()
+	r.Points[0].Err = netbench.NotRun
+	if _, row := docCell(t, NetDoc(r), p16k, "io_uring", "engine"); row.Err != "not run: interrupted" {
+		t.Errorf("interrupted row %q", row.Err)
+	}
 }
 
 // Without epoll or net there is nothing to divide by: no ratio column.
