@@ -260,7 +260,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 func notMeasured(ms []Measurement) string {
 	var why []string
 	for _, m := range ms {
-		if m.measured() {
+		if m.Measured() {
 			continue
 		}
 		reason := m.Skipped

@@ -92,48 +92,68 @@ type Measurement struct {
 	Mismatch int `json:"checksum_mismatches,omitempty"`
 }
 
-// measured reports whether m has figures.
-func (m *Measurement) measured() bool { return m.Skipped == "" && len(m.Rounds) > 0 && m.Rate > 0 }
+// Measured reports whether m has figures.
+func (m *Measurement) Measured() bool { return m.Skipped == "" && len(m.Rounds) > 0 && m.Rate > 0 }
+
+// RoundFigures are a measurement's figures, one per round that took
+// time: what its medians are over.
+type RoundFigures struct {
+	// Rates are files/s (ManyFiles) or bytes/s (OneFile): Rate's unit.
+	Rates     []float64
+	FilesPerS []float64
+	BytesPerS []float64
+	// CPU is CPU seconds per 1,000 files (ManyFiles) or per GiB
+	// (OneFile), from the rounds that delivered any.
+	CPU []float64
+}
+
+// PerRound returns m's figures round by round.
+func (m *Measurement) PerRound(kind Kind) RoundFigures {
+	var f RoundFigures
+	for _, r := range m.Rounds {
+		if r.Seconds <= 0 {
+			continue
+		}
+		fps, bps := float64(r.Files)/r.Seconds, float64(r.Bytes)/r.Seconds
+		f.FilesPerS, f.BytesPerS = append(f.FilesPerS, fps), append(f.BytesPerS, bps)
+		if kind == ManyFiles {
+			f.Rates = append(f.Rates, fps)
+			if r.Files > 0 {
+				f.CPU = append(f.CPU, r.CPU/float64(r.Files)*1000)
+			}
+		} else {
+			f.Rates = append(f.Rates, bps)
+			if r.Bytes > 0 {
+				f.CPU = append(f.CPU, r.CPU/(float64(r.Bytes)/(1<<30)))
+			}
+		}
+	}
+	return f
+}
 
 // summarize computes the medians from the rounds.
 func (m *Measurement) summarize(kind Kind) {
 	if len(m.Rounds) == 0 {
 		return
 	}
-	var rates, fps, bps, cpu []float64
 	m.Errors = 0
 	for _, r := range m.Rounds {
 		m.Errors += r.Errors
-		if r.Seconds <= 0 {
-			continue
-		}
-		f, b := float64(r.Files)/r.Seconds, float64(r.Bytes)/r.Seconds
-		fps, bps = append(fps, f), append(bps, b)
-		if kind == ManyFiles {
-			rates = append(rates, f)
-			if r.Files > 0 {
-				cpu = append(cpu, r.CPU/float64(r.Files)*1000)
-			}
-		} else {
-			rates = append(rates, b)
-			if r.Bytes > 0 {
-				cpu = append(cpu, r.CPU/(float64(r.Bytes)/(1<<30)))
-			}
-		}
 	}
-	if len(rates) == 0 {
+	f := m.PerRound(kind)
+	if len(f.Rates) == 0 {
 		return
 	}
-	m.Rate = stats.Median(rates)
-	m.RateMin, m.RateMax = stats.MinMax(rates)
-	m.BytesPerS = stats.Median(bps)
+	m.Rate = stats.Median(f.Rates)
+	m.RateMin, m.RateMax = stats.MinMax(f.Rates)
+	m.BytesPerS = stats.Median(f.BytesPerS)
 	if kind == ManyFiles {
-		m.FilesPerS = stats.Median(fps)
-		if len(cpu) > 0 {
-			m.CPUPer1kFiles = stats.Median(cpu)
+		m.FilesPerS = stats.Median(f.FilesPerS)
+		if len(f.CPU) > 0 {
+			m.CPUPer1kFiles = stats.Median(f.CPU)
 		}
-	} else if len(cpu) > 0 {
-		m.CPUPerGiB = stats.Median(cpu)
+	} else if len(f.CPU) > 0 {
+		m.CPUPerGiB = stats.Median(f.CPU)
 	}
 }
 
@@ -142,13 +162,13 @@ func (m *Measurement) summarize(kind Kind) {
 func setRatios(ms []Measurement) {
 	base := map[Cache]float64{}
 	for _, m := range ms {
-		if m.Baseline && m.measured() {
+		if m.Baseline && m.Measured() {
 			base[m.Cache] = m.Rate
 		}
 	}
 	for i := range ms {
 		m := &ms[i]
-		if b := base[m.Cache]; b > 0 && m.measured() {
+		if b := base[m.Cache]; b > 0 && m.Measured() {
 			m.Ratio = m.Rate / b
 		} else {
 			m.Ratio = 0

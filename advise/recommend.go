@@ -51,8 +51,9 @@ type OtherState struct {
 // the baseline and another candidate measured.
 var ErrNoMeasurement = errors.New("nothing could be measured")
 
-// baselineName is what the baseline is called in sentences.
-func baselineName(k Kind) string {
+// BaselineName is what the baseline is called in sentences and tables:
+// os.ReadFile for many files, plain read for one.
+func BaselineName(k Kind) string {
 	if k == ManyFiles {
 		return "os.ReadFile"
 	}
@@ -66,7 +67,7 @@ func pick(ms []Measurement, c Cache) (win, best *Measurement, ok bool) {
 	var base *Measurement
 	for i := range ms {
 		m := &ms[i]
-		if m.Cache != c || !m.measured() {
+		if m.Cache != c || !m.Measured() {
 			continue
 		}
 		if m.Baseline {
@@ -87,7 +88,7 @@ func pick(ms []Measurement, c Cache) (win, best *Measurement, ok bool) {
 
 func find(ms []Measurement, c Cache, cand Candidate) *Measurement {
 	for i := range ms {
-		if ms[i].Cache == c && ms[i].Candidate == cand && ms[i].measured() {
+		if ms[i].Cache == c && ms[i].Candidate == cand && ms[i].Measured() {
 			return &ms[i]
 		}
 	}
@@ -123,7 +124,7 @@ func Recommend(inv *Inventory, ms []Measurement, phases []Phase, now Cache, resi
 			return Recommendation{}, ErrNoMeasurement
 		}
 	}
-	base := baselineName(inv.Kind)
+	base := BaselineName(inv.Kind)
 	rec := Recommendation{Candidate: win.Candidate, Label: win.Label, Cache: rc, Ratio: win.Ratio,
 		Baseline: base, KeepBaseline: win.Baseline}
 

@@ -223,7 +223,6 @@ func TestFormatting(t *testing.T) {
 	for _, tt := range []struct{ got, want string }{
 		{count(0), "0"}, {count(999), "999"}, {count(48000), "48,000"}, {count(1234567), "1,234,567"},
 		{humanSize(300), "300 B"}, {humanSize(9 << 10), "9 KiB"}, {humanSize(4700), "4.6 KiB"}, {humanSize(1 << 30), "1 GiB"},
-		{compact(950), "950"}, {compact(9500), "9.5k"}, {compact(138_000), "138k"}, {compact(1_250_000), "1.25M"},
 		{ratio(2.64), "2.6×"}, {ratio(10.6), "11×"},
 		{Candidate{"raw", 2}.Label(), "raw ×2"}, {Candidate{"readfile", 1}.Label(), "readfile"},
 	} {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/iopath/iopath/internal/stats"
 )
 
 func fakeResult(t *testing.T) *Result {
@@ -35,35 +37,48 @@ func fakeResult(t *testing.T) *Result {
 		Snippet: Snippet(ManyFiles, rec.Candidate), Notes: []string{"a note"}}
 }
 
-func TestWriteText(t *testing.T) {
-	var b bytes.Buffer
-	if err := WriteText(&b, fakeResult(t)); err != nil {
-		t.Fatal(err)
+func TestFactsAndAdvice(t *testing.T) {
+	r := fakeResult(t)
+	var facts []string
+	for _, f := range r.Facts() {
+		facts = append(facts, f.Key+"|"+f.Value)
 	}
-	out := b.String()
+	want := []string{
+		"data|/t: 100,000 files, 391 MiB",
+		"|median 4 KiB, p90 4 KiB, largest 4 KiB",
+		"|not read: 2 (broken symlink), e.g. /t/x",
+		"now|100% of the data's pages are in the page cache (warm)",
+		"trial|20,000 files (78.1 MiB) per pass, 19.6 s of a 20 s budget",
+		"|warm 3 rounds, cold 3 rounds",
+	}
+	if !slices.Equal(facts, want) {
+		t.Errorf("facts\n%q, want\n%q", facts, want)
+	}
+	out := r.Advice()
 	for _, want := range []string{
-		"/t: 100,000 files, 391 MiB; median 4 KiB, p90 4 KiB, largest 4 KiB\n",
-		"  not read: 2 (broken symlink), e.g. /t/x\n",
-		"now: 100% of the data's pages are in the page cache (warm)\n",
-		"trial: 20,000 files (78.1 MiB) per pass; warm 3 rounds, cold 3 rounds; 19.6 s of a 20 s budget\n",
-		"engine               cache  files/s    (min–max)  GiB/s  × os.ReadFile  CPU-s/1k files  errors\n",
-		"readfile (baseline)  warm      138k  (138k–138k)   0.53           1.00           0.001       0\n",
-		"raw ×2               warm      481k  (481k–481k)   1.83           3.49           0.000       0\n",
-		"io_uring ×2          cold      106k  (106k–106k)   0.40          10.60           0.001       0\n",
-		"io_uring: not measured: io_uring is not supported: x\n",
 		"use `raw` with 2 workers: 3.5× os.ReadFile on your 100,000 files (median 4 KiB), cached now (100% of their pages in memory).\n",
 		"When the data is not cached, `io_uring` with 2 workers is faster: 11× os.ReadFile cold, where `raw` with 2 workers reaches 2.1×.\n",
 		"iopath's Auto would pick `raw` with 2 workers (rule many-cached) for the data as it is now, 100% cached.\n",
+		"\nIn Go (package github.com/iopath/iopath):\n\n",
 		"\terr := iopath.ReadFiles(ctx, paths, func(path string, data []byte, err error) error {\n",
 		"\t}, iopath.WithEngine(\"raw\"), iopath.WithWorkers(2))\n",
-		"Notes:\n  - a note\n",
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+			t.Errorf("advice lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Count(out, "io_uring: not measured") != 1 {
-		t.Errorf("a candidate left out in both states is listed twice:\n%s", out)
+}
+
+// TestPerRound: the figures round by round are what the medians are over.
+func TestPerRound(t *testing.T) {
+	for _, m := range fakeResult(t).Measurements {
+		if !m.Measured() {
+			continue
+		}
+		f := m.PerRound(ManyFiles)
+		if len(f.Rates) != len(m.Rounds) || stats.Median(f.Rates) != m.Rate || stats.Median(f.CPU) != m.CPUPer1kFiles {
+			t.Errorf("%s %s: per round %+v, medians %v %v", m.Label, m.Cache, f, m.Rate, m.CPUPer1kFiles)
+		}
 	}
 }
 

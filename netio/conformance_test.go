@@ -172,32 +172,23 @@ func TestEcho(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		checkFds(t)
 		s := start(t, engine, netio.Config{Loops: 2})
-		sizes := []int64{1, 2, 63, 64, 1000, 4096, 4097, 65536, 65537, 300_000, 3 << 20}
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for i := range 48 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := dial(t, s)
-				defer c.Close()
-				rng := rand.New(rand.NewPCG(uint64(i), 7))
-				if err := echoStream(c, i, sizes[i%len(sizes)], rng); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
-		waitIdle(t, s)
-		st := s.Stats()
-		if st.Accepted != 48 || st.BytesIn != st.BytesOut || st.Resets != 0 {
-			t.Errorf("stats %+v: want 48 accepted, in == out, no resets", st)
-		}
+		echoConns(t, s, 48, []int64{1, 2, 63, 64, 1000, 4096, 4097, 65536, 65537, 300_000, 3 << 20}, 7)
 	})
+}
+
+// echoConns checks byte-exact echo on conns connections at once, the ith
+// writing a stream of sizes[i%len(sizes)] bytes in random pieces (seeded
+// by seed), and the stats once they have closed.
+func echoConns(t *testing.T, s netio.Server, conns int, sizes []int64, seed uint64) {
+	t.Helper()
+	goConns(t, s, conns, func(c *net.TCPConn, i int) error {
+		return echoStream(c, i, sizes[i%len(sizes)], rand.New(rand.NewPCG(uint64(i), seed)))
+	})()
+	waitIdle(t, s)
+	st := s.Stats()
+	if st.Accepted != int64(conns) || st.BytesIn != st.BytesOut || st.Resets != 0 {
+		t.Errorf("stats %+v: want %d accepted, in == out, no resets", st, conns)
+	}
 }
 
 // TestPingPong: many small request/response rounds on one connection, the
@@ -258,40 +249,43 @@ func TestChurn(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		checkFds(t)
 		s := start(t, engine, netio.Config{Loops: 2})
-		const n = 3000
-		var wg sync.WaitGroup
-		var failed atomic.Int64
-		work := make(chan int)
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range work {
-					if err := churnOne(s, i); err != nil {
-						if failed.Add(1) < 5 {
-							t.Error(err)
-						}
-					}
-				}
-			}()
-		}
-		for i := range n {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
-		waitAccepted(t, s, n)
-		waitIdle(t, s)
-		st := s.Stats()
-		if st.Accepted != n {
-			t.Errorf("accepted %d, want %d", st.Accepted, n)
-		}
-		// The reset third need not have been seen as resets: a reset that
-		// arrives after the echo can look like a plain close.
-		if st.Resets > n/3 {
-			t.Errorf("resets %d, want at most %d", st.Resets, n/3)
-		}
+		churn(t, s, 3000, 16)
 	})
+}
+
+// churn opens and ends n connections (churnOne) from workers goroutines.
+func churn(t *testing.T, s netio.Server, n, workers int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	work := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := churnOne(s, i); err != nil && failed.Add(1) < 5 {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	waitAccepted(t, s, int64(n))
+	waitIdle(t, s)
+	st := s.Stats()
+	if st.Accepted != int64(n) {
+		t.Errorf("accepted %d, want %d", st.Accepted, n)
+	}
+	// The reset third need not have been seen as resets: a reset that
+	// arrives after the echo can look like a plain close.
+	if st.Resets > int64(n/3) {
+		t.Errorf("resets %d, want at most %d", st.Resets, n/3)
+	}
 }
 
 func churnOne(s netio.Server, i int) error {
@@ -334,32 +328,33 @@ func churnOne(s netio.Server, i int) error {
 func TestConnLimit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
 		checkFds(t)
-		s := start(t, engine, netio.Config{MaxConns: 5, Loops: 1})
-		var conns []*net.TCPConn
-		for i := range 5 {
-			c := dial(t, s)
-			defer c.Close()
-			ping(t, c, i)
-			conns = append(conns, c)
-		}
-		extra := dial(t, s)
-		defer extra.Close()
-		extra.SetReadDeadline(time.Now().Add(5 * time.Second))
-		extra.Write([]byte("x"))
-		if n, err := extra.Read(make([]byte, 1)); err == nil {
-			t.Fatalf("connection over the limit got %d bytes echoed", n)
-		} else if errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatal("connection over the limit was left open")
-		}
-		if st := s.Stats(); st.Refused != 1 || st.Active != 5 {
-			t.Errorf("stats %+v: want 1 refused, 5 active", st)
-		}
-		conns[0].Close()
-		waitActive(t, s, 4)
-		c := dial(t, s)
-		defer c.Close()
-		ping(t, c, 99) // a freed slot is reused
+		connLimit(t, start(t, engine, netio.Config{MaxConns: 5, Loops: 1}), 5)
 	})
+}
+
+// connLimit checks a server started with MaxConns max: the connection
+// over it is closed at once and counted, and a freed place is taken
+// again.
+func connLimit(t *testing.T, s netio.Server, max int) {
+	t.Helper()
+	conns := pinged(t, s, max)
+	extra := dial(t, s)
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	extra.Write([]byte("x"))
+	if n, err := extra.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("connection over the limit got %d bytes echoed", n)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("connection over the limit was left open")
+	}
+	if st := s.Stats(); st.Refused != 1 || st.Active != int64(max) {
+		t.Errorf("stats %+v: want 1 refused, %d active", st, max)
+	}
+	conns[0].Close()
+	waitActive(t, s, int64(max-1))
+	c := dial(t, s)
+	defer c.Close()
+	ping(t, c, 99) // a freed slot is reused
 }
 
 // logLines collects what a server says through Config.Log.
@@ -680,47 +675,55 @@ func TestSlowReader(t *testing.T) {
 		checkFds(t)
 		const bufSize = 64 << 10
 		s := start(t, engine, netio.Config{BufSize: bufSize, Loops: 1})
-		c := dial(t, s)
-		defer c.Close()
-		c.SetReadBuffer(64 << 10)
-		var written atomic.Int64
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			buf := make([]byte, 256<<10)
-			for written.Load() < 1<<30 {
-				n, err := c.Write(buf)
-				written.Add(int64(n))
-				if err != nil {
-					return
-				}
-			}
-		}()
-		// Wait until the writer has stopped making progress.
-		var last int64 = -1
-		for range 200 {
-			time.Sleep(50 * time.Millisecond)
-			w := written.Load()
-			if w == last {
-				break
-			}
-			last = w
-		}
-		st := s.Stats()
-		held := st.BytesIn - st.BytesOut
-		t.Logf("client wrote %d MiB before stalling; server received %d KiB, holds %d KiB", written.Load()>>20, st.BytesIn>>10, held>>10)
-		if written.Load() >= 1<<30 {
-			t.Fatal("the writer never stalled: the server reads without bound")
-		}
 		// At most the bound, plus one receive buffer already in flight.
-		if held > 2*bufSize {
-			t.Errorf("server holds %d bytes for one connection, bound %d", held, bufSize)
-		}
-		c.SetLinger(0)
-		c.Close()
-		<-done
-		waitIdle(t, s)
+		slowReader(t, s, bufSize, 2*bufSize)
 	})
+}
+
+// slowReader checks that a client that writes and never reads stalls,
+// and that the server, started with BufSize bufSize, holds at most bound
+// bytes for it.
+func slowReader(t *testing.T, s netio.Server, bufSize, bound int64) {
+	t.Helper()
+	c := dial(t, s)
+	defer c.Close()
+	c.SetReadBuffer(64 << 10)
+	var written atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 256<<10)
+		for written.Load() < 1<<30 {
+			n, err := c.Write(buf)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// Wait until the writer has stopped making progress.
+	var last int64 = -1
+	for range 200 {
+		time.Sleep(50 * time.Millisecond)
+		w := written.Load()
+		if w == last {
+			break
+		}
+		last = w
+	}
+	st := s.Stats()
+	held := st.BytesIn - st.BytesOut
+	t.Logf("client wrote %d KiB before stalling; server received %d KiB, holds %d KiB (bound %d KiB)", written.Load()>>10, st.BytesIn>>10, held>>10, bound>>10)
+	if written.Load() >= 1<<30 {
+		t.Fatal("the writer never stalled: the server reads without bound")
+	}
+	if held > bound {
+		t.Errorf("server holds %d bytes for one connection, bufSize %d, bound %d", held, bufSize, bound)
+	}
+	c.SetLinger(0)
+	c.Close()
+	<-done
+	waitIdle(t, s)
 }
 
 // TestHalfClose: the peer half-closes after sending; every byte comes back,
@@ -775,19 +778,8 @@ func TestShutdownDrains(t *testing.T) {
 // when every client has seen its EOF, with that deadline's context.
 func shutdownWhileStreaming(t *testing.T, s netio.Server, conns int) context.Context {
 	t.Helper()
-	var wg sync.WaitGroup
 	started := make(chan struct{}, conns)
-	for i := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := dial(t, s)
-			defer c.Close()
-			if err := drainClient(c, i, started); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
+	wait := goConns(t, s, conns, func(c *net.TCPConn, i int) error { return drainClient(c, i, started) })
 	for range conns {
 		<-started
 	}
@@ -796,8 +788,41 @@ func shutdownWhileStreaming(t *testing.T, s netio.Server, conns int) context.Con
 	if err := s.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	wg.Wait()
+	wait()
 	return ctx
+}
+
+// goConns dials n connections to s and runs fn on each, the ith with i,
+// in a goroutine of its own, failing the test with fn's error; wait
+// returns when every fn has returned and its connection is closed.
+func goConns(t *testing.T, s netio.Server, n int, fn func(c *net.TCPConn, i int) error) (wait func()) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			defer c.Close()
+			if err := fn(c, i); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	return wg.Wait
+}
+
+// pinged dials n connections to s, each answering a ping, closed when the
+// test ends.
+func pinged(t *testing.T, s netio.Server, n int) []*net.TCPConn {
+	t.Helper()
+	conns := make([]*net.TCPConn, n)
+	for i := range conns {
+		c := dial(t, s)
+		t.Cleanup(func() { c.Close() })
+		ping(t, c, i)
+		conns[i] = c
+	}
+	return conns
 }
 
 // drainClient writes a stream until the server's FIN, reading the echo
@@ -864,23 +889,30 @@ func TestShutdownDeadline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := dial(t, s)
-		defer c.Close()
-		ping(t, c, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		t0 := time.Now()
-		if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
-		}
-		if d := time.Since(t0); d > 5*time.Second {
-			t.Errorf("Shutdown took %v past a 200ms deadline", d)
-		}
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Error("the connection is still open after Shutdown's deadline")
-		}
+		shutdownDeadline(t, s)
 	})
+}
+
+// shutdownDeadline checks that Shutdown cuts off a peer that never
+// closes when its context ends; s must not be shut down yet.
+func shutdownDeadline(t *testing.T, s netio.Server) {
+	t.Helper()
+	c := dial(t, s)
+	defer c.Close()
+	ping(t, c, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	if err := s.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("Shutdown took %v past a 200ms deadline", d)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Error("the connection is still open after Shutdown's deadline")
+	}
 }
 
 // TestListenErrors: bad addresses and a port in use are errors that name

@@ -1,18 +1,14 @@
 package netio
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/netip"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/internal/sys"
-	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("epoll", listenEpoll) }
@@ -72,30 +68,9 @@ func init() { register("epoll", listenEpoll) }
 // flag, which makes freed space raise an edge); the loop then sends the
 // rest, frees the buffer and resumes reading.
 type epollServer struct {
-	cfg   Config
-	addr  netip.AddrPort
+	shell
 	loops []*eloop
-
-	// count counts the connections served by all loops, for MaxConns.
-	count connCount
-	alog  *accepts.Log
-	// mode is what Shutdown asks of the loops: modeRun, then modeDrain,
-	// then modeForce; it only grows. Each change is followed by a write
-	// to every loop's eventfd.
-	mode atomic.Int32
-
-	wg       sync.WaitGroup // one per loop
-	shutdown onceErr
-
-	errMu   sync.Mutex
-	loopErr error // the first loop that failed, if any
 }
-
-const (
-	modeRun int32 = iota
-	modeDrain
-	modeForce
-)
 
 const (
 	// epollBatch is the most events one epoll_wait returns.
@@ -169,21 +144,20 @@ type eloop struct {
 }
 
 func listenEpoll(cfg Config, ap netip.AddrPort) (Server, error) {
-	lfds, bound, err := sys.ListenTCPGroup(ap, cfg.Loops, Backlog)
+	s := &epollServer{}
+	lfds, err := s.listen("epoll", cfg, ap)
 	if err != nil {
-		return nil, fmt.Errorf("epoll server: %w", err)
+		return nil, err
 	}
-	s := &epollServer{cfg: cfg, addr: bound, count: connCount{max: int64(cfg.MaxConns)}}
-	s.alog = newAcceptLog(cfg, "epoll", bound, s.count.open.Load)
 	fail := func(op string, err error) (Server, error) {
 		for _, fd := range lfds {
 			sys.Close(fd)
 		}
 		for _, l := range s.loops {
 			sys.Close(l.epfd)
-			sys.Close(l.efd)
 		}
-		return nil, fmt.Errorf("epoll server on %s: %s: %w", bound, op, err)
+		s.closeEventfds()
+		return nil, fmt.Errorf("epoll server on %s: %s: %w", s.addr, op, err)
 	}
 	for _, lfd := range lfds {
 		epfd, err := sys.EpollCreate()
@@ -204,6 +178,7 @@ func listenEpoll(cfg Config, ap netip.AddrPort) (Server, error) {
 			rbuf:   make([]byte, cfg.BufSize),
 		}
 		s.loops = append(s.loops, l)
+		s.addLoop(efd, &l.st)
 		// Both level-triggered: the listener so that connections left
 		// over by acceptBatch are reported again, the eventfd because it
 		// is read (reset) at each wakeup anyway.
@@ -219,59 +194,6 @@ func listenEpoll(cfg Config, ap netip.AddrPort) (Server, error) {
 		go l.run()
 	}
 	return s, nil
-}
-
-func (s *epollServer) Engine() string       { return "epoll" }
-func (s *epollServer) Addr() netip.AddrPort { return s.addr }
-
-// Stats sums the loops' counters: each loop counts in its own cache line,
-// so that two loops never contend for one on every request.
-func (s *epollServer) Stats() Stats {
-	var t Stats
-	for _, l := range s.loops {
-		t.add(l.st.snapshot())
-	}
-	t.Peak = s.count.peak.Load()
-	return t
-}
-
-// Shutdown tells every loop to close its listener and drain its
-// connections (echo what is pending, send FIN, wait for the peer to
-// close), and, if ctx ends first, to close everything at once.
-func (s *epollServer) Shutdown(ctx context.Context) error {
-	return s.shutdown.do(func() error {
-		err := drainThenForce(ctx, &s.wg, func() { s.command(modeDrain) }, func() { s.command(modeForce) })
-		// The loops have exited: their eventfds can go now, and not
-		// before, so that command never writes to a reused fd number.
-		for _, l := range s.loops {
-			sys.Close(l.efd)
-		}
-		if err == nil {
-			s.errMu.Lock()
-			err = s.loopErr
-			s.errMu.Unlock()
-		}
-		return err
-	})
-}
-
-// Close is Shutdown with no grace.
-func (s *epollServer) Close() error { return closeNow(s.Shutdown) }
-
-// command raises the mode and wakes every loop to act on it.
-func (s *epollServer) command(m int32) {
-	s.mode.Store(m)
-	for _, l := range s.loops {
-		wake(l.efd)
-	}
-}
-
-func (s *epollServer) fail(err error) {
-	s.errMu.Lock()
-	if s.loopErr == nil {
-		s.loopErr = err
-	}
-	s.errMu.Unlock()
 }
 
 func (l *eloop) run() {

@@ -302,6 +302,133 @@ func (s *Stats) add(o Stats) {
 	s.AcceptErrors += o.AcceptErrors
 }
 
+// Modes of a server made of loops, which Shutdown raises and nothing
+// lowers: run; drain (stop accepting, echo what each connection holds,
+// half-close it and wait for the peer to close); force (close everything
+// at once).
+const (
+	modeRun int32 = iota
+	modeDrain
+	modeForce
+)
+
+// shell is the part of a server made of loops that does not depend on how
+// a loop waits: the epoll and io_uring engines each embed one and add
+// their loops. Each loop has an SO_REUSEPORT listener, an eventfd by which
+// Shutdown wakes it, and counters of its own; the shell holds what they
+// share: the connection count that enforces MaxConns, the log of failed
+// accepts, the mode Shutdown sets, and the first error a loop failed with.
+type shell struct {
+	engine string
+	cfg    Config
+	addr   netip.AddrPort
+
+	// count counts the connections served by all loops, for MaxConns.
+	count connCount
+	alog  *accepts.Log
+	// mode is what Shutdown asks of the loops: modeRun, then modeDrain,
+	// then modeForce; it only grows. Each change is followed by a write
+	// to every loop's eventfd.
+	mode atomic.Int32
+	// efds are the loops' eventfds, -1 once closed. The shell owns them
+	// and closes them only after every loop has exited, so that command
+	// never writes to a reused fd number.
+	efds []int
+	// stats are the loops' counters, each in a cache line of its loop's
+	// own, so that two loops never contend for one on every request.
+	stats []*counters
+
+	wg       sync.WaitGroup // one per loop
+	shutdown onceErr
+
+	errMu   sync.Mutex
+	loopErr error // the first loop that failed, if any
+}
+
+// listen opens the loops' listeners, one SO_REUSEPORT socket per
+// cfg.Loops on ap, and sets the shell up for them.
+func (s *shell) listen(engine string, cfg Config, ap netip.AddrPort) ([]int, error) {
+	lfds, bound, err := sys.ListenTCPGroup(ap, cfg.Loops, Backlog)
+	if err != nil {
+		return nil, fmt.Errorf("%s server: %w", engine, err)
+	}
+	s.engine, s.cfg, s.addr = engine, cfg, bound
+	s.count.max = int64(cfg.MaxConns)
+	s.alog = newAcceptLog(cfg, engine, bound, s.count.open.Load)
+	return lfds, nil
+}
+
+// addLoop takes a loop's eventfd (from now on the shell's to close) and
+// its counters, before the loop starts.
+func (s *shell) addLoop(efd int, st *counters) {
+	s.efds = append(s.efds, efd)
+	s.stats = append(s.stats, st)
+}
+
+func (s *shell) Engine() string       { return s.engine }
+func (s *shell) Addr() netip.AddrPort { return s.addr }
+
+// Stats sums the loops' counters.
+func (s *shell) Stats() Stats {
+	var t Stats
+	for _, st := range s.stats {
+		t.add(st.snapshot())
+	}
+	t.Peak = s.count.peak.Load()
+	return t
+}
+
+// Shutdown tells every loop to stop accepting and drain its connections
+// (echo what each holds, half-close it, wait for the peer to close), and,
+// if ctx ends first, to close everything at once. It returns when every
+// loop has exited: with ctx.Err() if the drain was cut short, else with
+// the error a loop failed with, if any.
+func (s *shell) Shutdown(ctx context.Context) error {
+	return s.shutdown.do(func() error {
+		err := drainThenForce(ctx, &s.wg, func() { s.command(modeDrain) }, func() { s.command(modeForce) })
+		s.closeEventfds()
+		if err == nil {
+			s.errMu.Lock()
+			err = s.loopErr
+			s.errMu.Unlock()
+		}
+		return err
+	})
+}
+
+// Close is Shutdown with no grace.
+func (s *shell) Close() error { return closeNow(s.Shutdown) }
+
+// command raises the mode and wakes every loop to act on it.
+func (s *shell) command(m int32) {
+	s.mode.Store(m)
+	for _, efd := range s.efds {
+		if efd >= 0 {
+			wake(efd)
+		}
+	}
+}
+
+// closeEventfds closes the loops' eventfds; every loop must have exited
+// (and an io_uring loop reaped its READ on its eventfd).
+func (s *shell) closeEventfds() {
+	for i, efd := range s.efds {
+		if efd >= 0 {
+			sys.Close(efd)
+			s.efds[i] = -1
+		}
+	}
+}
+
+// fail records why a loop gave up; Shutdown returns the first such error.
+func (s *shell) fail(err error) {
+	s.errMu.Lock()
+	if s.loopErr == nil {
+		s.loopErr = err
+	}
+	s.errMu.Unlock()
+}
+
 // drainThenForce is the shutdown of a server made of loops: it asks them
 // to drain, and when ctx ends first (or has already ended) to close
 // everything at once; it returns when every loop has exited (wg), with

@@ -1,17 +1,14 @@
 package netio
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
-	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
 func init() { register("io_uring", listenUring) }
@@ -152,30 +149,9 @@ func init() { register("io_uring", listenUring) }
 // (Stats.AcceptErrors) and stop accepting for AcceptPause (a TIMEOUT
 // request) rather than fail again at once.
 type uringServer struct {
-	cfg   Config
-	addr  netip.AddrPort
+	shell
 	loops []*uloop
-
-	// count counts the connections served by all loops, for MaxConns.
-	count connCount
-	alog  *accepts.Log
-	// mode is what Shutdown asks of the loops: uringRun, then uringDrain,
-	// then uringForce; it only grows. Each change is followed by a write
-	// to every loop's eventfd.
-	mode atomic.Int32
-
-	wg       sync.WaitGroup // one per loop
-	shutdown onceErr
-
-	errMu   sync.Mutex
-	loopErr error
 }
-
-const (
-	uringRun int32 = iota
-	uringDrain
-	uringForce
-)
 
 // uringParams are the sizes a server is built with; tests shrink them
 // through uringTestParams.
@@ -221,12 +197,11 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 		}
 		p.fileSlots = int(min(uint64(cfg.MaxConns)+64, soft, 1<<20))
 	}
-	lfds, bound, err := sys.ListenTCPGroup(ap, cfg.Loops, Backlog)
+	s := &uringServer{}
+	lfds, err := s.listen("io_uring", cfg, ap)
 	if err != nil {
-		return nil, fmt.Errorf("io_uring server: %w", err)
+		return nil, err
 	}
-	s := &uringServer{cfg: cfg, addr: bound, count: connCount{max: int64(cfg.MaxConns)}}
-	s.alog = newAcceptLog(cfg, "io_uring", bound, s.count.open.Load)
 	for i, lfd := range lfds {
 		efd, err := sys.Eventfd(0, sys.EFD_CLOEXEC)
 		if err != nil {
@@ -234,14 +209,16 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 				sys.Close(fd)
 			}
 			s.closeEventfds()
-			return nil, fmt.Errorf("io_uring server on %s: eventfd: %w", bound, err)
+			return nil, fmt.Errorf("io_uring server on %s: eventfd: %w", s.addr, err)
 		}
 		// Accepted sockets inherit TCP_NODELAY from the listener, so no
 		// setsockopt per connection (which a direct descriptor could not
 		// take anyway). Go's net sets it on every connection: so do we,
 		// so that the engines compare like for like.
 		sys.SetNoDelay(lfd)
-		s.loops = append(s.loops, newUloop(s, i, lfd, efd, p, recvLimit))
+		l := newUloop(s, i, lfd, efd, p, recvLimit)
+		s.loops = append(s.loops, l)
+		s.addLoop(efd, &l.st)
 	}
 	ready := make(chan error, len(s.loops))
 	s.wg.Add(len(s.loops))
@@ -256,7 +233,7 @@ func listenUring(cfg Config, ap netip.AddrPort) (Server, error) {
 	}
 	if first != nil {
 		// Loops that started are running: stop them the hard way.
-		s.command(uringForce)
+		s.command(modeForce)
 		s.wg.Wait()
 		s.closeEventfds()
 		return nil, first
@@ -397,65 +374,4 @@ func probeRecvMultishot() (limits bool, err error) {
 		return notSupported("multishot recv (Linux 6.0)", sys.EINVAL)
 	}
 	return false, nil
-}
-
-func (s *uringServer) Engine() string       { return "io_uring" }
-func (s *uringServer) Addr() netip.AddrPort { return s.addr }
-
-// Stats sums the loops' counters, each in a cache line of its own.
-func (s *uringServer) Stats() Stats {
-	var t Stats
-	for _, l := range s.loops {
-		t.add(l.st.snapshot())
-	}
-	t.Peak = s.count.peak.Load()
-	return t
-}
-
-// Shutdown tells every loop to stop accepting and drain its connections,
-// and, if ctx ends first, to close everything at once.
-func (s *uringServer) Shutdown(ctx context.Context) error {
-	return s.shutdown.do(func() error {
-		err := drainThenForce(ctx, &s.wg, func() { s.command(uringDrain) }, func() { s.command(uringForce) })
-		s.closeEventfds()
-		if err == nil {
-			s.errMu.Lock()
-			err = s.loopErr
-			s.errMu.Unlock()
-		}
-		return err
-	})
-}
-
-// Close is Shutdown with no grace.
-func (s *uringServer) Close() error { return closeNow(s.Shutdown) }
-
-// command raises the mode and wakes every loop to act on it.
-func (s *uringServer) command(m int32) {
-	s.mode.Store(m)
-	for _, l := range s.loops {
-		if l.efd >= 0 {
-			wake(l.efd)
-		}
-	}
-}
-
-// closeEventfds closes the loops' eventfds once every loop has exited
-// (and reaped its READ on it), so that command never writes to a reused
-// fd number.
-func (s *uringServer) closeEventfds() {
-	for _, l := range s.loops {
-		if l.efd >= 0 {
-			sys.Close(l.efd)
-			l.efd = -1
-		}
-	}
-}
-
-func (s *uringServer) fail(err error) {
-	s.errMu.Lock()
-	if s.loopErr == nil {
-		s.loopErr = err
-	}
-	s.errMu.Unlock()
 }

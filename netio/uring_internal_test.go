@@ -25,7 +25,8 @@ func TestUringStaleCQE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &uringServer{cfg: cfg}
+	s := &uringServer{}
+	s.cfg = cfg
 	l := newUloop(s, 0, -1, -1, uringParams{bufEntries: 8, bufSize: 256}, true)
 	if err := l.setup(); err != nil {
 		t.Fatal(err)

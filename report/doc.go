@@ -23,11 +23,14 @@
 // row, whether throughput, CPU per GiB and P99 changed by more than the
 // runs' own spread; CompareTable, CompareJSON and CompareHTML render it.
 //
-// The socket benchmark's netbench.Report (`iopath net bench`) has its own
-// renderers, chosen by WriteNet (NetFormats lists them): NetTable, with
-// the server's CPU per request as the headline and its ratio to epoll and
-// net; NetJSON (LoadNetJSON reads it back); NetCSV; NetMarkdown; and
-// NetHTML, with grouped bars of server CPU per request and QPS, P99 on a
+// The other kinds of result each have a small adapter into the one
+// presentation model, Doc (model.go), which WriteDoc renders as a table,
+// CSV or Markdown (render.go): FeaturesDoc, LoadDoc, NetDoc (`iopath net
+// bench`: server CPU per request, QPS and P99 per engine and point, with
+// the ratio to epoll's or net's), FileServeDoc and WritevDoc (`net bench
+// --serve-file`, `--writev`) and AdviseDoc. The socket benchmark's JSON is
+// netbench.Report itself (NetJSON; LoadNetJSON reads it back), and NetHTML
+// draws it with grouped bars of server CPU per request and QPS, P99 on a
 // log scale, and the integrity verdict first.
 //
 // Renderers only read the report; they never change it, and they are safe

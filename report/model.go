@@ -117,6 +117,8 @@ type Cell struct {
 	// Value is the figure (the median over Runs when there are several).
 	Value float64
 	// Min and Max are the runs' extremes (equal to Value for one run).
+	// A result that keeps only its median and extremes (file serving,
+	// writev) sets them without Runs.
 	Min, Max float64
 	// Runs holds each run's figure, for a comparison's test.
 	Runs []float64
@@ -160,8 +162,14 @@ func (c Cell) format(col Column) string {
 
 // spread shows a figure's min–max, or "" when it has none.
 func (c Cell) spread(col Column) string {
-	if !c.Num || !finite(c.Min) || !finite(c.Max) || len(c.Runs) < 2 {
+	if !c.Num || !finite(c.Min) || !finite(c.Max) || !c.hasSpread() {
 		return ""
 	}
 	return "(" + strconv.FormatFloat(c.Min, 'f', col.Prec, 64) + "–" + strconv.FormatFloat(c.Max, 'f', col.Prec, 64) + ")"
+}
+
+// hasSpread reports whether c is over several runs: it holds them, or
+// extremes that differ.
+func (c Cell) hasSpread() bool {
+	return len(c.Runs) > 1 || finite(c.Min) && finite(c.Max) && c.Min != c.Max
 }

@@ -1,8 +1,9 @@
 package report
 
-// Renderers for `iopath net bench --serve-file` (netio/filesrv) and
-// `--writev` (netio/writev): side-by-side text tables and an HTML page (or
-// sections of one) with inline SVG charts drawn by svg.go's helpers.
+// The HTML page of `iopath net bench --serve-file` (netio/filesrv) and
+// `--writev` (netio/writev), or sections of one, with inline SVG charts
+// drawn by svg.go's helpers, and what it shares with their Docs
+// (netfile_doc.go): the row order, the baselines, the target, the legends.
 
 import (
 	"bytes"
@@ -161,75 +162,6 @@ proc CPU-s/GB  the whole server process (RUSAGE_SELF: Go runtime and control con
 verified       ok: every response complete and byte-exact; else how many bytes differed
 `
 
-// FileServeTable writes file-serving results (filesrv.Median's, or single
-// runs) as an aligned table: one block per file size, a row per method,
-// the headline figure being server CPU-s per GB beside its ratio to
-// readwrite's, then the 1 MiB target, a legend and the failures.
-func FileServeTable(w io.Writer, rs []filesrv.Result) error {
-	rows := nfFileRows(rs)
-	var b bytes.Buffer
-	b.WriteString("File serving from the page cache over loopback TCP, every byte verified\n")
-	if h := nfFileHeader(rows); h != "" {
-		b.WriteString(h + "\n")
-	}
-	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
-	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
-	t := nfTable{heads: []string{"size"}}
-	if conns {
-		t.heads = append(t.heads, "conns")
-	}
-	t.heads = append(t.heads, "method", "GB/s", "(min–max)", "CPU-s/GB", "(min–max)", "×readwrite", "syscalls/MB", "sys/resp")
-	if proc {
-		t.heads = append(t.heads, "proc CPU-s/GB")
-	}
-	t.heads = append(t.heads, "runs", "verified")
-	t.left = map[string]bool{"size": true, "method": true, "(min–max)": true, "verified": true}
-	var last string
-	for i := range rows {
-		r := &rows[i]
-		size := units.FormatSize(r.FileSize)
-		key := size + "/" + strconv.Itoa(r.Conns)
-		if key == last {
-			size = ""
-		} else if last != "" {
-			t.sep()
-		}
-		last = key
-		cells := []string{size}
-		if conns {
-			cells = append(cells, strconv.Itoa(r.Conns))
-		}
-		cells = append(cells, r.Method)
-		if r.Responses == 0 && r.Err != "" {
-			t.errRow(cells, r.Err)
-			continue
-		}
-		cells = append(cells, nfNum(r.GBps), nfSpread(r.GBpsMin, r.GBpsMax, r.Runs),
-			nfNum(r.CPUSecPerGB), nfSpread(r.CPUSecPerGBMin, r.CPUSecPerGBMax, r.Runs),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), nfNum(r.SyscallsPerResp))
-		if proc {
-			cells = append(cells, nfNum(r.ProcCPUSecPerGB))
-		}
-		cells = append(cells, strconv.Itoa(r.Runs), nfVerified(r.Verified, r.Corrupted))
-		t.row(cells)
-	}
-	if len(rows) == 0 {
-		b.WriteString("\nno results\n")
-	} else {
-		b.WriteByte('\n')
-		t.write(&b)
-		if l := nfTargetLine(rows); l != "" {
-			b.WriteString("\n" + l + "\n")
-		}
-		b.WriteString("\n" + fileServeLegend)
-	}
-	nfNotes(&b, rows, func(r filesrv.Result) (string, string, bool) {
-		return fmt.Sprintf("%s %s", r.Method, units.FormatSize(r.FileSize)), r.Err, r.Responses > 0
-	})
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
 // nfFileHeader describes the server's setup when the rows share it.
 func nfFileHeader(rows []filesrv.Result) string {
 	if len(rows) == 0 {
@@ -293,108 +225,7 @@ wall ns/resp   elapsed time per response (the reader shares the machine)
 verified       ok: the reader got exactly the bytes sent, in order
 `
 
-// WritevTable writes writev results (writev.Median's, or single runs) as
-// an aligned table: one block per part count, a row per way.
-func WritevTable(w io.Writer, rs []writev.Result) error {
-	rows := nfWritevRows(rs)
-	var b bytes.Buffer
-	b.WriteString("A response of k parts sent over loopback TCP four ways, every byte verified by the reader\n")
-	t := nfTable{
-		heads: []string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "(min–max)", "×writes", "wall ns/resp", "runs", "verified"},
-		left:  map[string]bool{"way": true, "(min–max)": true, "verified": true},
-	}
-	last := -1
-	for _, r := range rows {
-		k := strconv.Itoa(r.K)
-		bytesPer := strconv.Itoa(r.RespBytes)
-		if r.K == last {
-			k, bytesPer = "", ""
-		} else if last >= 0 {
-			t.sep()
-		}
-		last = r.K
-		cells := []string{k, bytesPer, r.Way}
-		if r.Responses == 0 && r.Err != "" {
-			t.errRow(cells, r.Err)
-			continue
-		}
-		t.row(append(cells, fixed(r.SyscallsPerResp, 2), nfInt(r.CPUNsPerResp),
-			nfSpreadInt(r.CPUNsPerRespMin, r.CPUNsPerRespMax, r.Runs),
-			nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), nfInt(r.NsPerResp),
-			strconv.Itoa(r.Runs), nfVerified(r.Verified, 0)))
-	}
-	if len(rows) == 0 {
-		b.WriteString("\nno results\n")
-	} else {
-		b.WriteByte('\n')
-		t.write(&b)
-		b.WriteString("\n" + writevLegend)
-	}
-	nfNotes(&b, rows, func(r writev.Result) (string, string, bool) {
-		return fmt.Sprintf("%s k=%d", r.Way, r.K), r.Err, r.Responses > 0
-	})
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-// --- text table helpers
-
-// nfTable is an aligned text table with separator lines and rows that
-// end in an error message.
-type nfTable struct {
-	heads []string
-	left  map[string]bool
-	rows  [][]string
-	errs  map[int]string // row -> error: the cells after the row's own are replaced by it
-}
-
-func (t *nfTable) row(cells []string) { t.rows = append(t.rows, cells) }
-func (t *nfTable) sep()               { t.rows = append(t.rows, nil) }
-func (t *nfTable) errRow(cells []string, err string) {
-	if t.errs == nil {
-		t.errs = map[int]string{}
-	}
-	t.errs[len(t.rows)] = "error: " + oneLine(err)
-	t.rows = append(t.rows, cells)
-}
-
-func (t *nfTable) write(b *bytes.Buffer) {
-	widths := make([]int, len(t.heads))
-	for i, h := range t.heads {
-		widths[i] = width(h)
-	}
-	for _, r := range t.rows {
-		for j, c := range r {
-			widths[j] = max(widths[j], width(c))
-		}
-	}
-	line := func(cells []string, tail string) {
-		var l strings.Builder
-		for j, c := range cells {
-			if j > 0 {
-				l.WriteString("  ")
-			}
-			pad := strings.Repeat(" ", widths[j]-width(c))
-			if t.left[t.heads[j]] {
-				l.WriteString(c + pad)
-			} else {
-				l.WriteString(pad + c)
-			}
-		}
-		if tail != "" {
-			l.WriteString("  " + tail)
-		}
-		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
-	}
-	line(t.heads, "")
-	for i, r := range t.rows {
-		if r == nil {
-			b.WriteByte('\n')
-			continue
-		}
-		line(r, t.errs[i])
-	}
-}
+// --- helpers
 
 func nfVaries[T any](rs []T, f func(T) string) bool {
 	seen := map[string]bool{}
@@ -433,24 +264,6 @@ func nfVerified(ok bool, corrupted int64) string {
 		return fmt.Sprintf("%d B CORRUPT", corrupted)
 	}
 	return "NO"
-}
-
-// nfNotes lists the errors of rows that have figures too (some of their
-// runs failed); rows with no figures carry theirs in the table.
-func nfNotes[T any](b *bytes.Buffer, rows []T, f func(T) (label, err string, figures bool)) {
-	var notes []string
-	for _, r := range rows {
-		if label, err, figures := f(r); err != "" && figures {
-			notes = append(notes, label+": "+oneLine(err))
-		}
-	}
-	if len(notes) == 0 {
-		return
-	}
-	b.WriteString("\nfailed runs:\n")
-	for _, n := range notes {
-		b.WriteString("  " + n + "\n")
-	}
 }
 
 // --- HTML

@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,62 +56,129 @@ func writevFixture() []writev.Result {
 	}
 }
 
-func TestFileServeTableGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := FileServeTable(&b, fileServeFixture()); err != nil {
-		t.Fatal(err)
+// TestNetFileGolden: every text format of both kinds, and --wide.
+func TestNetFileGolden(t *testing.T) {
+	for _, tc := range []struct {
+		format, file string
+		wide         bool
+	}{
+		{"table", "netfile.table.golden", false}, {"table", "netfile.table_wide.golden", true},
+		{"csv", "netfile.csv.golden", false}, {"markdown", "netfile.markdown.golden", false},
+	} {
+		var b bytes.Buffer
+		if err := WriteFileServe(&b, tc.format, fileServeFixture(), DocOptions{Wide: tc.wide}); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, tc.file, b.Bytes())
+		checkWidth(t, tc.file, b.String(), tc.wide)
+		b.Reset()
+		file := strings.Replace(tc.file, "netfile", "writev", 1)
+		if err := WriteWritev(&b, tc.format, writevFixture(), DocOptions{Wide: tc.wide}); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, file, b.Bytes())
+		checkWidth(t, file, b.String(), tc.wide)
 	}
-	golden(t, "netfile_table.golden", b.Bytes())
 }
 
-func TestWritevTableGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := WritevTable(&b, writevFixture()); err != nil {
-		t.Fatal(err)
+// checkWidth: a default table has no line wider than a terminal of 100
+// columns.
+func checkWidth(t *testing.T, name, out string, wide bool) {
+	t.Helper()
+	if wide || !strings.HasSuffix(name, "table.golden") {
+		return
 	}
-	golden(t, "writev_table.golden", b.Bytes())
+	for _, line := range strings.Split(out, "\n") {
+		if width(line) > docWrap {
+			t.Errorf("%s: line wider than %d columns: %q", name, docWrap, line)
+		}
+	}
 }
 
-// The table's ratio column and the target line are computed, not copied:
-// check them against the fixture's numbers.
-func TestFileServeTarget(t *testing.T) {
+// The ratio column and the target line are computed, not copied: check
+// them against the fixture's numbers.
+func TestFileServeDoc(t *testing.T) {
 	rs := fileServeFixture()
-	var b bytes.Buffer
-	if err := FileServeTable(&b, rs); err != nil {
-		t.Fatal(err)
+	d := FileServeDoc(rs)
+	if c, _ := docCell(t, d, "1MiB file", "sendfile", "cpu_vs_readwrite"); math.Abs(c.Value-0.3) > 1e-9 {
+		t.Errorf("sendfile ×readwrite %v, want 0.30", c.Value)
 	}
-	out := b.String()
+	if c, _ := docCell(t, d, "1MiB file", "sendfile", "server_cpu_s_per_gb"); c.Value != 0.12 || math.Abs(c.Min-0.114) > 1e-9 || math.Abs(c.Max-0.144) > 1e-9 {
+		t.Errorf("sendfile CPU-s/GB %+v, want 0.12 with the runs' extremes", c)
+	}
+	if _, row := docCell(t, d, "4KiB file", "io_uring", "method"); !strings.HasPrefix(row.Err, "error: filesrv: io_uring: not supported") {
+		t.Errorf("failed row %q", row.Err)
+	}
+	var heads []string
+	for _, c := range d.Columns {
+		if c.Headline {
+			heads = append(heads, c.Key)
+		}
+	}
+	if !slices.Equal(heads, []string{"gb_per_s", "server_cpu_s_per_gb"}) {
+		t.Errorf("headline columns %q", heads)
+	}
 	want := "target at 1MiB: sendfile 0.30×, splice 0.50× readwrite's server CPU per GB (want ≤ 0.6×): met"
-	if !strings.Contains(out, want) {
-		t.Errorf("no %q in\n%s", want, out)
+	if len(d.Notes) == 0 || d.Notes[0] != want {
+		t.Errorf("notes %q, want %q first", d.Notes, want)
 	}
 	for i := range rs {
 		if rs[i].Method == filesrv.Splice && rs[i].FileSize == 1<<20 {
 			rs[i].CPUSecPerGB = 0.3 // 0.75×
 		}
 	}
-	b.Reset()
-	FileServeTable(&b, rs)
-	if want := "splice 0.75× readwrite's server CPU per GB (want ≤ 0.6×): NOT met"; !strings.Contains(b.String(), want) {
-		t.Errorf("no %q in\n%s", want, b.String())
+	d = FileServeDoc(rs)
+	if want := "splice 0.75× readwrite's server CPU per GB (want ≤ 0.6×): NOT met"; !strings.HasSuffix(d.Notes[0], want) {
+		t.Errorf("no %q in %q", want, d.Notes)
 	}
-	b.Reset()
-	FileServeTable(&b, rs[1:]) // no sendfile at 1 MiB: no target line
-	if strings.Contains(b.String(), "target at") {
-		t.Errorf("a target line without sendfile at 1MiB:\n%s", b.String())
+	for i := range rs {
+		if rs[i].Method == filesrv.Splice && rs[i].FileSize == 1<<20 {
+			rs[i].Err = "1 of 3 runs failed: reset"
+		}
+	}
+	d = FileServeDoc(rs)
+	if want := "splice 1MiB: 1 of 3 runs failed: reset"; !slices.Contains(d.Notes, want) {
+		t.Errorf("a run that failed beside others is not in the notes %q", d.Notes)
+	}
+	if d := FileServeDoc(rs[1:]); slices.ContainsFunc(d.Notes, func(n string) bool { return strings.HasPrefix(n, "target at") }) {
+		t.Errorf("a target line without sendfile at 1MiB: %q", d.Notes)
+	}
+	// Connection counts that vary name the groups.
+	rs = fileServeFixture()
+	rs[0].Conns = 8
+	if d := FileServeDoc(rs); d.Groups[len(d.Groups)-1].Title != "1MiB file, 8 connections" {
+		t.Errorf("groups %v", d.Groups)
+	}
+}
+
+func TestWritevDoc(t *testing.T) {
+	d := WritevDoc(writevFixture())
+	if c, _ := docCell(t, d, "k=16, 8282 B per response", "coalesced", "cpu_vs_writes"); math.Abs(c.Value-995.0/6742) > 1e-9 {
+		t.Errorf("coalesced ×writes %v", c.Value)
+	}
+	if c, _ := docCell(t, d, "k=1, 1022 B per response", "io_uring", "cpu_ns_per_response"); c.Value != 874 || c.Min != 874*0.9 || !c.Num {
+		t.Errorf("io_uring CPU ns/resp %+v", c)
+	}
+	if _, row := docCell(t, d, "k=16, 8282 B per response", "net.Buffers", "way"); row.Err != "error: writev: response 7: byte 3 of 8282 differs" {
+		t.Errorf("failed row %q", row.Err)
+	}
+	if c := d.Columns[slices.IndexFunc(d.Columns, func(c Column) bool { return c.Headline })]; c.Key != "cpu_ns_per_response" {
+		t.Errorf("headline %q", c.Key)
 	}
 }
 
 func TestNetFileEmpty(t *testing.T) {
+	for _, f := range DocFormats {
+		var b bytes.Buffer
+		if err := WriteFileServe(&b, f, nil, DocOptions{}); err != nil || b.Len() == 0 {
+			t.Errorf("%s: FileServeDoc(nil) = %v:\n%s", f, err, b.String())
+		}
+		b.Reset()
+		if err := WriteWritev(&b, f, nil, DocOptions{}); err != nil || b.Len() == 0 {
+			t.Errorf("%s: WritevDoc(nil) = %v:\n%s", f, err, b.String())
+		}
+	}
 	var b bytes.Buffer
-	if err := FileServeTable(&b, nil); err != nil || !strings.Contains(b.String(), "no results") {
-		t.Errorf("FileServeTable(nil) = %v:\n%s", err, b.String())
-	}
-	b.Reset()
-	if err := WritevTable(&b, nil); err != nil || !strings.Contains(b.String(), "no results") {
-		t.Errorf("WritevTable(nil) = %v:\n%s", err, b.String())
-	}
-	b.Reset()
 	if err := NetFileHTML(&b, NetFilePage{}); err != nil || !strings.Contains(b.String(), "No results.") {
 		t.Errorf("NetFileHTML(empty) = %v", err)
 	}

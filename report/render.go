@@ -275,7 +275,7 @@ func docCSV(b *bytes.Buffer, d *Doc) error {
 func (d *Doc) hasRuns(i int) bool {
 	for _, g := range d.Groups {
 		for _, r := range g.Rows {
-			if i < len(r.Cells) && len(r.Cells[i].Runs) > 1 {
+			if i < len(r.Cells) && r.Cells[i].Num && r.Cells[i].hasSpread() {
 				return true
 			}
 		}
@@ -292,7 +292,7 @@ func csvValue(c Cell, col Column, v float64) string {
 	if !finite(v) {
 		return ""
 	}
-	return fmt.Sprintf("%g", v)
+	return strconv.FormatFloat(v, 'f', -1, 64) // 1048576, not 1.048576e+06
 }
 
 // docMarkdown writes a Doc for a pull request: the header as a list, one

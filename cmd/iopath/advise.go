@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/advise"
+	"github.com/iopath/iopath/report"
 )
 
 // adviseOptions are the flags of "iopath advise".
 type adviseOptions struct {
 	budget time.Duration
 	format string
+	wide   bool
 }
 
 // Bounds of --budget: below a second the trial has no time to repeat
@@ -54,7 +58,8 @@ yet written back: it then says so). Dropping the cache makes your next
 reads of these files slower once; advise leaves cached data cached.
 
 A progress bar is drawn on stderr when it is a terminal. --format json
-prints the whole result for programs (fields in docs/advise.md).`,
+prints the whole result for programs (fields in docs/advise.md); csv and
+markdown print the table of figures, with the recommendation after it.`,
 		Example: `  iopath advise ./testdata
   iopath advise /var/lib/app/index.bin
   iopath advise --budget 5s src/ assets/
@@ -65,7 +70,8 @@ prints the whole result for programs (fields in docs/advise.md).`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.budget, "budget", o.budget, fmt.Sprintf("time the whole trial may take, listing included (%v to %v)", adviseMinBudget, adviseMaxBudget))
-	f.StringVar(&o.format, "format", o.format, "output: table or json (text is table's old name)")
+	f.StringVar(&o.format, "format", o.format, "output: "+strings.Join(report.KindFormats, ", "))
+	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too")
 	return cmd
 }
 
@@ -79,8 +85,8 @@ func runAdvise(ctx context.Context, o adviseOptions, paths []string, stdout, std
 	if o.format == "text" {
 		o.format = "table" // its old name, still taken
 	}
-	if o.format != "table" && o.format != "json" {
-		return usagef("advise: --format %q: want table or json", o.format)
+	if !slices.Contains(report.KindFormats, o.format) {
+		return usagef("advise: --format %q: want one of %s", o.format, strings.Join(report.KindFormats, ", "))
 	}
 	for _, p := range paths {
 		if p == "-" {
@@ -97,10 +103,7 @@ func runAdvise(ctx context.Context, o adviseOptions, paths []string, stdout, std
 	if err != nil {
 		return fmt.Errorf("advise: %w", err)
 	}
-	if o.format == "json" {
-		return advise.WriteJSON(stdout, res)
-	}
-	return advise.WriteText(stdout, res)
+	return report.WriteAdvise(stdout, o.format, res, report.DocOptions{Wide: o.wide})
 }
 
 // adviseProgress returns advise's progress callback for p, or nil without

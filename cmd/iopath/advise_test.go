@@ -140,7 +140,7 @@ func TestAdviseUsage(t *testing.T) {
 		{"negative budget", []string{"advise", "--budget", "-5s", dir}, "--budget -5s out of range"},
 		{"huge budget", []string{"advise", "--budget", "2h", dir}, "--budget 2h0m0s out of range"},
 		{"budget not a duration", []string{"advise", "--budget", "soon", dir}, "soon"},
-		{"format", []string{"advise", "--format", "xml", dir}, `--format "xml": want table or json`},
+		{"format", []string{"advise", "--format", "xml", dir}, `--format "xml": want one of table, json, csv, markdown`},
 		{"stdin", []string{"advise", "-"}, "stdin"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

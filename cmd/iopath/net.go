@@ -357,6 +357,7 @@ type netBenchOptions struct {
 	warmup   time.Duration
 	runs     int
 	format   string
+	wide     bool
 	html     string
 	json     string
 	force    bool // overwrite the --html and --json files
@@ -418,7 +419,8 @@ response.`,
 	f.DurationVar(&o.duration, "duration", netbench.DefaultDuration, fmt.Sprintf("measured window per run, %v to %v", netbench.MinDuration, netbench.MaxDuration))
 	f.DurationVar(&o.warmup, "warmup", netbench.DefaultWarmup, fmt.Sprintf("load before each window, not measured, 0 to %v", netbench.MaxDuration))
 	f.IntVar(&o.runs, "runs", 1, fmt.Sprintf("runs per engine and point, interleaved, 1 to %d", netbench.MaxRuns))
-	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.NetFormats(), ", "))
+	f.StringVar(&o.format, "format", "table", "output on stdout: "+strings.Join(report.KindFormats, ", "))
+	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too (P50, P99.9, client CPU, MB/s, the integrity counts...)")
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
 	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files if they exist")
@@ -428,9 +430,6 @@ response.`,
 	f.Var(intListValue{&o.parts}, "parts", fmt.Sprintf("with --writev: part counts k, comma-separated, each 1 to %d (default 1,2,4,8,16,64)", maxWritevParts))
 	return cmd
 }
-
-// netSideFormats are the outputs of --serve-file and --writev.
-var netSideFormats = []string{"table", "json"}
 
 // Bounds of --file-sizes and --parts.
 const (
@@ -451,8 +450,8 @@ func checkRunsDuration(o netBenchOptions) error {
 }
 
 func checkSideBench(name string, o netBenchOptions) error {
-	if !slices.Contains(netSideFormats, o.format) {
-		return usagef("net bench %s: --format %q: want table or json", name, o.format)
+	if !slices.Contains(report.KindFormats, o.format) {
+		return usagef("net bench %s: --format %q: want one of %s", name, o.format, strings.Join(report.KindFormats, ", "))
 	}
 	if o.html != "" {
 		if err := checkOutputFile(o.html, o.force); err != nil {
@@ -525,7 +524,9 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
 	med := filesrv.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.FileServeTable(w, med) }); err != nil {
+	if err := writeSide(stdout, o.format, med, func(w io.Writer) error {
+		return report.WriteFileServe(w, o.format, med, report.DocOptions{Wide: o.wide})
+	}); err != nil {
 		return err
 	}
 	if o.html != "" {
@@ -570,7 +571,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
 	med := writev.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.WritevTable(w, med) }); err != nil {
+	if err := writeSide(stdout, o.format, med, func(w io.Writer) error {
+		return report.WriteWritev(w, o.format, med, report.DocOptions{Wide: o.wide})
+	}); err != nil {
 		return err
 	}
 	if o.html != "" {
@@ -589,13 +592,15 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 	return nil
 }
 
-func writeSide(w io.Writer, format string, v any, table func(io.Writer) error) error {
+// writeSide writes the results of --serve-file or --writev: v as JSON,
+// or in another format through text.
+func writeSide(w io.Writer, format string, v any, text func(io.Writer) error) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	return table(w)
+	return text(w)
 }
 
 // machineLine is one line about the machine, for the side benchmarks' pages.
@@ -605,8 +610,8 @@ func machineLine() string {
 }
 
 func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout, stderr io.Writer) error {
-	if !slices.Contains(report.NetFormats(), o.format) {
-		return usagef("net bench: --format %q: want one of %s", o.format, strings.Join(report.NetFormats(), ", "))
+	if !slices.Contains(report.KindFormats, o.format) {
+		return usagef("net bench: --format %q: want one of %s", o.format, strings.Join(report.KindFormats, ", "))
 	}
 	if o.html != "" {
 		if err := checkOutputFile(o.html, o.force); err != nil {
@@ -649,7 +654,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		// What was measured is shown, on stdout only: an interrupted
 		// run does not replace an --html file.
 		rep.Command, rep.Version, rep.Machine.IopathVersion = cmdline, version, version
-		if werr := report.WriteNet(stdout, o.format, rep); werr != nil {
+		if werr := report.WriteNet(stdout, o.format, rep, report.DocOptions{Wide: o.wide}); werr != nil {
 			return werr
 		}
 		var unwritten []string
@@ -672,7 +677,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	rep.Command = cmdline
 	rep.Version = version
 	rep.Machine.IopathVersion = version
-	if werr := report.WriteNet(stdout, o.format, rep); werr != nil {
+	if werr := report.WriteNet(stdout, o.format, rep, report.DocOptions{Wide: o.wide}); werr != nil {
 		return werr
 	}
 	if o.html != "" {

@@ -54,80 +54,7 @@ func (r *Ring) Submit() (int, error) { return r.SubmitAndWait(0) }
 // is short of resources or the CQ is backed up) return with no error when
 // completions are ready to reap, so that the caller reaps and submits again;
 // SQEs not consumed stay in the SQ and go with the next call.
-func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
-	pending := r.flush()
-	sqpoll := r.params.Flags&SetupSQPoll != 0
-	var flags uint32
-	toSubmit := pending
-	enter := false
-	if sqpoll {
-		toSubmit = 0
-		// The tail store above is a full barrier (XCHG), so this load sees
-		// the poller's flag as of after it.
-		if pending > 0 && atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0 {
-			flags |= EnterSQWakeup
-			enter = true
-		}
-	} else if pending > 0 {
-		enter = true
-	}
-	if waitNr > 0 || r.cqNeedsEnter() {
-		flags |= EnterGetEvents
-		enter = true
-	}
-	if !enter {
-		return int(pending), nil
-	}
-	consumed := 0
-	for {
-		if waitNr > 0 && r.CQReady() >= waitNr && toSubmit == 0 && flags&EnterSQWakeup == 0 && !r.cqNeedsEnter() {
-			return consumed, nil
-		}
-		r.syscalls++
-		n, err := sys.IoUringEnter(r.fd, toSubmit, waitNr, flags, nil, 0)
-		if err == nil {
-			if !sqpoll {
-				consumed += n
-				toSubmit -= uint32(min(n, int(toSubmit)))
-			}
-			flags &^= EnterSQWakeup
-			// A wait cut short by a signal after a successful submit
-			// returns the submit count: wait again for what is missing.
-			if waitNr > 0 && r.CQReady() < waitNr {
-				continue
-			}
-			if sqpoll {
-				return int(pending), nil
-			}
-			return consumed, nil
-		}
-		switch err {
-		case sys.EINTR:
-			// Some SQEs may have been consumed before the signal.
-			if !sqpoll {
-				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
-				consumed += int(toSubmit - left)
-				toSubmit = left
-			}
-			flags &^= EnterSQWakeup
-			continue
-		case sys.EAGAIN, sys.EBUSY:
-			if !sqpoll {
-				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
-				consumed += int(toSubmit - left)
-			}
-			if r.CQReady() > 0 {
-				return consumed, nil
-			}
-			// Nothing to reap yet: wait a little for a completion, then let
-			// the caller reap and submit again. The wait is bounded, since
-			// nothing may be in flight at all.
-			r.waitBriefly()
-			return consumed, nil
-		}
-		return consumed, enterError(err)
-	}
-}
+func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) { return r.submit(waitNr, false) }
 
 // WaitCQE blocks until at least one completion is ready, submitting
 // nothing new beyond what is prepared.
@@ -220,38 +147,72 @@ type briefWaitArgs struct {
 // nothing is prepared and the kernel has flagged no completion work
 // (IORING_SQ_TASKRUN, with the TaskrunFlag option). With SQPOLL it only
 // wakes the poller if it sleeps.
-func (r *Ring) SubmitNoWait() (int, error) {
+func (r *Ring) SubmitNoWait() (int, error) { return r.submit(0, true) }
+
+// submit is the one io_uring_enter loop behind SubmitAndWait and
+// SubmitNoWait: it publishes the prepared SQEs, decides whether the
+// kernel must be entered at all (SQEs to submit, a sleeping SQPOLL thread
+// to wake, completions to wait for, or completion work the kernel has
+// flagged), and retries what a signal or a shortage cut short, counting
+// the SQEs consumed from the SQ head (the kernel may take some before it
+// fails). nowait makes the call that never waits (waitNr must be 0): a
+// raw system call that also runs the completion work of what it submits,
+// and that returns at once on EAGAIN or EBUSY rather than wait briefly.
+func (r *Ring) submit(waitNr uint32, nowait bool) (int, error) {
 	pending := r.flush()
 	sqpoll := r.params.Flags&SetupSQPoll != 0
-	if pending == 0 && !r.cqNeedsEnter() {
-		return 0, nil // nothing to submit, no completion work waiting
-	}
-	flags := EnterGetEvents
 	toSubmit := pending
+	var flags uint32
 	if sqpoll {
 		toSubmit = 0
-		flags = 0
+		// The tail store above is a full barrier (XCHG), so this load sees
+		// the poller's flag as of after it.
 		if pending > 0 && atomic.LoadUint32(r.sqFlags)&SQNeedWakeup != 0 {
-			flags = EnterSQWakeup
+			flags |= EnterSQWakeup
 		}
-		if flags == 0 && !r.cqNeedsEnter() {
-			return int(pending), nil
-		}
-		if r.cqNeedsEnter() {
-			flags |= EnterGetEvents
-		}
+	} else if nowait && pending > 0 {
+		// Run the completion work of what this submits, in the same call.
+		flags |= EnterGetEvents
 	}
+	if waitNr > 0 || r.cqNeedsEnter() {
+		flags |= EnterGetEvents
+	}
+	if toSubmit == 0 && flags == 0 {
+		return int(pending), nil // nothing to submit, wake, wait for or run
+	}
+	// consumed is what the caller is told: the SQEs consumed, or with
+	// SQPOLL (whose thread consumes them in its own time) published.
 	consumed := 0
+	if sqpoll {
+		consumed = int(pending)
+	}
 	for {
+		if waitNr > 0 && r.CQReady() >= waitNr && toSubmit == 0 && flags&EnterSQWakeup == 0 && !r.cqNeedsEnter() {
+			return consumed, nil
+		}
 		r.syscalls++
-		n, err := sys.IoUringEnterNoWait(r.fd, toSubmit, flags)
+		var n int
+		var err error
+		if nowait {
+			n, err = sys.IoUringEnterNoWait(r.fd, toSubmit, flags)
+		} else {
+			n, err = sys.IoUringEnter(r.fd, toSubmit, waitNr, flags, nil, 0)
+		}
 		switch err {
 		case nil:
-			if sqpoll {
-				return int(pending), nil
+			if !sqpoll {
+				consumed += n
+				toSubmit -= uint32(min(n, int(toSubmit)))
 			}
-			return consumed + n, nil
+			flags &^= EnterSQWakeup
+			// A wait cut short by a signal after a successful submit
+			// returns the submit count: wait again for what is missing.
+			if waitNr > 0 && r.CQReady() < waitNr {
+				continue
+			}
+			return consumed, nil
 		case sys.EINTR:
+			// Some SQEs may have been consumed before the signal.
 			if !sqpoll {
 				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
 				consumed += int(toSubmit - left)
@@ -260,11 +221,17 @@ func (r *Ring) SubmitNoWait() (int, error) {
 			flags &^= EnterSQWakeup
 			continue
 		case sys.EAGAIN, sys.EBUSY:
-			// Short of resources, or the CQ is backed up: reap and come
-			// back; what was not consumed stays in the SQ.
+			// Short of resources, or the CQ is backed up: the caller reaps
+			// and comes back; what was not consumed stays in the SQ.
 			if !sqpoll {
 				left := r.sqeTail - atomic.LoadUint32(r.sqHead)
 				consumed += int(toSubmit - left)
+			}
+			if !nowait && r.CQReady() == 0 {
+				// Nothing to reap yet: wait a little for a completion.
+				// The wait is bounded, since nothing may be in flight at
+				// all.
+				r.waitBriefly()
 			}
 			return consumed, nil
 		}

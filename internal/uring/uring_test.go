@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // requireRing skips only when io_uring_setup says io_uring is not usable by
 // this process (not in the kernel, forbidden, or no memory for a ring).
-func requireRing(t *testing.T) {
+func requireRing(t testing.TB) {
 	t.Helper()
 	err := TrySetup(4, 0)
 	switch {
@@ -94,7 +94,7 @@ func TestABISizes(t *testing.T) {
 	}
 }
 
-func newTestRing(t *testing.T, entries uint32, opts Options) *Ring {
+func newTestRing(t testing.TB, entries uint32, opts Options) *Ring {
 	t.Helper()
 	requireRing(t)
 	r, err := New(entries, opts)
@@ -432,6 +432,44 @@ func TestNewRealStepDown(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// With SQPOLL the kernel's poller thread consumes the SQEs, and sleeps
+// when idle: both submit calls must wake it (a NOP then completes without
+// another io_uring_enter), and report at most the SQEs they published.
+func TestSubmitSQPoll(t *testing.T) {
+	checkFds(t)
+	r := newTestRing(t, 8, Options{SQPoll: true, SQThreadIdle: 1})
+	if r.Flags()&SetupSQPoll == 0 {
+		t.Fatalf("SQPOLL dropped: flags %s", FlagString(r.Flags()))
+	}
+	for i, submit := range []struct {
+		name string
+		fn   func() (int, error)
+	}{
+		{"SubmitNoWait", r.SubmitNoWait},
+		{"Submit", r.Submit},
+	} {
+		time.Sleep(20 * time.Millisecond) // the poller goes to sleep after 1 ms idle
+		r.GetSQE().PrepNop(uint64(i))
+		n, err := submit.fn()
+		if err != nil || n < 0 || n > 1 {
+			t.Fatalf("%s: %d, %v; want 0 or 1 published", submit.name, n, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for r.CQReady() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no completion in 10s: the poller was not woken", submit.name)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var c [1]CQE
+		r.PeekBatch(c[:])
+		r.Advance(1)
+		if c[0].UserData != uint64(i) || c[0].Res != 0 {
+			t.Errorf("%s: CQE %+v, want user_data %d, res 0", submit.name, c[0], i)
+		}
 	}
 }
 

@@ -3,5 +3,5 @@
 // verifying load generator (package netio/load) in another, pinned to the
 // other cores, over a matrix of connection counts × message sizes × modes,
 // with the engines interleaved run by run. Its Report is rendered by
-// package report (NetTable, NetHTML, JSON).
+// package report (NetDoc for the text formats, NetHTML, NetJSON).
 package netbench

@@ -1,0 +1,199 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/iopath/iopath/netio/netbench"
+)
+
+// NetDoc maps a `net bench` report (the echo servers) into a Doc: the
+// command, machine, pinning, matrix and runs in the header with the
+// integrity verdict; one group per point of the matrix (mode, message
+// size, connections), one row per engine in the order the command named
+// them; the skipped engines, the report's notes and what went wrong in
+// the notes. The headline figures are QPS, P99 and the server's CPU per
+// request; every figure built from runs carries them, for compare's test.
+func NetDoc(r *netbench.Report) *Doc {
+	v := newNetView(r)
+	d := &Doc{Kind: "net-bench", Title: "iopath net bench: echo servers"}
+	for _, f := range []Field{
+		{"command", r.Command},
+		{"machine", netMachine(r.Machine)},
+		{"io_uring", r.Machine.IOURing},
+		{"version", netVersion(r)},
+		{"pinning", netPinLine(r.Config)},
+		{"matrix", netMatrixLine(r.Config)},
+		{"runs", netRunsLine(r.Config)},
+		{"address", r.Config.Addr},
+	} {
+		d.Header = append(d.Header, splitField(f)...)
+	}
+	if !r.Started.IsZero() {
+		d.Header = append(d.Header, Field{"started", r.Started.Format("2006-01-02 15:04:05 MST")})
+	}
+	verdict := v.integ.summary()
+	if v.integ.ok() && v.integ.failed == 0 && v.integ.runs > 0 {
+		d.Header = append(d.Header, Field{"integrity", verdict[0]})
+	} else {
+		d.Header = append(d.Header, Field{"integrity", "FAILED: see the notes"})
+		d.Notes = append(d.Notes, verdict...)
+	}
+	for _, s := range r.Skipped {
+		d.Notes = append(d.Notes, "skipped "+s.Engine+": "+oneLine(s.Reason))
+	}
+	for _, n := range r.Notes {
+		d.Notes = append(d.Notes, oneLine(n))
+	}
+	if len(v.groups) == 0 {
+		return d
+	}
+
+	d.Columns = []Column{
+		{Key: "engine", Title: "engine", Left: true},
+		{Key: "qps", Title: "QPS", Unit: "1/s", Better: Higher, Spread: true, Headline: true},
+		{Key: "p50_us", Title: "P50 µs", Unit: "µs", Better: Lower, Wide: true},
+		{Key: "p99_us", Title: "P99 µs", Unit: "µs", Better: Lower, Headline: true},
+		{Key: "p999_us", Title: "P99.9 µs", Unit: "µs", Better: Lower, Wide: true},
+		{Key: "max_us", Title: "max µs", Unit: "µs", Better: Lower, Wide: true},
+		{Key: "server_cpu_us_per_req", Title: "CPU µs/req", Unit: "µs", Better: Lower, Prec: 2, Spread: true, Headline: true},
+	}
+	// The first reference is in the table, the others behind --wide:
+	// the table fits 100 columns.
+	for i, ref := range v.refs {
+		d.Columns = append(d.Columns, Column{Key: "server_cpu_vs_" + ref, Title: "vs " + ref, Unit: "×", Better: Lower, Prec: 2, Wide: i > 0})
+	}
+	d.Columns = append(d.Columns,
+		Column{Key: "client_cpu_us_per_req", Title: "client µs/req", Unit: "µs", Better: Lower, Prec: 2, Wide: true},
+		Column{Key: "mb_per_s", Title: "MB/s", Unit: "MB/s", Better: Higher, Prec: 1, Wide: true},
+		Column{Key: "conns", Title: "conns", Wide: true},
+		Column{Key: "size_bytes", Title: "bytes", Unit: "B", Wide: true},
+		Column{Key: "mode", Title: "mode", Wide: true},
+		Column{Key: "runs", Title: "runs", Wide: true},
+		Column{Key: "corrupted_bytes", Title: "corrupted", Unit: "B", Wide: true},
+		Column{Key: "lost_bytes", Title: "lost", Unit: "B", Wide: true},
+		Column{Key: "conn_errors", Title: "conn errors", Wide: true},
+		Column{Key: "integrity", Title: "integrity"},
+	)
+	for gi := range v.groups {
+		g := &v.groups[gi]
+		grp := Group{Title: g.key.label()}
+		for _, p := range g.rows {
+			if p.Err != "" {
+				why := "error: " + oneLine(p.Err)
+				if p.Err == netbench.NotRun {
+					why = p.Err // an interruption is not the engine's error
+				}
+				grp.Rows = append(grp.Rows, Row{Cells: []Cell{TextCell(p.Engine)}, Err: why})
+				continue
+			}
+			cells := []Cell{
+				TextCell(p.Engine),
+				netRuns(p, func(r *netbench.Run) float64 { return r.QPS }, false),
+				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P50Ns) / 1e3 }, true),
+				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P99Ns) / 1e3 }, true),
+				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P999Ns) / 1e3 }, true),
+				netRuns(p, func(r *netbench.Run) float64 { return float64(r.MaxNs) / 1e3 }, true),
+				netRuns(p, func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs }, true),
+			}
+			for _, ref := range v.refs {
+				c := TextCell("")
+				if x, s := g.refRatio(p, ref); s == "n/a" {
+					c = Figure(math.NaN())
+				} else if s != "" {
+					c = Figure(x)
+				}
+				cells = append(cells, c)
+			}
+			integrity := "ok"
+			if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 {
+				integrity = "BAD"
+			}
+			cells = append(cells,
+				netRuns(p, func(r *netbench.Run) float64 { return r.ClientCPUPerReqUs }, true),
+				netRuns(p, func(r *netbench.Run) float64 { return r.MBps }, false),
+				Figure(float64(p.Conns)), Figure(float64(p.Size)), TextCell(p.Mode), Figure(float64(len(p.Runs))),
+				Figure(float64(p.Corrupted)), Figure(float64(p.Lost)), Figure(float64(p.ConnErrors)),
+				TextCell(integrity))
+			grp.Rows = append(grp.Rows, Row{Cells: cells})
+		}
+		d.Groups = append(d.Groups, grp)
+	}
+	d.Legend = []Field{
+		{"QPS", "requests echoed whole and verified per second"},
+		{"P99 µs", "latency from a request's send to the last byte of its echo (–: not measured, as in stream mode)"},
+		{"CPU µs/req", "CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock"},
+	}
+	if len(v.refs) > 0 {
+		d.Legend = append(d.Legend, Field{"vs " + v.refs[0], "CPU µs/req divided by " + v.refs[0] + "'s at the same point: below 1.00 costs less CPU"})
+	}
+	if v.spread {
+		d.Legend = append(d.Legend, Field{"(min–max)", "over the runs; the figures are medians"})
+	}
+	d.Legend = append(d.Legend,
+		Field{"integrity", "ok: every echoed byte matched what was sent, none was lost and no connection failed, in every run"})
+	return d
+}
+
+// netRuns is a figure over p's runs. positive says that 0 means "not
+// measured" (a latency in stream mode, a CPU time not read): such runs
+// are left out, and a figure none of the runs has is "–".
+func netRuns(p *netbench.Point, f func(*netbench.Run) float64, positive bool) Cell {
+	var vals []float64
+	for i := range p.Runs {
+		x := f(&p.Runs[i])
+		if !finite(x) || positive && x <= 0 {
+			continue
+		}
+		vals = append(vals, x)
+	}
+	return Runs(vals)
+}
+
+// splitField splits a header field's value at "; " into a line each, so
+// that a long value stays within a terminal's width. An empty value
+// gives no field.
+func splitField(f Field) []Field {
+	var out []Field
+	for _, part := range strings.Split(f.Value, "; ") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		if len(out) > 0 {
+			f.Key = ""
+		}
+		out = append(out, Field{f.Key, part})
+	}
+	return out
+}
+
+// netVersion is the Go and iopath versions of a report.
+func netVersion(r *netbench.Report) string {
+	var ver []string
+	if r.Machine.GoVersion != "" {
+		ver = append(ver, r.Machine.GoVersion)
+	}
+	iv := r.Version
+	if iv == "" {
+		iv = r.Machine.IopathVersion
+	}
+	if iv != "" {
+		ver = append(ver, "iopath "+iv)
+	}
+	return strings.Join(ver, ", ")
+}
+
+// WriteNet writes r in one of KindFormats: JSON is the report itself
+// (NetJSON), the others its Doc (NetDoc).
+func WriteNet(w io.Writer, format string, r *netbench.Report, o DocOptions) error {
+	if format == "json" {
+		return NetJSON(w, r)
+	}
+	if !slices.Contains(KindFormats, format) {
+		return fmt.Errorf("unknown format %q for a net report: valid formats are %s", format, strings.Join(KindFormats, ", "))
+	}
+	return WriteDoc(w, format, NetDoc(r), o)
+}

@@ -1,0 +1,179 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio/filesrv"
+	"github.com/iopath/iopath/netio/writev"
+)
+
+// FileServeDoc maps file-serving results (filesrv.Median's, or single
+// runs) into a Doc: one group per file size (and connection count, when
+// it varies), a row per method. The headline figures are GB/s and the
+// server's CPU-s per GB; ×readwrite divides the latter by readwrite's
+// at the same size. The 1 MiB target and the runs that failed beside
+// others that did not are notes. A result keeps its runs' median and
+// extremes only: its cells carry no runs.
+func FileServeDoc(rs []filesrv.Result) *Doc {
+	rows := nfFileRows(rs)
+	d := &Doc{Kind: "net-bench-serve-file", Title: "File serving from the page cache over loopback TCP, every byte verified"}
+	d.Header = splitField(Field{"setup", nfFileHeader(rows)})
+	if len(rows) == 0 {
+		return d
+	}
+	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
+	d.Columns = []Column{
+		{Key: "method", Title: "method", Left: true},
+		{Key: "gb_per_s", Title: "GB/s", Unit: "GB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
+		{Key: "server_cpu_s_per_gb", Title: "CPU-s/GB", Unit: "s/GB", Better: Lower, Prec: 3, Spread: true, Headline: true},
+		{Key: "cpu_vs_readwrite", Title: "×readwrite", Unit: "×", Better: Lower, Prec: 2},
+		{Key: "syscalls_per_mb", Title: "syscalls/MB", Better: Lower, Prec: 1},
+		{Key: "syscalls_per_response", Title: "sys/resp", Better: Lower, Prec: 2, Wide: true},
+	}
+	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
+	if proc {
+		d.Columns = append(d.Columns, Column{Key: "process_cpu_s_per_gb", Title: "proc CPU-s/GB", Unit: "s/GB", Better: Lower, Prec: 3, Wide: true})
+	}
+	d.Columns = append(d.Columns,
+		Column{Key: "file_size", Title: "bytes", Unit: "B", Wide: true},
+		Column{Key: "conns", Title: "conns", Wide: true},
+		Column{Key: "runs", Title: "runs", Wide: true},
+		Column{Key: "verified", Title: "verified"})
+	for i := range rows {
+		r := &rows[i]
+		title := units.FormatSize(r.FileSize) + " file"
+		if conns {
+			title += ", " + plural(r.Conns, "connection")
+		}
+		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
+			d.Groups = append(d.Groups, Group{Title: title})
+		}
+		g := &d.Groups[len(d.Groups)-1]
+		if r.Responses == 0 && r.Err != "" {
+			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Method)}, Err: "error: " + oneLine(r.Err)})
+			continue
+		}
+		if r.Err != "" {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s %s: %s", r.Method, units.FormatSize(r.FileSize), oneLine(r.Err)))
+		}
+		cells := []Cell{
+			TextCell(r.Method),
+			spanCell(r.GBps, r.GBpsMin, r.GBpsMax),
+			spanCell(r.CPUSecPerGB, r.CPUSecPerGBMin, r.CPUSecPerGBMax),
+			ratioCell(r.CPUSecPerGB, nfBaseline(rows, r)),
+			measured(r.SyscallsPerMB), measured(r.SyscallsPerResp),
+		}
+		if proc {
+			cells = append(cells, measured(r.ProcCPUSecPerGB))
+		}
+		cells = append(cells, Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)),
+			TextCell(nfVerified(r.Verified, r.Corrupted)))
+		g.Rows = append(g.Rows, Row{Cells: cells})
+	}
+	if l := nfTargetLine(rows); l != "" {
+		d.Notes = append([]string{l}, d.Notes...)
+	}
+	d.Legend = legendFields(fileServeLegend)
+	return d
+}
+
+// WritevDoc maps writev results (writev.Median's, or single runs) into
+// a Doc: one group per part count k, a row per way. The headline figure
+// is the sending thread's CPU per response; ×writes divides it by that
+// of k separate writes. A result keeps its runs' median and extremes
+// only: its cells carry no runs.
+func WritevDoc(rs []writev.Result) *Doc {
+	rows := nfWritevRows(rs)
+	d := &Doc{Kind: "net-bench-writev", Title: "A response of k parts sent over loopback TCP four ways, every byte verified by the reader"}
+	if len(rows) == 0 {
+		return d
+	}
+	d.Columns = []Column{
+		{Key: "way", Title: "way", Left: true},
+		{Key: "syscalls_per_response", Title: "syscalls/resp", Better: Lower, Prec: 2},
+		{Key: "cpu_ns_per_response", Title: "CPU ns/resp", Unit: "ns", Better: Lower, Spread: true, Headline: true},
+		{Key: "cpu_vs_writes", Title: "×writes", Unit: "×", Better: Lower, Prec: 2},
+		{Key: "ns_per_response", Title: "wall ns/resp", Unit: "ns", Better: Lower},
+		{Key: "parts", Title: "k", Wide: true},
+		{Key: "response_bytes", Title: "bytes/resp", Unit: "B", Wide: true},
+		{Key: "runs", Title: "runs", Wide: true},
+		{Key: "verified", Title: "verified"},
+	}
+	for i := range rows {
+		r := &rows[i]
+		title := fmt.Sprintf("k=%d, %d B per response", r.K, r.RespBytes)
+		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
+			d.Groups = append(d.Groups, Group{Title: title})
+		}
+		g := &d.Groups[len(d.Groups)-1]
+		if r.Responses == 0 && r.Err != "" {
+			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Way)}, Err: "error: " + oneLine(r.Err)})
+			continue
+		}
+		if r.Err != "" {
+			d.Notes = append(d.Notes, fmt.Sprintf("%s k=%d: %s", r.Way, r.K, oneLine(r.Err)))
+		}
+		g.Rows = append(g.Rows, Row{Cells: []Cell{
+			TextCell(r.Way),
+			Figure(r.SyscallsPerResp),
+			spanCell(r.CPUNsPerResp, r.CPUNsPerRespMin, r.CPUNsPerRespMax),
+			ratioCell(r.CPUNsPerResp, nfWritesCPU(rows, r.K)),
+			measured(r.NsPerResp),
+			Figure(float64(r.K)), Figure(float64(r.RespBytes)), Figure(float64(r.Runs)),
+			TextCell(nfVerified(r.Verified, 0)),
+		}})
+	}
+	d.Legend = legendFields(writevLegend)
+	return d
+}
+
+// measured is a figure where 0 means "not measured": "–" then.
+func measured(v float64) Cell {
+	if !(v > 0) {
+		return Figure(math.NaN())
+	}
+	return Figure(v)
+}
+
+// spanCell is a median with its runs' extremes, from a result that kept
+// no more of them.
+func spanCell(med, lo, hi float64) Cell {
+	c := measured(med)
+	if c.Num && finite(c.Value) && lo > 0 && hi > 0 {
+		c.Min, c.Max = lo, hi
+	}
+	return c
+}
+
+// ratioCell is a/b, or "–" when either is missing.
+func ratioCell(a, b float64) Cell {
+	if !(a > 0) || !(b > 0) || !finite(a) || !finite(b) {
+		return Figure(math.NaN())
+	}
+	return Figure(a / b)
+}
+
+// legendFields turns a text legend (term, then its text over indented
+// lines) into the Doc's legend.
+func legendFields(legend string) []Field {
+	var out []Field
+	for _, kv := range nfDefs(legend) {
+		out = append(out, Field{kv.K, kv.V})
+	}
+	return out
+}
+
+// WriteFileServe writes file-serving results in one of DocFormats.
+func WriteFileServe(w io.Writer, format string, rs []filesrv.Result, o DocOptions) error {
+	return WriteDoc(w, format, FileServeDoc(rs), o)
+}
+
+// WriteWritev writes writev results in one of DocFormats.
+func WriteWritev(w io.Writer, format string, rs []writev.Result, o DocOptions) error {
+	return WriteDoc(w, format, WritevDoc(rs), o)
+}
