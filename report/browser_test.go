@@ -280,24 +280,3 @@ func rgb(img image.Image, x, y int) [3]uint8 {
 	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)}
 }
 
-// The comparison page loads offline without console messages and holds its
-// chart.
-func TestBrowserCompareHTML(t *testing.T) {
-	bin := findChromium(t)
-	c := Compare(compareReports())
-	var b bytes.Buffer
-	if err := CompareHTML(&b, c); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "compare.html")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
-	if !strings.Contains(dom, `data-chart="compare-throughput"`) {
-		t.Errorf("no comparison chart in the DOM:\n%.500s", dom)
-	}
-	if p := consoleProblems(stderr); len(p) > 0 {
-		t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
-	}
-}

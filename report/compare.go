@@ -150,6 +150,7 @@ type Delta struct {
 
 // CompareRow is one row's comparison, named by the texts of its
 // report's key columns (engine, cache...) within its group (workload).
+// Key holds those the table shows; Fields all of them by column key.
 type CompareRow struct {
 	Group  string            `json:"group,omitempty"`
 	Key    []string          `json:"key"`
@@ -160,6 +161,8 @@ type CompareRow struct {
 	Fields map[string]string `json:"fields"`
 	// Error, for an error row, says which side failed and why.
 	Error string `json:"error,omitempty"`
+
+	fields []string // every key column's text, hidden ones included
 }
 
 // Name is the row's key, as the report's table shows it.
@@ -263,14 +266,15 @@ type compared struct {
 	src CompareSource
 }
 
-// docRow is a row of a Doc with what names it.
+// docRow is a row of a Doc with what names it: the texts of all its key
+// columns (fields, hidden ones included), in its group.
 type docRow struct {
-	group string
-	key   []string
-	row   *Row
+	group  string
+	fields []string
+	row    *Row
 }
 
-func (d docRow) id() string { return d.group + "\x00" + strings.Join(d.key, "\x00") }
+func (d docRow) id() string { return d.group + "\x00" + strings.Join(d.fields, "\x00") }
 
 // keyColumns are the indexes of d's key columns: its text columns.
 func keyColumns(d *Doc) []int {
@@ -283,7 +287,19 @@ func keyColumns(d *Doc) []int {
 	return idx
 }
 
-func docRows(d *Doc) []docRow {
+// visible picks from a row's fields those of the key columns a table
+// shows.
+func (c *Comparison) visible(fields []string) []string {
+	var out []string
+	for k, col := range c.keyCols {
+		if k < len(fields) && !col.Hidden {
+			out = append(out, fields[k])
+		}
+	}
+	return out
+}
+
+func keyedRows(d *Doc) []docRow {
 	keys := keyColumns(d)
 	var out []docRow
 	for gi := range d.Groups {
@@ -296,7 +312,7 @@ func docRows(d *Doc) []docRow {
 					k = append(k, r.Cells[i].Text)
 				}
 			}
-			out = append(out, docRow{group: g.Title, key: k, row: r})
+			out = append(out, docRow{group: g.Title, fields: k, row: r})
 		}
 	}
 	return out
@@ -372,7 +388,7 @@ func compare(old, new compared) *Comparison {
 		id string
 		n  int
 	}
-	oldRows, newRows := docRows(old.doc), docRows(new.doc)
+	oldRows, newRows := keyedRows(old.doc), keyedRows(new.doc)
 	oldIndex := map[slot]int{}
 	seen := map[string]int{}
 	for i, r := range oldRows {
@@ -385,7 +401,7 @@ func compare(old, new compared) *Comparison {
 	for _, nr := range newRows {
 		s := slot{nr.id(), seen[nr.id()]}
 		seen[nr.id()]++
-		row := CompareRow{Group: nr.group, Key: nr.key, New: sideOf(nr.row, ni)}
+		row := CompareRow{Group: nr.group, Key: c.visible(nr.fields), New: sideOf(nr.row, ni), fields: nr.fields}
 		j, ok := oldIndex[s]
 		if !ok {
 			row.Status = StatusAdded
@@ -399,7 +415,7 @@ func compare(old, new compared) *Comparison {
 	}
 	for i, or := range oldRows {
 		if !used[i] {
-			rows = append(rows, CompareRow{Group: or.group, Key: or.key, Status: StatusRemoved, Old: sideOf(or.row, oi)})
+			rows = append(rows, CompareRow{Group: or.group, Key: c.visible(or.fields), Status: StatusRemoved, Old: sideOf(or.row, oi), fields: or.fields})
 		}
 	}
 	// Group, keeping the order within each group.
@@ -419,8 +435,8 @@ func compare(old, new compared) *Comparison {
 		r := &c.Rows[i]
 		r.Fields = map[string]string{}
 		for k, col := range c.keyCols {
-			if k < len(r.Key) {
-				r.Fields[col.Key] = r.Key[k]
+			if k < len(r.fields) {
+				r.Fields[col.Key] = r.fields[k]
 			}
 		}
 		c.count(r)

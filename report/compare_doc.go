@@ -57,12 +57,14 @@ func CompareDoc(c *Comparison) *Doc {
 	}
 	if len(c.Rows) == 0 {
 		d.Notes = append(d.Notes, "no results in either report")
-		d.Notes = append(d.Notes, "summary: "+c.Summary.String())
+		d.After = append(d.After, "summary: "+c.Summary.String())
 		return d
 	}
 
 	for _, k := range c.keyCols {
-		d.Columns = append(d.Columns, Column{Key: k.Key, Title: k.Title, Left: true})
+		if !k.Hidden {
+			d.Columns = append(d.Columns, Column{Key: k.Key, Title: k.Title, Left: true})
+		}
 	}
 	for i, m := range c.Metrics {
 		if i == 0 {
@@ -110,27 +112,31 @@ func CompareDoc(c *Comparison) *Doc {
 		Field{"verdict", "≥5 runs a side: Mann–Whitney U test, p < 0.05; 2–4 runs: noise when within the larger min–max spread; ? (1 run): no spread to judge by; n/a: not measured"},
 		Field{"runs", "old→new; * some noisy, kept (see notes)"})
 	d.Legend = legend
-	d.Notes = append(d.Notes, "summary: "+c.Summary.String())
 	d.Notes = append(d.Notes, compareNotes(c, len(groups) > 1)...)
+	d.After = append(d.After, "summary: "+c.Summary.String())
 	return d
 }
 
 // compareDocRow is one row of the comparison's table.
 func compareDocRow(c *Comparison, r *CompareRow) Row {
 	var row Row
-	for k := range c.keyCols {
-		s := ""
-		if k < len(r.Key) {
-			s = r.Key[k]
-		}
-		row.Cells = append(row.Cells, TextCell(s))
+	for _, k := range r.Key {
+		row.Cells = append(row.Cells, TextCell(k))
 	}
 	if r.Status == StatusError {
-		what := "error"
-		if cmpNotRun(r.Old.Error) || cmpNotRun(r.New.Error) {
-			what = "not run"
+		o, n := r.Old.Error, r.New.Error
+		if cmpNotRun(o) || cmpNotRun(n) {
+			side := "old and new"
+			switch {
+			case !cmpNotRun(o):
+				side = "new"
+			case !cmpNotRun(n):
+				side = "old"
+			}
+			row.Err = "not run (" + side + "): interrupted"
+			return row
 		}
-		row.Err = what + " (" + strings.Replace(r.Error, ": ", "): ", 1)
+		row.Err = "error (" + strings.Replace(r.Error, ": ", "): ", 1)
 		return row
 	}
 	first := func(s *CompareSide) Cell {

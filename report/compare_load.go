@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/internal/units"
@@ -171,6 +172,6 @@ func loadNetCompared(path string, data []byte) (compared, error) {
 	}
 	c := r.Config
 	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine,
-		Props: []Field{{"duration", fmt.Sprint(c.DurationNs) + "ns"}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)}}}
+		Props: []Field{{"duration", time.Duration(c.DurationNs).String()}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)}}}
 	return compared{doc: NetDoc(&r), src: src}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/netio/netbench"
 )
 
 // cmpDoc builds a Doc of two key columns (engine, cache), a headline
@@ -274,7 +275,6 @@ func compareReports() (old, new *bench.Report) {
 	return old, new
 }
 
-
 // compareBench compares two bench reports as compare does with their
 // JSON files.
 func compareBench(t *testing.T, old, new *bench.Report) *Comparison {
@@ -315,7 +315,8 @@ func cmpFind(t *testing.T, c *Comparison, name string) *CompareRow {
 // removed rows, fio twins and the machine's differences; the table is a
 // golden file and fits 100 columns.
 func TestCompareBench(t *testing.T) {
-	c := compareBench(t, compareReports())
+	old, cur := compareReports()
+	c := compareBench(t, old, cur)
 	if c.Kind != "file" || len(c.Metrics) != 2 || c.Metrics[0].Key != "gib_per_s" || c.Metrics[1].Key != "cpu_s_per_gib" {
 		t.Fatalf("kind %q metrics %+v", c.Kind, c.Metrics)
 	}
@@ -400,7 +401,7 @@ func TestCompareInterrupted(t *testing.T) {
 	if err := WriteCompare(&b, "table", c, DocOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"not run (new): not run (interrupted)", "2 not run (interrupted)", "interrupted: incomplete"} {
+	for _, want := range []string{"not run (new): interrupted", "2 not run (interrupted)", "interrupted: incomplete"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("compare table lacks %q:\n%s", want, b.String())
 		}
@@ -499,5 +500,65 @@ func TestCompareFilesErrors(t *testing.T) {
 	}
 }
 
-var _ = slices.Contains[[]string]
-var _ = time.Now
+// TestCompareNet: two echo reports compare on QPS, P99 and server CPU per
+// request, point by point.
+func TestCompareNet(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, r *netbench.Report) string {
+		var b bytes.Buffer
+		if err := NetJSON(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old, cur := netSample(), netSample()
+	for i := range cur.Points {
+		p := &cur.Points[i]
+		if p.Engine != "epoll" || p.Size != 64 {
+			continue
+		}
+		p.QPS *= 1.5
+		for j := range p.Runs {
+			p.Runs[j].QPS *= 1.5
+		}
+	}
+	c, err := CompareFiles(write("old.json", old), write("new.json", cur))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != "net-echo" {
+		t.Errorf("kind %q", c.Kind)
+	}
+	var keys []string
+	for _, m := range c.Metrics {
+		keys = append(keys, m.Key)
+	}
+	if got := strings.Join(keys, ","); got != "qps,p99_us,server_cpu_us_per_req" {
+		t.Errorf("metrics %s", got)
+	}
+	var faster []string
+	for _, r := range c.Rows {
+		if h := r.Headline(); h != nil && h.Verdict == VerdictFaster {
+			faster = append(faster, r.Name()+" @ "+r.Group)
+		}
+		if r.Status == StatusAdded || r.Status == StatusRemoved {
+			t.Errorf("%s (%s): %s comparing a report with its copy", r.Name(), r.Group, r.Status)
+		}
+	}
+	if len(faster) != 1 || !strings.HasPrefix(faster[0], "epoll @ ") || !strings.Contains(faster[0], "64B") {
+		t.Errorf("faster rows %q, want epoll at 64 B only", faster)
+	}
+	var b bytes.Buffer
+	if err := WriteCompare(&b, "table", c, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if width(l) > docWrap && !strings.HasPrefix(l, "command") {
+			t.Errorf("line of %d columns: %q", width(l), l)
+		}
+	}
+}
