@@ -541,3 +541,88 @@ func BenchmarkJSONBig(b *testing.B) {
 		}
 	}
 }
+
+// warmOnly is smallSweep without its cold rows: one cache state, so that
+// the sweep sections hold one chart each (the case in which a one-column
+// grid once stretched a chart to twice its size).
+func warmOnly() *bench.Report {
+	r := smallSweep()
+	var rows []bench.Result
+	for _, res := range r.Results {
+		if res.Cache == "warm" {
+			rows = append(rows, res)
+		}
+	}
+	r.Results = rows
+	return r
+}
+
+// pages renders one of each HTML page this package writes.
+func pages(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range htmlFixtures {
+		out[f.name] = renderHTML(t, f.report())
+	}
+	out["warmOnly"] = renderHTML(t, warmOnly())
+	out["net"] = netRenderHTML(t, netBig())
+	var b bytes.Buffer
+	if err := NetFileHTML(&b, NetFilePage{FileServe: fileServeFixture(), Writev: writevFixture()}); err != nil {
+		t.Fatal(err)
+	}
+	out["netfile"] = b.String()
+	return out
+}
+
+var (
+	svgTagRe   = regexp.MustCompile(`<svg class="chart"[^>]*>`)
+	svgAttrRe  = regexp.MustCompile(`\s(width|height|viewBox|data-chart)="([^"]*)"`)
+	gridOpenRe = regexp.MustCompile(`<div class="grid">`)
+)
+
+// Text is the same size in every chart of a page: each chart is drawn at
+// its natural size (width and height are its viewBox's, and the
+// stylesheet gives svg.chart no size), so that one unit is one CSS pixel
+// in all of them; and each fits the box the page lays it out in (a grid
+// cell, or the full width).
+func TestHTMLChartScale(t *testing.T) {
+	for name, doc := range pages(t) {
+		t.Run(name, func(t *testing.T) {
+			css := doc[strings.Index(doc, "<style>"):strings.Index(doc, "</style>")]
+			for _, rule := range regexp.MustCompile(`(?m)^[^{}]*svg[^{}]*\{[^}]*\}`).FindAllString(css, -1) {
+				if r := strings.ReplaceAll(rule, "max-width:none", ""); strings.Contains(r, "width") || strings.Contains(r, "height") {
+					t.Errorf("the stylesheet sizes the charts: %s", rule)
+				}
+			}
+			n := 0
+			for _, loc := range svgTagRe.FindAllStringIndex(doc, -1) {
+				n++
+				a := map[string]string{}
+				for _, m := range svgAttrRe.FindAllStringSubmatch(doc[loc[0]:loc[1]], -1) {
+					a[m[1]] = m[2]
+				}
+				vb := strings.Fields(a["viewBox"])
+				if len(vb) != 4 || vb[0] != "0" || vb[1] != "0" || vb[2] != a["width"] || vb[3] != a["height"] {
+					t.Errorf("chart %s: width %q height %q, viewBox %q: not drawn at its natural size", a["data-chart"], a["width"], a["height"], a["viewBox"])
+					continue
+				}
+				var w float64
+				fmt.Sscan(a["width"], &w)
+				// In a grid when the last <div class="grid"> before it is
+				// not closed yet.
+				limit := chartMaxW
+				if g := gridOpenRe.FindAllStringIndex(doc[:loc[0]], -1); len(g) > 0 {
+					if !strings.Contains(doc[g[len(g)-1][0]:loc[0]], "</div>\n</section>") {
+						limit = chartHalfW
+					}
+				}
+				if w > limit && !strings.HasPrefix(a["data-chart"], "integrity") {
+					t.Errorf("chart %s is %v wide, over the %v the page lays it out in", a["data-chart"], w, limit)
+				}
+			}
+			if n == 0 && name != "zero" {
+				t.Error("no chart")
+			}
+		})
+	}
+}
