@@ -334,3 +334,65 @@ tr.fio td,tr:hover td{background:none}
 {{end}}{{with .Defs}}<dl class="defs">{{range .}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>
 {{end}}{{if .Blank}}<p class="empty">{{.Empty}}</p>
 {{end}}</section>{{end}}{{define "attrs"}}{{with .Class}} class="{{.}}"{{end}}{{with .Title}} title="{{.}}"{{end}}{{if gt .Span 1}} colspan="{{.Span}}"{{end}}{{if gt .RowSpan 1}} rowspan="{{.RowSpan}}"{{end}}{{end}}`))
+
+// docSections draws a Doc (model.go) on a page: its table (every column,
+// with a min–max beside the figures that have one, as the text table
+// shows it with --wide) in a section with id, then its notes and its
+// legend. d.Header belongs in the page's header cards, d.After in an
+// intro.
+func docSections(id, title string, d *Doc) []section {
+	res := section{ID: id, Title: title}
+	if len(d.Columns) > 0 && len(d.Groups) > 0 {
+		cols := d.shown(DocOptions{Wide: true})
+		spread := make([]bool, len(cols))
+		t := &table{Head: [][]cell{nil}}
+		lefts := 0
+		for k, i := range cols {
+			c := d.Columns[i]
+			h := cell{Text: c.Title}
+			if c.Left {
+				h.Class = "l"
+				lefts++
+			}
+			t.Head[0] = append(t.Head[0], h)
+			if spread[k] = d.hasSpread(i); spread[k] {
+				t.Head[0] = append(t.Head[0], cell{Text: "min–max", Class: "l"})
+			}
+		}
+		for _, g := range d.Groups {
+			if g.Title != "" {
+				t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
+			}
+			for _, r := range g.Rows {
+				row := trow{}
+				if r.Sub {
+					row.Class = "sub"
+				}
+				for k, s := range d.cellTexts(r, cols, spread, "") {
+					c := cell{Text: s, Class: t.Head[0][k].Class}
+					if r.Err != "" && k == max(lefts, 1) {
+						row.Class = strings.TrimSpace(row.Class + " failed")
+						c = cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k}
+						row.Cells = append(row.Cells, c)
+						break
+					}
+					row.Cells = append(row.Cells, c)
+				}
+				t.Rows = append(t.Rows, row)
+			}
+		}
+		res.Table = t
+	}
+	out := []section{res}
+	if len(d.Notes) > 0 {
+		out = append(out, section{ID: id + "-notes", Title: "Notes", List: d.Notes})
+	}
+	if len(d.Legend) > 0 {
+		defs := section{ID: id + "-definitions", Title: "Definitions"}
+		for _, f := range d.Legend {
+			defs.Defs = append(defs.Defs, kv{f.Key, f.Value})
+		}
+		out = append(out, defs)
+	}
+	return out
+}
