@@ -34,14 +34,6 @@ func NetHTML(w io.Writer, r *netbench.Report) error {
 	return renderPage(w, newNetHTML(r).page())
 }
 
-// netEngineColors gives each known server engine its colour in every
-// chart; io_uring keeps the colour it has in the file report.
-var netEngineColors = map[string]string{
-	"net":      "#4e79a7",
-	"epoll":    "#59a14f",
-	"io_uring": "#8e63b5",
-}
-
 type netHTML struct {
 	v      *netView
 	series []*hSeries // engines with a row, in display order
@@ -61,7 +53,7 @@ func newNetHTML(r *netbench.Report) *netHTML {
 			names = append(names, e)
 		}
 	}
-	m.series, m.byName = nameSeries(names, netEngineColors)
+	m.series, m.byName = nameSeries(names)
 	return m
 }
 

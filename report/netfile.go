@@ -22,14 +22,6 @@ import (
 	"github.com/iopath/iopath/netio/writev"
 )
 
-// nfColors gives each file-serving method and each writev way its colour
-// in every chart (the same hue for the baseline, for io_uring, and so on).
-var nfColors = map[string]string{
-	filesrv.ReadWrite: "#4e79a7", filesrv.Sendfile: "#f28e2b", filesrv.Splice: "#59a14f",
-	writev.Writes: "#4e79a7", writev.Coalesced: "#f28e2b", writev.NetBuffers: "#59a14f",
-	"io_uring": "#8e63b5",
-}
-
 // nfOrdered returns the names in want's order, then any others in order
 // of appearance.
 func nfOrdered(want []string, have []string) []string {
@@ -536,7 +528,7 @@ func nfFileSection(in []filesrv.Result) section {
 		}
 	}
 	names = nfOrdered(filesrv.Methods(), names)
-	order, series := nameSeries(names, nfColors)
+	order, series := nameSeries(names)
 	label := func(r *filesrv.Result) string {
 		if nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) {
 			return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
@@ -679,7 +671,7 @@ func nfWritevSection(in []writev.Result) section {
 		}
 	}
 	names = nfOrdered(writev.Ways(), names)
-	order, series := nameSeries(names, nfColors)
+	order, series := nameSeries(names)
 	tip := func(r *writev.Result) string {
 		return fmt.Sprintf("%s, k=%d (%d B): %s CPU ns/resp (%s writes), %.2f syscalls/resp, %d runs",
 			r.Way, r.K, r.RespBytes, nfInt(r.CPUNsPerResp), nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), r.SyscallsPerResp, r.Runs)

@@ -21,6 +21,7 @@ import (
 	"html"
 	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -88,15 +89,15 @@ func (w *svgW) rect(x, y, width, height float64, attrs ...string) {
 
 // --- colours
 
-// hEngineColors gives each known engine its colour in every chart; fio
-// twins are drawn in a lighter, hatched variant of their engine's colour.
+// hEngineColors gives each known engine, server engine, file-serving
+// method and writev way its colour in every chart: io_uring is the same
+// purple everywhere, and each baseline blue. fio twins are drawn in a
+// lighter, hatched variant of their engine's colour.
 var hEngineColors = map[string]string{
-	"read":     "#4e79a7",
-	"pread":    "#f28e2b",
-	"readv":    "#59a14f",
-	"mmap":     "#e15759",
-	"io_uring": "#8e63b5",
-	"null":     "#7f7f7f",
+	"read": "#4e79a7", "pread": "#f28e2b", "readv": "#59a14f", "mmap": "#e15759", "io_uring": "#8e63b5", "null": "#7f7f7f",
+	"net": "#4e79a7", "epoll": "#59a14f",
+	"readwrite": "#4e79a7", "sendfile": "#f28e2b", "splice": "#59a14f",
+	"writes": "#4e79a7", "coalesced": "#f28e2b", "net.Buffers": "#59a14f",
 }
 
 // hExtraColors are handed out, in order, to engines not in hEngineColors.
@@ -156,12 +157,12 @@ func (s *hSeries) swatch() template.CSS {
 }
 
 // nameSeries makes a chart series per name, in order, coloured from
-// palette or, for names not in it, from hExtraColors.
-func nameSeries(names []string, palette map[string]string) (order []*hSeries, byName map[string]*hSeries) {
+// hEngineColors or, for names not in it, from hExtraColors.
+func nameSeries(names []string) (order []*hSeries, byName map[string]*hSeries) {
 	byName = map[string]*hSeries{}
 	next := 0
 	for _, n := range names {
-		c, ok := palette[n]
+		c, ok := hEngineColors[n]
 		if !ok {
 			c = hExtraColors[next%len(hExtraColors)]
 			next++
@@ -984,50 +985,39 @@ func hLineChart(spec hLineSpec) string {
 
 	ys := yScale(&w, spec.y.log10, ymin, ymax, top, bottom, left, right, spec.y.label, spec.y.fmt)
 
-	// x axis
-	var xs hScale
-	pad := 28.0
-	switch {
-	case spec.x.cats != nil:
-		xs = hScale{d0: 0, d1: float64(len(spec.x.cats) - 1), r0: left + pad, r1: right - pad}
-	default:
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, t := range spec.x.ticks {
-			lo, hi = math.Min(lo, t), math.Max(hi, t)
-		}
-		if math.IsInf(lo, 0) {
-			lo, hi = 1, 2
-		}
-		xs = hScale{d0: lo, d1: hi, r0: left + pad, r1: right - pad}
-		if spec.x.log2 {
-			xs.log = math.Log2
+	// x axis: a categorical one is a linear one over the categories'
+	// indexes.
+	x := spec.x
+	if x.cats != nil {
+		x.ticks, x.fmt = nil, func(v float64) string { return x.cats[int(v)] }
+		for i := range x.cats {
+			x.ticks = append(x.ticks, float64(i))
 		}
 	}
+	lo, hi := 1.0, 2.0
+	if len(x.ticks) > 0 {
+		lo, hi = slices.Min(x.ticks), slices.Max(x.ticks)
+	}
+	const pad = 28.0
+	xs := hScale{d0: lo, d1: hi, r0: left + pad, r1: right - pad}
+	if x.log2 {
+		xs.log = math.Log2
+	}
 	w.open("g", false, "class", "axis")
-	if spec.x.cats != nil {
-		for i, c := range spec.x.cats {
-			x := xs.at(float64(i))
-			w.line(x, top, x, bottom, "class", "grid minor")
-			w.text(x, bottom+16, c, "text-anchor", "middle")
-		}
-	} else {
-		lastX := math.Inf(-1)
-		for _, t := range spec.x.ticks {
-			x := xs.at(t)
-			w.line(x, top, x, bottom, "class", "grid minor")
-			if x-lastX >= 34 {
-				w.text(x, bottom+16, spec.x.fmt(t), "text-anchor", "middle")
-				lastX = x
-			}
+	lastX, x0fmt := math.Inf(-1), x.fmt
+	for _, t := range x.ticks {
+		x := xs.at(t)
+		w.line(x, top, x, bottom, "class", "grid minor")
+		if x-lastX >= 34 {
+			w.text(x, bottom+16, x0fmt(t), "text-anchor", "middle")
+			lastX = x
 		}
 	}
 	w.text((left+right)/2, bottom+36, spec.x.label, "class", "unit", "text-anchor", "middle")
 	w.end("g")
 	w.line(left, bottom, right, bottom, "class", "baseline")
 
-	xOf := func(p hPoint) float64 {
-		return xs.at(p.x)
-	}
+	xOf := func(p hPoint) float64 { return xs.at(p.x) }
 	var labelYs []float64
 	for _, l := range spec.lines {
 		s := l.s
