@@ -517,50 +517,32 @@ func nfFileSection(in []filesrv.Result) section {
 	}
 	s.Intro = []string{intro}
 
-	var names []string
-	var sizes []int64
-	for _, r := range rows {
-		if !slices.Contains(names, r.Method) {
-			names = append(names, r.Method)
-		}
-		if !slices.Contains(sizes, r.FileSize) {
-			sizes = append(sizes, r.FileSize)
-		}
-	}
-	names = nfOrdered(filesrv.Methods(), names)
-	order, series := nameSeries(names)
-	label := func(r *filesrv.Result) string {
-		if nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) {
-			return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
-		}
-		return units.FormatSize(r.FileSize)
-	}
-	groups := func(bar func(r *filesrv.Result) hBar) []hBarGroup {
-		var gs []hBarGroup
-		for i := range rows {
-			r := &rows[i]
-			l := label(r)
-			if len(gs) == 0 || gs[len(gs)-1].label != l {
-				gs = append(gs, hBarGroup{label: l})
-			}
-			b := bar(r)
-			b.s = series[r.Method]
-			if r.Responses == 0 && r.Err != "" {
-				b = hBar{s: b.s, err: r.Err, tip: r.Method + ": " + r.Err}
-			}
-			gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
-		}
-		return gs
-	}
-	tip := func(r *filesrv.Result) string {
+	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
+	tip := func(r filesrv.Result) string {
 		return fmt.Sprintf("%s, %s: %s GB/s, %s CPU-s/GB (%s readwrite), %s syscalls/MB, %d runs",
 			r.Method, units.FormatSize(r.FileSize), nfNum(r.GBps), nfNum(r.CPUSecPerGB),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), r.Runs)
+			nfRatio(r.CPUSecPerGB, nfBaseline(rows, &r)), nfNum(r.SyscallsPerMB), r.Runs)
 	}
-	ratio := hBarChart(hBarSpec{id: "fs-cpu-ratio", title: "Server CPU per GB, relative to readwrite", unit: "× readwrite", series: order, value: decimals(2),
-		shareLabel: "io_uring kernel threads",
-		groups: groups(func(r *filesrv.Result) hBar {
-			base := nfBaseline(rows, r)
+	p := newNFPlot(rows, filesrv.Methods(), func(r filesrv.Result) string { return r.Method }, tip,
+		func(r filesrv.Result) string { return units.FormatSize(r.FileSize) },
+		func(r filesrv.Result) string {
+			if conns {
+				return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
+			}
+			return units.FormatSize(r.FileSize)
+		},
+		func(r filesrv.Result) string {
+			if r.Responses == 0 {
+				return r.Err
+			}
+			return ""
+		})
+	gbps := p.bars("fs-gbps", "Throughput", "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.",
+		"GB/s", decimals(2), func(r filesrv.Result) hBar { return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)} })
+	s.Charts = append(s.Charts, p.bars("fs-cpu-ratio", "Server CPU per GB, relative to readwrite",
+		"Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
+		"× readwrite", decimals(2), func(r filesrv.Result) hBar {
+			base := nfBaseline(rows, &r)
 			if base <= 0 || !(r.CPUSecPerGB > 0) {
 				return hBar{tip: tip(r) + " (no readwrite figure to compare with)"}
 			}
@@ -569,55 +551,21 @@ func nfFileSection(in []filesrv.Result) section {
 				b.share = r.IOThreadCPU.Seconds() / (float64(r.Bytes) / 1e9) / base
 			}
 			return b
-		})})
-	gbps := hBarChart(hBarSpec{id: "fs-gbps", title: "Throughput", unit: "GB/s", series: order, value: decimals(2),
-		groups: groups(func(r *filesrv.Result) hBar {
-			return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)}
-		})})
-	s.Charts = append(s.Charts, chart{ID: "fs-cpu-ratio", Title: "Server CPU per GB, relative to readwrite",
-		Caption: "Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
-		SVG:     template.HTML(ratio)})
-	if !nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) && len(sizes) > 1 {
-		cats := make([]string, len(sizes))
-		for i, sz := range sizes {
-			cats[i] = units.FormatSize(sz)
-		}
-		line := func(id, title, unit string, y func(r *filesrv.Result) float64) string {
-			var lines []hLine
-			for _, n := range names {
-				l := hLine{s: series[n]}
-				for i := range rows {
-					r := &rows[i]
-					if r.Method != n {
-						continue
-					}
-					p := hPoint{x: float64(slices.Index(sizes, r.FileSize)), y: y(r), tip: tip(r)}
-					if r.Responses == 0 && r.Err != "" {
-						p = hPoint{x: p.x, err: r.Err, tip: r.Method + ": " + r.Err}
-					}
-					l.pts = append(l.pts, p)
-				}
-				lines = append(lines, l)
-			}
-			return hLineChart(hLineSpec{id: id, title: title,
-				x:     hAxisSpec{label: "file size", cats: cats},
-				y:     hAxisSpec{label: unit, log10: true, fmt: func(v float64) string { return hSig3(v) }},
-				lines: lines})
-		}
+		}))
+	if !conns && len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
-			chart{ID: "fs-cpu", Title: "Server CPU per GB sent", Caption: "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
-				SVG: template.HTML(line("fs-cpu", "Server CPU per GB sent", "CPU-s/GB", func(r *filesrv.Result) float64 { return r.CPUSecPerGB }))},
-			chart{ID: "fs-gbps", Title: "Throughput", Caption: "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.", SVG: template.HTML(gbps)},
-			chart{ID: "fs-syscalls", Title: "System calls per MB", Caption: "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
-				SVG: template.HTML(line("fs-syscalls", "System calls per MB", "syscalls/MB", func(r *filesrv.Result) float64 { return r.SyscallsPerMB }))})
+			p.lines("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
+				"file size", "CPU-s/GB", func(r filesrv.Result) float64 { return r.CPUSecPerGB }),
+			gbps,
+			p.lines("fs-syscalls", "System calls per MB", "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
+				"file size", "syscalls/MB", func(r filesrv.Result) float64 { return r.SyscallsPerMB }))
 	} else {
-		cpu := hBarChart(hBarSpec{id: "fs-cpu", title: "Server CPU per GB sent", unit: "CPU-s/GB", series: order, value: decimals(3),
-			groups: groups(func(r *filesrv.Result) hBar {
-				return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r)}
-			})})
 		s.Charts = append(s.Charts,
-			chart{ID: "fs-cpu", Title: "Server CPU per GB sent", Caption: "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.", SVG: template.HTML(cpu)},
-			chart{ID: "fs-gbps", Title: "Throughput", Caption: "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.", SVG: template.HTML(gbps)})
+			p.bars("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.",
+				"CPU-s/GB", decimals(3), func(r filesrv.Result) hBar {
+					return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r)}
+				}),
+			gbps)
 	}
 
 	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
@@ -660,87 +608,39 @@ func nfWritevSection(in []writev.Result) section {
 	rows := nfWritevRows(in)
 	s := section{ID: "writev", Title: "writev batching",
 		Intro: []string{"A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}}
-	var names []string
-	var ks []int
-	for _, r := range rows {
-		if !slices.Contains(names, r.Way) {
-			names = append(names, r.Way)
-		}
-		if !slices.Contains(ks, r.K) {
-			ks = append(ks, r.K)
-		}
-	}
-	names = nfOrdered(writev.Ways(), names)
-	order, series := nameSeries(names)
-	tip := func(r *writev.Result) string {
+	tip := func(r writev.Result) string {
 		return fmt.Sprintf("%s, k=%d (%d B): %s CPU ns/resp (%s writes), %.2f syscalls/resp, %d runs",
 			r.Way, r.K, r.RespBytes, nfInt(r.CPUNsPerResp), nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), r.SyscallsPerResp, r.Runs)
 	}
-	groups := func(bar func(r *writev.Result) hBar) []hBarGroup {
-		var gs []hBarGroup
-		for i := range rows {
-			r := &rows[i]
-			l := fmt.Sprintf("k=%d", r.K)
-			if len(gs) == 0 || gs[len(gs)-1].label != l {
-				gs = append(gs, hBarGroup{label: l})
+	p := newNFPlot(rows, writev.Ways(), func(r writev.Result) string { return r.Way }, tip,
+		func(r writev.Result) string { return strconv.Itoa(r.K) },
+		func(r writev.Result) string { return fmt.Sprintf("k=%d", r.K) },
+		func(r writev.Result) string {
+			if r.Responses == 0 {
+				return r.Err
 			}
-			b := bar(r)
-			b.s = series[r.Way]
-			if r.Responses == 0 && r.Err != "" {
-				b = hBar{s: b.s, err: r.Err, tip: r.Way + ": " + r.Err}
+			return ""
+		})
+	s.Charts = append(s.Charts, p.bars("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
+		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
+		"× writes", decimals(2), func(r writev.Result) hBar {
+			base := nfWritesCPU(rows, r.K)
+			if base <= 0 || !(r.CPUNsPerResp > 0) {
+				return hBar{tip: tip(r) + " (no writes figure to compare with)"}
 			}
-			gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
-		}
-		return gs
-	}
-	gs := groups(func(r *writev.Result) hBar {
-		base := nfWritesCPU(rows, r.K)
-		if base <= 0 || !(r.CPUNsPerResp > 0) {
-			return hBar{tip: tip(r) + " (no writes figure to compare with)"}
-		}
-		return hBar{v: r.CPUNsPerResp / base, tip: tip(r)}
-	})
-	ratio := hBarChart(hBarSpec{id: "wv-cpu-ratio", title: "Sender CPU per response, relative to k writes", unit: "× writes", series: order, groups: gs, value: decimals(2)})
-	s.Charts = append(s.Charts, chart{ID: "wv-cpu-ratio", Title: "Sender CPU per response, relative to k writes",
-		Caption: "Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.", SVG: template.HTML(ratio)})
-	if len(ks) > 1 {
-		cats := make([]string, len(ks))
-		for i, k := range ks {
-			cats[i] = strconv.Itoa(k)
-		}
-		line := func(id, title, unit string, y func(r *writev.Result) float64) string {
-			var lines []hLine
-			for _, n := range names {
-				l := hLine{s: series[n]}
-				for i := range rows {
-					r := &rows[i]
-					if r.Way != n {
-						continue
-					}
-					p := hPoint{x: float64(slices.Index(ks, r.K)), y: y(r), tip: tip(r)}
-					if r.Responses == 0 && r.Err != "" {
-						p = hPoint{x: p.x, err: r.Err, tip: r.Way + ": " + r.Err}
-					}
-					l.pts = append(l.pts, p)
-				}
-				lines = append(lines, l)
-			}
-			return hLineChart(hLineSpec{id: id, title: title,
-				x:     hAxisSpec{label: "parts per response (k)", cats: cats},
-				y:     hAxisSpec{label: unit, log10: true, fmt: func(v float64) string { return hSig3(v) }},
-				lines: lines})
-		}
+			return hBar{v: r.CPUNsPerResp / base, tip: tip(r)}
+		}))
+	if len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
-			chart{ID: "wv-cpu", Title: "Sender CPU per response", Caption: "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
-				SVG: template.HTML(line("wv-cpu", "Sender CPU per response", "CPU ns/resp", func(r *writev.Result) float64 { return r.CPUNsPerResp }))},
-			chart{ID: "wv-syscalls", Title: "System calls per response", Caption: "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
-				SVG: template.HTML(line("wv-syscalls", "System calls per response", "syscalls/resp", func(r *writev.Result) float64 { return r.SyscallsPerResp }))})
+			p.lines("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
+				"parts per response (k)", "CPU ns/resp", func(r writev.Result) float64 { return r.CPUNsPerResp }),
+			p.lines("wv-syscalls", "System calls per response", "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
+				"parts per response (k)", "syscalls/resp", func(r writev.Result) float64 { return r.SyscallsPerResp }))
 	} else {
-		cpu := hBarChart(hBarSpec{id: "wv-cpu", title: "Sender CPU per response", unit: "CPU ns/resp", series: order, value: decimals(0),
-			groups: groups(func(r *writev.Result) hBar {
+		s.Charts = append(s.Charts, p.bars("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.",
+			"CPU ns/resp", decimals(0), func(r writev.Result) hBar {
 				return hBar{v: r.CPUNsPerResp, lo: r.CPUNsPerRespMin, hi: r.CPUNsPerRespMax, tip: tip(r)}
-			})})
-		s.Charts = append(s.Charts, chart{ID: "wv-cpu", Title: "Sender CPU per response", Caption: "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.", SVG: template.HTML(cpu)})
+			}))
 	}
 	t, add := nfTableOf([]string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "min–max", "×writes", "wall ns/resp", "runs", "verified"},
 		func(h string) bool { return h == "way" || h == "verified" || h == "min–max" })
@@ -764,6 +664,74 @@ func nfWritevSection(in []writev.Result) section {
 	s.Table = t
 	s.Defs = nfDefs(writevLegend)
 	return s
+}
+
+// nfPlot draws a side benchmark's rows: bars in groups (a file size, a
+// k), or a line per series over the x categories.
+type nfPlot[T any] struct {
+	rows   []T
+	order  []*hSeries
+	series map[string]*hSeries
+	cats   []string       // x categories, in the rows' order
+	name   func(T) string // the row's series
+	tip    func(T) string // its tooltip
+	cat    func(T) string // its x category
+	group  func(T) string // its bar group
+	failed func(T) string // why it has no figures, or ""
+}
+
+// newNFPlot makes a plot of rows, its series in want's order, then any
+// others in order of appearance.
+func newNFPlot[T any](rows []T, want []string, name, tip, cat, group, failed func(T) string) nfPlot[T] {
+	p := nfPlot[T]{rows: rows, name: name, tip: tip, cat: cat, group: group, failed: failed}
+	var names []string
+	for _, r := range rows {
+		if n := name(r); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		if c := cat(r); !slices.Contains(p.cats, c) {
+			p.cats = append(p.cats, c)
+		}
+	}
+	p.order, p.series = nameSeries(nfOrdered(want, names))
+	return p
+}
+
+func (p nfPlot[T]) bars(id, title, caption, unit string, value func(float64) string, bar func(T) hBar) chart {
+	var gs []hBarGroup
+	for _, r := range p.rows {
+		if l := p.group(r); len(gs) == 0 || gs[len(gs)-1].label != l {
+			gs = append(gs, hBarGroup{label: l})
+		}
+		b := bar(r)
+		if e := p.failed(r); e != "" {
+			b = hBar{err: e, tip: p.name(r) + ": " + e}
+		}
+		b.s = p.series[p.name(r)]
+		gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
+	}
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: unit,
+		groups: gs, series: p.order, value: value, shareLabel: "io_uring kernel threads"}))}
+}
+
+func (p nfPlot[T]) lines(id, title, caption, xLabel, unit string, y func(T) float64) chart {
+	var lines []hLine
+	for _, s := range p.order {
+		l := hLine{s: s}
+		for _, r := range p.rows {
+			if p.name(r) != s.name {
+				continue
+			}
+			pt := hPoint{x: float64(slices.Index(p.cats, p.cat(r))), y: y(r), tip: p.tip(r)}
+			if e := p.failed(r); e != "" {
+				pt = hPoint{x: pt.x, err: e, tip: s.name + ": " + e}
+			}
+			l.pts = append(l.pts, pt)
+		}
+		lines = append(lines, l)
+	}
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title,
+		x: hAxisSpec{label: xLabel, cats: p.cats}, y: hAxisSpec{label: unit, log10: true, fmt: hSig3}, lines: lines}))}
 }
 
 // nfDefs turns a text legend (term, then its text over indented lines)
