@@ -491,6 +491,17 @@ func (m *hModel) latencyCharts() []chart {
 	return out
 }
 
+// throughputPoint is row's throughput at x in a sweep chart.
+func throughputPoint(row *hRow, x float64) hPoint {
+	pt := hPoint{x: x, tip: hTip(row, hThroughputLine(row.r))}
+	if row.r.Error != "" {
+		pt.err = row.r.Error
+	} else {
+		pt.y = hGiB(row.r.BytesPerS)
+	}
+	return pt
+}
+
 // bsCharts draws throughput against block size, per cache state and
 // panel, where more than one block size was measured.
 func (m *hModel) bsCharts() []chart {
@@ -516,14 +527,7 @@ func (m *hModel) bsCharts() []chart {
 				rows, d := m.pick(c, g)
 				deep = append(deep, d...)
 				for _, row := range rows {
-					r := row.r
-					pt := hPoint{x: float64(g.bs), tip: hTip(row, hThroughputLine(r))}
-					if r.Error != "" {
-						pt.err = r.Error
-					} else {
-						pt.y = hGiB(r.BytesPerS)
-					}
-					per[row.s] = append(per[row.s], pt)
+					per[row.s] = append(per[row.s], throughputPoint(row, float64(g.bs)))
 				}
 			}
 			var lines []hLine
@@ -590,13 +594,7 @@ func (m *hModel) qdCharts() []chart {
 						}
 						continue
 					}
-					pt := hPoint{x: float64(r.QD), tip: hTip(row, hThroughputLine(r))}
-					if r.Error != "" {
-						pt.err = r.Error
-					} else {
-						pt.y = hGiB(r.BytesPerS)
-					}
-					pts = append(pts, pt)
+					pts = append(pts, throughputPoint(row, float64(r.QD)))
 				}
 				switch {
 				case len(pts) > 0:
