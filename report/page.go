@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"html/template"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,26 @@ type cell struct {
 	Swatch             template.CSS // a colour swatch before the text: its background, from svg.go's palette only
 	Span, RowSpan      int          // colspan, rowspan when > 1
 	Head               bool         // a <th> (header rows are always <th>)
+}
+
+// Attrs is the cell's attributes, escaped here: one string per cell is
+// much cheaper to execute than a sub-template of conditions (the
+// results table of a sweep has thousands of cells).
+func (c cell) Attrs() template.HTMLAttr {
+	var b strings.Builder
+	if c.Class != "" {
+		b.WriteString(` class="` + hEsc(c.Class) + `"`)
+	}
+	if c.Title != "" {
+		b.WriteString(` title="` + hEsc(c.Title) + `"`)
+	}
+	if c.Span > 1 {
+		b.WriteString(` colspan="` + strconv.Itoa(c.Span) + `"`)
+	}
+	if c.RowSpan > 1 {
+		b.WriteString(` rowspan="` + strconv.Itoa(c.RowSpan) + `"`)
+	}
+	return template.HTMLAttr(b.String())
 }
 
 // renderPage writes p as one self-contained HTML page.
@@ -325,15 +346,15 @@ tr.fio td,tr:hover td{background:none}
 </figure>
 {{end}}{{if .Grid}}</div>
 {{end}}{{end}}{{with .Table}}<div class="table-wrap"><table>
-<thead>{{range .Head}}<tr>{{range .}}<th{{template "attrs" .}}>{{.Text}}</th>{{end}}</tr>{{end}}</thead>
+<thead>{{range .Head}}<tr>{{range .}}<th{{.Attrs}}>{{.Text}}</th>{{end}}</tr>{{end}}</thead>
 <tbody>
-{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}{{if .Head}}<th{{template "attrs" .}}>{{.Text}}</th>{{else}}<td{{template "attrs" .}}>{{with .Swatch}}<span class="sw" style="{{.}}"></span>{{end}}{{.Text}}</td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}{{if .Head}}<th{{.Attrs}}>{{.Text}}</th>{{else}}<td{{.Attrs}}>{{with .Swatch}}<span class="sw" style="{{.}}"></span>{{end}}{{.Text}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody>
 </table></div>
 {{end}}{{with .List}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>
 {{end}}{{with .Defs}}<dl class="defs">{{range .}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>
 {{end}}{{if .Blank}}<p class="empty">{{.Empty}}</p>
-{{end}}</section>{{end}}{{define "attrs"}}{{with .Class}} class="{{.}}"{{end}}{{with .Title}} title="{{.}}"{{end}}{{if gt .Span 1}} colspan="{{.Span}}"{{end}}{{if gt .RowSpan 1}} rowspan="{{.RowSpan}}"{{end}}{{end}}`))
+{{end}}</section>{{end}}`))
 
 // docSections draws a Doc (model.go) on a page: its table (every column,
 // with a min–max beside the figures that have one, as the text table
