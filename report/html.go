@@ -464,31 +464,33 @@ func (m *hModel) latencyCharts() []chart {
 			if len(lines) == 0 {
 				continue
 			}
-			gslug := ""
-			title := "Latency — " + cacheTitle(c)
-			if multi {
-				gslug = g.slug
-				title += " · " + g.label
-			}
-			id := m.ids.id("latency", c, gslug)
 			caption := "Per-block latency percentiles (log scale, lower is better), over all runs' blocks together; values not measured are skipped."
-			if multi {
-				caption = "Workload: " + g.desc + ". " + caption
-			} else {
-				caption = m.scope() + caption
-			}
 			if len(missing) > 0 {
 				caption += " Not shown: " + strings.Join(missing, ", ") + "."
 			}
-			caption += m.deepNote(deep)
-			out = append(out, chart{ID: id, Title: title, Caption: caption,
-				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, half: true,
-					x:     hAxisSpec{label: "percentile", cats: hPercentiles},
-					y:     hAxisSpec{label: "latency (log)", log10: true, fmt: hLatencyTick},
-					lines: lines}))})
+			out = append(out, m.groupLines("latency", "Latency", caption+m.deepNote(deep), c, g, multi, hLineSpec{
+				x:     hAxisSpec{label: "percentile", cats: hPercentiles},
+				y:     hAxisSpec{label: "latency (log)", log10: true, fmt: hLatencyTick},
+				lines: lines}))
 		}
 	}
 	return out
+}
+
+// groupLines draws a line chart in a grid cell of cache state c and, when
+// several workloads were measured (multi), of workload g: its id is
+// KIND-CACHE[-GROUP], its title "TITLE — CACHE[ · GROUP]", and its caption
+// starts with the workload.
+func (m *hModel) groupLines(kind, title, caption, c string, g *hGroup, multi bool, spec hLineSpec) chart {
+	gslug := ""
+	title += " — " + cacheTitle(c)
+	if multi {
+		gslug, title, caption = g.slug, title+" · "+g.label, "Workload: "+g.desc+". "+caption
+	} else {
+		caption = m.scope() + caption
+	}
+	spec.id, spec.title, spec.half = m.ids.id(kind, c, gslug), title, true
+	return chart{ID: spec.id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(spec))}
 }
 
 // throughputPoint is row's throughput at x in a sweep chart.
@@ -606,24 +608,14 @@ func (m *hModel) qdCharts() []chart {
 					refs = append(refs, s.name)
 				}
 			}
-			gslug, title := "", "Throughput vs queue depth — "+cacheTitle(c)
-			if multi {
-				gslug = g.slug
-				title += " · " + g.label
-			}
-			id := m.ids.id("throughput-vs-qd", c, gslug)
 			caption := "Median GiB/s at each queue depth per worker (log₂ axis); dashed lines with hollow points are fio."
-			if multi {
-				caption = "Workload: " + g.desc + ". " + caption
-			}
 			if len(refs) > 0 {
 				caption += " Dotted flat lines: engines with no queue (" + strings.Join(refs, ", ") +
 					") at their throughput for this workload, for reference; their fio twins are in the bars above."
 			}
-			out = append(out, chart{ID: id, Title: title, Caption: caption,
-				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, half: true,
-					x: hAxisSpec{label: "queue depth per worker (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return strconv.Itoa(int(v)) }},
-					y: hAxisSpec{label: "GiB/s"}, lines: lines}))})
+			out = append(out, m.groupLines("throughput-vs-qd", "Throughput vs queue depth", caption, c, g, multi, hLineSpec{
+				x: hAxisSpec{label: "queue depth per worker (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return strconv.Itoa(int(v)) }},
+				y: hAxisSpec{label: "GiB/s"}, lines: lines}))
 		}
 	}
 	return out

@@ -105,14 +105,16 @@ func (m *netHTML) cells(mode string, cell func(g *netGroup, p *netbench.Point) h
 	return out
 }
 
-// netBars draws one mode's bars.
-func (m *netHTML) netBars(id, title, unit string, groups []hBarGroup, log bool) template.HTML {
+// netBars draws one mode's bars: chart id KIND-MODE, titled "TITLE — MODE".
+func (m *netHTML) netBars(kind, mode, title, caption, unit string, groups []hBarGroup, log bool) chart {
+	id := m.ids.id(kind, mode)
+	title += " — " + mode
 	spec := hBarSpec{id: id, title: title, unit: unit, groups: groups, series: m.series, value: hSig3,
 		rowNames: [2]string{"conns", "size"}, log: log}
 	if log {
 		spec.value, spec.tick = func(f float64) string { return latency(int64(f)) }, hLatencyTick
 	}
-	return template.HTML(hBarChart(spec))
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(spec))}
 }
 
 func (m *netHTML) cpuChart(mode string) chart {
@@ -135,13 +137,11 @@ func (m *netHTML) cpuChart(mode string) chart {
 		}
 		return c
 	})
-	id := m.ids.id("cpu", mode)
-	title := "Server CPU per request — " + mode
-	return chart{ID: id, Title: title,
-		Caption: "CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over " +
-			"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” " +
+	return m.netBars("cpu", mode, "Server CPU per request",
+		"CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over "+
+			"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” "+
 			"is a point that could not be measured (hover for why).",
-		SVG: m.netBars(id, title, "server CPU-µs per request", groups, false)}
+		"server CPU-µs per request", groups, false)
 }
 
 func (m *netHTML) qpsChart(mode string) chart {
@@ -155,12 +155,10 @@ func (m *netHTML) qpsChart(mode string) chart {
 		}
 		return c
 	})
-	id := m.ids.id("qps", mode)
-	title := "Requests per second — " + mode
-	return chart{ID: id, Title: title,
-		Caption: "Requests echoed whole and verified per second, in thousands; median over the runs, the whisker " +
+	return m.netBars("qps", mode, "Requests per second",
+		"Requests echoed whole and verified per second, in thousands; median over the runs, the whisker "+
 			"spanning the runs' minimum to maximum. Higher is better.",
-		SVG: m.netBars(id, title, "thousand requests/s", groups, false)}
+		"thousand requests/s", groups, false)
 }
 
 // p99Chart draws P99 latency, or nothing (ok false) when no row of mode
@@ -181,13 +179,11 @@ func (m *netHTML) p99Chart(mode string) (c chart, ok bool) {
 	if !any {
 		return chart{}, false
 	}
-	id := m.ids.id("p99", mode)
-	title := "P99 latency — " + mode
-	return chart{ID: id, Title: title,
-		Caption: "99th-percentile latency per request, from its send to the last byte of its echo, on a log scale: " +
-			"the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. " +
+	return m.netBars("p99", mode, "P99 latency",
+		"99th-percentile latency per request, from its send to the last byte of its echo, on a log scale: "+
+			"the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. "+
 			"“n/m”: not measured.",
-		SVG: m.netBars(id, title, "P99 latency (log scale)", groups, true)}, true
+		"P99 latency (log scale)", groups, true), true
 }
 
 // --- the integrity matrix
