@@ -196,7 +196,9 @@ func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
 // it: a chart is never stretched to its box. The widths below are what
 // the page lays out on a desktop screen (main 1180 px, less padding and
 // the figure card's border and padding), so that no chart scrolls there;
-// a narrower screen scrolls a chart sideways rather than shrink it.
+// a narrower screen scrolls a chart sideways rather than shrink it, and
+// print zooms the whole page (85%: a full-width chart fits A4 landscape)
+// so that every chart keeps one scale there too.
 const (
 	chartMaxW  = 1080.0 // a full-width figure's inside
 	chartHalfW = 512.0  // a figure's inside in a two-column grid
@@ -298,7 +300,7 @@ footer{color:var(--muted);font-size:12.5px;margin-top:36px}
 @media print{
 @page{size:A4 landscape;margin:10mm}
 body{background:#fff;font-size:10pt}
-main{max-width:none;padding:0}
+main{max-width:none;padding:0;zoom:.85}
 nav{display:none}
 .card{border:none;padding:0;margin:8px 0}
 figure,.card,tr{break-inside:avoid}
