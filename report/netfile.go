@@ -6,7 +6,6 @@ package report
 // (netfile_doc.go): the row order, the baselines, the target, the legends.
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"html/template"
