@@ -9,11 +9,13 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -280,3 +282,67 @@ func rgb(img image.Image, x, y int) [3]uint8 {
 	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)}
 }
 
+// The comparison page loads offline without console messages and holds its
+// chart.
+func TestBrowserCompareHTML(t *testing.T) {
+	bin := findChromium(t)
+	old, cur := compareReports()
+	c := compareBench(t, old, cur)
+	var b bytes.Buffer
+	if err := CompareHTML(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "compare.html")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+	if !strings.Contains(dom, `data-chart="compare-gib_per_s"`) {
+		t.Errorf("no comparison chart in the DOM:\n%.500s", dom)
+	}
+	if p := consoleProblems(stderr); len(p) > 0 {
+		t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// Chromium lays every chart of a page out at the same scale (CSS pixels
+// per viewBox unit), on a wide window and on a narrow one, so that text
+// is the same size in all of them. The page has no script; a copy of it
+// without the CSP gets one that writes each chart's scale into the DOM.
+func TestBrowserChartScale(t *testing.T) {
+	bin := findChromium(t)
+	const measure = `<script>var o=[];document.querySelectorAll("svg.chart").forEach(function(s){` +
+		`o.push(s.getAttribute("data-chart")+"="+(s.getBoundingClientRect().width/s.viewBox.baseVal.width).toFixed(3))});` +
+		`document.body.setAttribute("data-scales",o.join(" "));</script>`
+	all := pages(t)
+	// Each Chromium run takes 15 s here: the bench page whose sweep
+	// section holds one chart, at two widths, and the net page's bars,
+	// dots and tiles at one. TestHTMLChartScale checks every page.
+	for name, widths := range map[string][]int{"warmOnly": {1280, 900}, "net": {900}} {
+		doc := all[name]
+		doc = regexp.MustCompile(`<meta http-equiv="Content-Security-Policy"[^>]*>`).ReplaceAllString(doc, "")
+		doc = strings.Replace(doc, "</body>", measure+"</body>", 1)
+		path := filepath.Join(t.TempDir(), name+".html")
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range widths {
+			dom, _ := chromium(t, bin, fileURL(path), "--dump-dom", fmt.Sprintf("--window-size=%d,2000", width))
+			m := regexp.MustCompile(`data-scales="([^"]*)"`).FindStringSubmatch(dom)
+			if m == nil {
+				t.Fatalf("%s: no scales measured:\n%.300s", name, dom)
+			}
+			scales := strings.Fields(m[1])
+			if len(scales) == 0 {
+				t.Fatalf("%s: no chart", name)
+			}
+			_, first, _ := strings.Cut(scales[0], "=")
+			for _, s := range scales {
+				if _, v, _ := strings.Cut(s, "="); v != first {
+					t.Errorf("%s at %d px: charts at different scales: %s", name, width, m[1])
+					break
+				}
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"io"
@@ -18,10 +17,7 @@ import (
 // engine and cache state (and, for a sweep, throughput against block size
 // and queue depth); the full results table; and the notes.
 //
-// The page works offline and fetches nothing: the charts are inline SVG
-// drawn here, there is no script, no web font and no external image, and
-// a Content-Security-Policy meta tag blocks (and makes the browser log) any
-// attempt to load something. Everything taken from the report is escaped.
+// The page is page.go's: offline, no script, everything escaped.
 //
 // Charts are <svg class="chart" data-chart=ID data-series=N>, each series
 // a <g class="series" data-name=NAME>:
@@ -36,34 +32,7 @@ import (
 // mode when those vary) and is left out when there is one; PANEL is the
 // same without the block size.
 func HTML(w io.Writer, r *bench.Report) error {
-	m := newHModel(r)
-	var b bytes.Buffer
-	b.Grow(64 << 10)
-	if err := htmlPage.Execute(&b, m.page()); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
-	return err
-}
-
-// hSeries is one line or bar colour in the charts: an iopath engine, or a
-// fio ioengine's twin rows ("fio psync").
-type hSeries struct {
-	name  string
-	fio   bool
-	base  string // the iopath engine whose colour it takes
-	color string
-	light string // hatch background of fio bars
-	dark  string // the io_uring kernel-thread share of CPU bars
-	idx   int
-}
-
-// lineColor is the stroke of the series' lines: fio's is lighter.
-func (s *hSeries) lineColor() string {
-	if s.fio {
-		return hMix(s.color, "#ffffff", 0.3)
-	}
-	return s.color
+	return renderPage(w, newHModel(r).page())
 }
 
 // hGroup is a workload without its queue depth: the bars of one x group,
@@ -101,7 +70,7 @@ type hModel struct {
 	caches []string
 	cells  map[hKey][]*hRow
 	common string // the workload dimensions every row shares
-	ids    map[string]bool
+	ids    chartIDs
 }
 
 func isFio(r *bench.Result) bool { return r.Tool == bench.ToolFio }
@@ -114,7 +83,7 @@ func seriesName(r *bench.Result) string {
 }
 
 func newHModel(rep *bench.Report) *hModel {
-	m := &hModel{rep: rep, cells: map[hKey][]*hRow{}, ids: map[string]bool{}}
+	m := &hModel{rep: rep, cells: map[hKey][]*hRow{}, ids: chartIDs{}}
 	res := rep.Results
 
 	// Series: iopath engines in order of appearance, each followed by the
@@ -168,7 +137,7 @@ func newHModel(rep *bench.Report) *hModel {
 			}
 			colors[s.base] = c
 		}
-		s.color, s.light, s.dark = c, hMix(c, "#ffffff", 0.72), hMix(c, "#000000", 0.45)
+		s.paint(c)
 	}
 
 	// Which workload dimensions vary decides how groups are labelled.
@@ -249,44 +218,6 @@ func newHModel(rep *bench.Report) *hModel {
 		m.cells[k] = append(m.cells[k], &m.rows[i])
 	}
 	return m
-}
-
-// hSlug makes s usable in a data-chart name: lower case letters, digits
-// and single dashes.
-func hSlug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(s) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(c)
-			dash = false
-		} else {
-			dash = true
-		}
-	}
-	return b.String()
-}
-
-// id returns a unique chart id made of parts.
-func (m *hModel) id(parts ...string) string {
-	var p []string
-	for _, s := range parts {
-		if s = hSlug(s); s != "" {
-			p = append(p, s)
-		}
-	}
-	id := strings.Join(p, "-")
-	if id == "" {
-		id = "chart"
-	}
-	for n := 2; m.ids[id]; n++ {
-		id = fmt.Sprintf("%s-%d", strings.Join(p, "-"), n)
-	}
-	m.ids[id] = true
-	return id
 }
 
 // pick returns, per series in page order, the row shown for it in the
@@ -381,19 +312,6 @@ func hThroughputLine(r *bench.Result) string {
 
 // --- charts
 
-type hChart struct {
-	ID, Title, Caption string
-	SVG                template.HTML
-}
-
-type hSection struct {
-	ID, Title string
-	Intro     string
-	Grid      bool
-	Charts    []hChart
-	Empty     string
-}
-
 func cacheTitle(c string) string {
 	if c == "" {
 		return "cache state unknown"
@@ -442,30 +360,30 @@ func (m *hModel) deepNote(deep []string) string {
 	return " Engines measured at several queue depths are shown at the deepest: " + strings.Join(deep, ", ") + "."
 }
 
-func (m *hModel) throughputCharts() []hChart {
-	var out []hChart
+func (m *hModel) throughputCharts() []chart {
+	var out []chart
 	for _, c := range m.caches {
 		groups, deep := m.barGroups(c, func(row *hRow) hBar {
 			r := row.r
-			b := hBar{v: hGiB(r.BytesPerS), valueDecimals: 2, noisy: hNoisy(r), tip: hTip(row, hThroughputLine(r))}
+			b := hBar{v: hGiB(r.BytesPerS), noisy: hNoisy(r), tip: hTip(row, hThroughputLine(r))}
 			if len(r.Runs) > 1 {
 				b.lo, b.hi = hGiB(r.BytesPerSMin), hGiB(r.BytesPerSMax)
 			}
 			return b
 		})
-		id := m.id("throughput", c)
+		id := m.ids.id("throughput", c)
 		title := "Throughput — " + cacheTitle(c)
-		out = append(out, hChart{ID: id, Title: title,
+		out = append(out, chart{ID: id, Title: title,
 			Caption: m.scope() + "Median GiB/s over the runs (higher is better); the whisker spans the slowest to the fastest run. " +
 				"Hatched bars are fio running the same workload beside the iopath engine of the same colour. " +
 				"A shaded gap labelled “error” is a row that failed (hover for the message)." + m.deepNote(deep),
-			SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: "GiB/s", groups: groups, series: m.series}))})
+			SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: "GiB/s", groups: groups, series: m.series, value: decimals(2)}))})
 	}
 	return out
 }
 
-func (m *hModel) cpuCharts() []hChart {
-	var out []hChart
+func (m *hModel) cpuCharts() []chart {
+	var out []chart
 	share := false
 	for _, row := range m.rows {
 		share = share || row.r.IOThreadCPUSPerGiB > 0
@@ -477,18 +395,18 @@ func (m *hModel) cpuCharts() []hChart {
 			if r.IOThreadCPUSPerGiB > 0 {
 				line += fmt.Sprintf("\nof which io_uring kernel threads: %s CPU-s/GiB", fixed(r.IOThreadCPUSPerGiB, 3))
 			}
-			return hBar{v: hFiniteOr0(r.CPUSPerGiB), share: hFiniteOr0(r.IOThreadCPUSPerGiB), valueDecimals: 3,
+			return hBar{v: hFiniteOr0(r.CPUSPerGiB), share: hFiniteOr0(r.IOThreadCPUSPerGiB),
 				noisy: hNoisy(r), tip: hTip(row, line)}
 		})
-		id := m.id("cpu", c)
+		id := m.ids.id("cpu", c)
 		title := "CPU cost — " + cacheTitle(c)
 		caption := m.scope() + "User + system CPU seconds per GiB delivered (lower is better), median over the runs."
 		if share {
 			caption += " The darker bottom of a bar is the part spent by io_uring's kernel threads (iou-sqp, iou-wrk) for the run; it is included in the bar. fio's figures leave those threads out."
 		}
-		out = append(out, hChart{ID: id, Title: title, Caption: caption + m.deepNote(deep),
+		out = append(out, chart{ID: id, Title: title, Caption: caption + m.deepNote(deep),
 			SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: "CPU-s per GiB", groups: groups, series: m.series,
-				shareLabel: "io_uring kernel threads"}))})
+				shareLabel: "io_uring kernel threads", value: decimals(3)}))})
 	}
 	return out
 }
@@ -507,8 +425,8 @@ func hLat(r *bench.Result) []int64 {
 	return []int64{r.LatP50Ns, r.LatP90Ns, r.LatP99Ns, r.LatP999Ns, r.LatP9999Ns}
 }
 
-func (m *hModel) latencyCharts() []hChart {
-	var out []hChart
+func (m *hModel) latencyCharts() []chart {
+	var out []chart
 	multi := len(m.groups) > 1
 	for _, c := range m.caches {
 		for _, g := range m.groupsIn(c) {
@@ -546,37 +464,50 @@ func (m *hModel) latencyCharts() []hChart {
 			if len(lines) == 0 {
 				continue
 			}
-			gslug := ""
-			title := "Latency — " + cacheTitle(c)
-			if multi {
-				gslug = g.slug
-				title += " · " + g.label
-			}
-			id := m.id("latency", c, gslug)
 			caption := "Per-block latency percentiles (log scale, lower is better), over all runs' blocks together; values not measured are skipped."
-			if multi {
-				caption = "Workload: " + g.desc + ". " + caption
-			} else {
-				caption = m.scope() + caption
-			}
 			if len(missing) > 0 {
 				caption += " Not shown: " + strings.Join(missing, ", ") + "."
 			}
-			caption += m.deepNote(deep)
-			out = append(out, hChart{ID: id, Title: title, Caption: caption,
-				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, width: hSmallW,
-					x:     hAxisSpec{label: "percentile", cats: hPercentiles},
-					y:     hAxisSpec{label: "latency (log)", log10: true, fmt: hLatencyTick},
-					lines: lines}))})
+			out = append(out, m.groupLines("latency", "Latency", caption+m.deepNote(deep), c, g, multi, hLineSpec{
+				x:     hAxisSpec{label: "percentile", cats: hPercentiles},
+				y:     hAxisSpec{label: "latency (log)", log10: true, fmt: hLatencyTick},
+				lines: lines}))
 		}
 	}
 	return out
 }
 
+// groupLines draws a line chart in a grid cell of cache state c and, when
+// several workloads were measured (multi), of workload g: its id is
+// KIND-CACHE[-GROUP], its title "TITLE — CACHE[ · GROUP]", and its caption
+// starts with the workload.
+func (m *hModel) groupLines(kind, title, caption, c string, g *hGroup, multi bool, spec hLineSpec) chart {
+	gslug := ""
+	title += " — " + cacheTitle(c)
+	if multi {
+		gslug, title, caption = g.slug, title+" · "+g.label, "Workload: "+g.desc+". "+caption
+	} else {
+		caption = m.scope() + caption
+	}
+	spec.id, spec.title, spec.half = m.ids.id(kind, c, gslug), title, true
+	return chart{ID: spec.id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(spec))}
+}
+
+// throughputPoint is row's throughput at x in a sweep chart.
+func throughputPoint(row *hRow, x float64) hPoint {
+	pt := hPoint{x: x, tip: hTip(row, hThroughputLine(row.r))}
+	if row.r.Error != "" {
+		pt.err = row.r.Error
+	} else {
+		pt.y = hGiB(row.r.BytesPerS)
+	}
+	return pt
+}
+
 // bsCharts draws throughput against block size, per cache state and
 // panel, where more than one block size was measured.
-func (m *hModel) bsCharts() []hChart {
-	var out []hChart
+func (m *hModel) bsCharts() []chart {
+	var out []chart
 	multi := len(m.panels) > 1
 	for _, c := range m.caches {
 		for _, p := range m.panels {
@@ -598,14 +529,7 @@ func (m *hModel) bsCharts() []hChart {
 				rows, d := m.pick(c, g)
 				deep = append(deep, d...)
 				for _, row := range rows {
-					r := row.r
-					pt := hPoint{x: float64(g.bs), tip: hTip(row, hThroughputLine(r))}
-					if r.Error != "" {
-						pt.err = r.Error
-					} else {
-						pt.y = hGiB(r.BytesPerS)
-					}
-					per[row.s] = append(per[row.s], pt)
+					per[row.s] = append(per[row.s], throughputPoint(row, float64(g.bs)))
 				}
 			}
 			var lines []hLine
@@ -619,11 +543,11 @@ func (m *hModel) bsCharts() []hChart {
 				pslug = p.slug
 				title += " · " + p.label
 			}
-			id := m.id("throughput-vs-bs", c, pslug)
-			out = append(out, hChart{ID: id, Title: title,
+			id := m.ids.id("throughput-vs-bs", c, pslug)
+			out = append(out, chart{ID: id, Title: title,
 				Caption: "Median GiB/s at each block size (log₂ axis); dashed lines with hollow points are fio. × marks a failed row." +
 					m.deepNote(hUniq(deep)),
-				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, width: hSmallW,
+				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, half: true,
 					x: hAxisSpec{label: "block size (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return units.FormatSize(int64(v)) }},
 					y: hAxisSpec{label: "GiB/s"}, lines: lines}))})
 		}
@@ -637,8 +561,8 @@ func (m *hModel) bsCharts() []hChart {
 // at their throughput for the same workload, so that each depth can be
 // read against them; fio twins of those engines are left out, as their
 // bars show them.
-func (m *hModel) qdCharts() []hChart {
-	var out []hChart
+func (m *hModel) qdCharts() []chart {
+	var out []chart
 	multi := len(m.groups) > 1
 	for _, c := range m.caches {
 		for _, g := range m.groupsIn(c) {
@@ -672,13 +596,7 @@ func (m *hModel) qdCharts() []hChart {
 						}
 						continue
 					}
-					pt := hPoint{x: float64(r.QD), tip: hTip(row, hThroughputLine(r))}
-					if r.Error != "" {
-						pt.err = r.Error
-					} else {
-						pt.y = hGiB(r.BytesPerS)
-					}
-					pts = append(pts, pt)
+					pts = append(pts, throughputPoint(row, float64(r.QD)))
 				}
 				switch {
 				case len(pts) > 0:
@@ -690,24 +608,14 @@ func (m *hModel) qdCharts() []hChart {
 					refs = append(refs, s.name)
 				}
 			}
-			gslug, title := "", "Throughput vs queue depth — "+cacheTitle(c)
-			if multi {
-				gslug = g.slug
-				title += " · " + g.label
-			}
-			id := m.id("throughput-vs-qd", c, gslug)
 			caption := "Median GiB/s at each queue depth per worker (log₂ axis); dashed lines with hollow points are fio."
-			if multi {
-				caption = "Workload: " + g.desc + ". " + caption
-			}
 			if len(refs) > 0 {
 				caption += " Dotted flat lines: engines with no queue (" + strings.Join(refs, ", ") +
 					") at their throughput for this workload, for reference; their fio twins are in the bars above."
 			}
-			out = append(out, hChart{ID: id, Title: title, Caption: caption,
-				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, width: hSmallW,
-					x: hAxisSpec{label: "queue depth per worker (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return strconv.Itoa(int(v)) }},
-					y: hAxisSpec{label: "GiB/s"}, lines: lines}))})
+			out = append(out, m.groupLines("throughput-vs-qd", "Throughput vs queue depth", caption, c, g, multi, hLineSpec{
+				x: hAxisSpec{label: "queue depth per worker (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return strconv.Itoa(int(v)) }},
+				y: hAxisSpec{label: "GiB/s"}, lines: lines}))
 		}
 	}
 	return out
@@ -715,36 +623,7 @@ func (m *hModel) qdCharts() []hChart {
 
 // --- page
 
-type hKV struct{ K, V string }
-
-type hCell struct {
-	Text, Class, Title string
-	Style              template.CSS // a swatch's colours, from hEngineColors only
-	Swatch             bool
-}
-
-type hTRow struct {
-	Class   string
-	Cells   []hCell
-	Err     string
-	ErrSpan int
-}
-
-type hPageData struct {
-	Title     string
-	Subtitle  string
-	Machine   []hKV
-	Run       []hKV
-	Command   string
-	Sections  []hSection
-	Columns   []hCell
-	Rows      []hTRow
-	Notes     []string
-	Defs      []hKV
-	Generator string
-}
-
-var hColumns = []hCell{
+var hColumns = []cell{
 	{Text: "engine", Class: "l"}, {Text: "cache", Class: "l"}, {Text: "pattern", Class: "l"}, {Text: "bs"},
 	{Text: "workers"}, {Text: "qd", Title: "queue depth per worker; 0: no queue"}, {Text: "consume", Class: "l"},
 	{Text: "GiB/s", Title: "median over the runs"}, {Text: "min–max", Class: "l"}, {Text: "vs fio", Title: "median throughput ÷ the fio twin's"},
@@ -757,7 +636,7 @@ var hColumns = []hCell{
 
 const hErrCol = 7 // cells before the error message in a failed row
 
-var hDefs = []hKV{
+var hDefs = []kv{
 	{"GiB/s", "bytes delivered to the consumer per second of wall time, open and close included, median over the runs; 1 GiB = 2³⁰ bytes. The whisker and min–max span the slowest and fastest run."},
 	{"CPU-s/GiB", "user + system CPU seconds per GiB delivered: lower is better, and steadier than GiB/s on a busy machine. For io_uring it includes the kernel threads (iou-sqp, iou-wrk) working for the run; fio's figure does not."},
 	{"usr% sys%", "user and system CPU time as % of one core over the wall time."},
@@ -771,79 +650,26 @@ var hDefs = []hKV{
 	{"noisy", "a run during which another process took more than 10% of a core, or a warm run lost cached pages; kept in the figures and marked ▲."},
 }
 
-func (m *hModel) page() hPageData {
+func (m *hModel) page() page {
 	r := m.rep
-	p := hPageData{Title: "iopath bench report"}
+	p := page{Title: "iopath bench report", Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
+		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
 	if r.File.Path != "" {
 		p.Title = "iopath bench: " + r.File.Path
 	}
-	var sub []string
-	if !r.Started.IsZero() {
-		sub = append(sub, r.Started.Format("2006-01-02 15:04:05 MST"))
-	}
-	if r.Machine.Kernel != "" || r.Machine.CPUModel != "" {
-		sub = append(sub, strings.TrimSpace(r.Machine.CPUModel+", Linux "+r.Machine.Kernel))
-	}
-	p.Subtitle = strings.Join(sub, " · ")
-
-	mc := r.Machine
-	add := func(kv *[]hKV, k, v string) {
-		if v = strings.TrimSpace(v); v != "" {
-			*kv = append(*kv, hKV{k, v})
-		}
-	}
-	kernel := ""
-	if mc.Kernel != "" {
-		kernel = "Linux " + mc.Kernel
-		if mc.Arch != "" {
-			kernel += " (" + mc.Arch + ")"
-		}
-	} else {
-		kernel = mc.Arch
-	}
-	add(&p.Machine, "kernel", kernel)
-	cpu := mc.CPUModel
-	if mc.Cores > 0 {
-		cpu = strings.TrimSpace(cpu + ", " + plural(mc.Cores, "core"))
-		cpu = strings.TrimPrefix(cpu, ", ")
-	}
-	add(&p.Machine, "CPU", cpu)
-	var mem []string
-	if mc.MemBytes > 0 {
-		mem = append(mem, units.RoughSize(mc.MemBytes))
-	}
-	if mc.PageSize > 0 {
-		mem = append(mem, units.FormatSize(int64(mc.PageSize))+" pages")
-	}
-	if mc.THP != "" {
-		mem = append(mem, "THP "+mc.THP)
-	}
-	add(&p.Machine, "memory", strings.Join(mem, ", "))
-	fs := mc.Filesystem
-	if mc.Device != "" {
-		fs = strings.TrimSpace(fs + " on " + mc.Device)
-	}
-	add(&p.Machine, "filesystem", fs)
-	add(&p.Machine, "io_uring", mc.IOURing)
-	if mc.LatencyClock != "" {
-		add(&p.Machine, "latency clock", mc.LatencyClock)
-	}
-	add(&p.Machine, "Go", mc.GoVersion)
-	add(&p.Machine, "iopath", mc.IopathVersion)
 	if r.Fio != nil {
-		add(&p.Machine, "fio", strings.TrimSpace(r.Fio.Version+" ("+r.Fio.Path+")"))
+		p.Machine = append(p.Machine, kv{"fio", strings.TrimSpace(r.Fio.Version + " (" + r.Fio.Path + ")")})
 	}
-
+	add := func(k, v string) { addKV(&p.Run, k, v) }
 	if r.File.Path != "" || r.File.SizeBytes > 0 {
-		f := r.File.Path
 		extra := []string{units.FormatSize(r.File.SizeBytes)}
 		if r.File.Temporary {
 			extra = append(extra, "temporary: created for this run and removed after")
 		}
-		add(&p.Run, "file", f+" ("+strings.Join(extra, ", ")+")")
+		add("file", r.File.Path+" ("+strings.Join(extra, ", ")+")")
 	}
 	if !r.Started.IsZero() {
-		add(&p.Run, "started", r.Started.Format("2006-01-02 15:04:05 MST"))
+		add("started", stamp(r.Started))
 	}
 	var sw []string
 	list := func(what string, v []int, f func(int) string) {
@@ -862,16 +688,13 @@ func (m *hModel) page() hPageData {
 	if len(r.Sweep.Caches) > 0 {
 		sw = append(sw, "caches "+strings.Join(r.Sweep.Caches, ", "))
 	}
-	add(&p.Run, "sweep", strings.Join(sw, " · "))
+	add("sweep", strings.Join(sw, " · "))
 	var modes []string
+	fails, noisy := 0, 0
 	for _, row := range m.rows {
 		if l := consumeLine(row.r.Consume); l != "" && !slices.Contains(modes, l) {
 			modes = append(modes, l)
 		}
-	}
-	add(&p.Run, "consume", strings.Join(modes, "; "))
-	fails, noisy := 0, 0
-	for _, row := range m.rows {
 		if row.r.Error != "" {
 			fails++
 		}
@@ -879,6 +702,7 @@ func (m *hModel) page() hPageData {
 			noisy++
 		}
 	}
+	add("consume", strings.Join(modes, "; "))
 	summary := plural(len(r.Results), "result")
 	if fails > 0 {
 		summary += fmt.Sprintf(", %d failed", fails)
@@ -886,46 +710,41 @@ func (m *hModel) page() hPageData {
 	if noisy > 0 {
 		summary += fmt.Sprintf(", %d with noisy runs", noisy)
 	}
-	add(&p.Run, "results", summary)
-	p.Command = r.Command
+	add("results", summary)
 
-	empty := "No results."
 	p.Sections = append(p.Sections,
-		hSection{ID: "throughput", Title: "Throughput", Charts: m.throughputCharts(), Empty: empty},
-		hSection{ID: "cpu", Title: "CPU cost", Charts: m.cpuCharts(), Empty: empty},
-		hSection{ID: "latency", Title: "Latency", Grid: true, Charts: m.latencyCharts(), Empty: "No latency was measured."})
+		section{ID: "throughput", Title: "Throughput", Charts: m.throughputCharts()},
+		section{ID: "cpu", Title: "CPU cost", Charts: m.cpuCharts()},
+		section{ID: "latency", Title: "Latency", Grid: true, Charts: m.latencyCharts(), Empty: "No latency was measured."})
 	if bs := m.bsCharts(); len(bs) > 0 {
-		p.Sections = append(p.Sections, hSection{ID: "sweep-bs", Title: "Block size sweep", Grid: true, Charts: bs})
+		p.Sections = append(p.Sections, section{ID: "sweep-bs", Title: "Block size sweep", Grid: true, Charts: bs})
 	}
 	if qd := m.qdCharts(); len(qd) > 0 {
-		p.Sections = append(p.Sections, hSection{ID: "sweep-qd", Title: "Queue depth sweep", Grid: true, Charts: qd})
+		p.Sections = append(p.Sections, section{ID: "sweep-qd", Title: "Queue depth sweep", Grid: true, Charts: qd})
 	}
-
-	p.Columns = hColumns
-	for _, row := range m.rows {
-		p.Rows = append(p.Rows, hTableRow(row))
+	results := section{ID: "results", Title: "Results"}
+	if len(m.rows) > 0 {
+		results.Table = &table{Head: [][]cell{hColumns}}
+		for _, row := range m.rows {
+			results.Table.Rows = append(results.Table.Rows, hTableRow(row))
+		}
 	}
-	p.Notes = m.notes()
-	p.Defs = hDefs
-	p.Generator = "iopath"
-	if mc.IopathVersion != "" {
-		p.Generator += " " + mc.IopathVersion
+	p.Sections = append(p.Sections, results)
+	if n := m.notes(); len(n) > 0 {
+		p.Sections = append(p.Sections, section{ID: "notes", Title: "Notes", List: n})
 	}
+	p.Sections = append(p.Sections, section{ID: "definitions", Title: "Definitions", Defs: hDefs})
 	return p
 }
 
-func hTableRow(row hRow) hTRow {
+func hTableRow(row hRow) trow {
 	r := row.r
 	s := row.s
-	sw := "background:" + s.color
-	if s.fio {
-		sw = fmt.Sprintf("background:repeating-linear-gradient(45deg,%s 0 2px,%s 2px 5px)", s.color, s.light)
-	}
-	eng := hCell{Text: s.name, Class: "l eng", Style: template.CSS(sw), Swatch: true}
+	eng := cell{Text: s.name, Class: "l eng", Swatch: s.swatch()}
 	if s.fio && r.Twin != "" {
 		eng.Title = "fio " + r.Engine + ", twin of iopath's " + r.Twin
 	}
-	out := hTRow{}
+	out := trow{}
 	if s.fio {
 		out.Class = "fio"
 	}
@@ -933,12 +752,11 @@ func hTableRow(row hRow) hTRow {
 	if r.BS > 0 {
 		bs = units.FormatSize(int64(r.BS))
 	}
-	out.Cells = []hCell{eng, {Text: r.Cache, Class: "l"}, {Text: r.Pattern, Class: "l"}, {Text: bs},
+	out.Cells = []cell{eng, {Text: r.Cache, Class: "l"}, {Text: r.Pattern, Class: "l"}, {Text: bs},
 		{Text: strconv.Itoa(r.Workers)}, {Text: strconv.Itoa(r.QD)}, {Text: r.Consume, Class: "l"}}
 	if r.Error != "" {
 		out.Class = strings.TrimSpace(out.Class + " failed")
-		out.Err = failure(r)
-		out.ErrSpan = len(hColumns) - hErrCol
+		out.Cells = append(out.Cells, cell{Text: failure(r), Class: "error", Span: len(hColumns) - hErrCol})
 		return out
 	}
 	spread, vs := "", ""
@@ -958,23 +776,23 @@ func hTableRow(row hRow) hTRow {
 		}
 		return count(n)
 	}
-	runs := hCell{Text: strconv.Itoa(len(r.Runs)), Class: "l"}
+	runs := cell{Text: strconv.Itoa(len(r.Runs)), Class: "l"}
 	if n := hNoisy(r); n != "" {
 		runs.Text += fmt.Sprintf(" ▲ %d noisy", r.NoisyRuns)
 		runs.Class += " noisy"
 		runs.Title = n
 	}
-	ck := hCell{Text: checksum(r.ChecksumOK), Class: "l"}
+	ck := cell{Text: checksum(r.ChecksumOK), Class: "l"}
 	if r.ChecksumOK != nil && !*r.ChecksumOK {
 		ck.Class += " bad"
 	}
 	out.Cells = append(out.Cells,
-		hCell{Text: gibps(r.BytesPerS), Class: "num strong"}, hCell{Text: spread, Class: "l muted"}, hCell{Text: vs},
-		hCell{Text: fixed(r.CPUSPerGiB, 3)}, hCell{Text: iot}, hCell{Text: fixed(r.UsrPct, 0)}, hCell{Text: fixed(r.SysPct, 0)},
-		hCell{Text: latency(r.LatP50Ns)}, hCell{Text: latency(r.LatP90Ns)}, hCell{Text: latency(r.LatP99Ns)},
-		hCell{Text: latency(r.LatP999Ns)}, hCell{Text: latency(r.LatP9999Ns)}, hCell{Text: latency(r.LatMaxNs)},
-		hCell{Text: cnt(r.Syscalls)}, hCell{Text: cnt(r.MinFlt)}, hCell{Text: cnt(r.MajFlt)}, hCell{Text: cnt(r.NVCSw)},
-		hCell{Text: cnt(r.NIVCSw)}, ck, runs)
+		cell{Text: gibps(r.BytesPerS), Class: "num strong"}, cell{Text: spread, Class: "l muted"}, cell{Text: vs},
+		cell{Text: fixed(r.CPUSPerGiB, 3)}, cell{Text: iot}, cell{Text: fixed(r.UsrPct, 0)}, cell{Text: fixed(r.SysPct, 0)},
+		cell{Text: latency(r.LatP50Ns)}, cell{Text: latency(r.LatP90Ns)}, cell{Text: latency(r.LatP99Ns)},
+		cell{Text: latency(r.LatP999Ns)}, cell{Text: latency(r.LatP9999Ns)}, cell{Text: latency(r.LatMaxNs)},
+		cell{Text: cnt(r.Syscalls)}, cell{Text: cnt(r.MinFlt)}, cell{Text: cnt(r.MajFlt)}, cell{Text: cnt(r.NVCSw)},
+		cell{Text: cnt(r.NIVCSw)}, ck, runs)
 	return out
 }
 
@@ -1013,123 +831,3 @@ func (m *hModel) notes() []string {
 	}
 	return out
 }
-
-var htmlPage = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-` + pageHead + `<style>
-:root{--fg:#1d232a;--muted:#5d6773;--line:#dfe3e8;--bg:#f6f7f9;--card:#fff;--err:#c0392b;--accent:#2f5d8a}
-*{box-sizing:border-box}
-html{color-scheme:light;-webkit-text-size-adjust:100%}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif}
-main{max-width:1180px;margin:0 auto;padding:28px 28px 56px}
-header h1{font-size:25px;font-weight:650;margin:0 0 2px;letter-spacing:-.01em;overflow-wrap:anywhere}
-header .sub{color:var(--muted);margin:0 0 16px}
-h2{font-size:19px;font-weight:650;margin:34px 0 6px;padding-bottom:4px;border-bottom:2px solid var(--line)}
-h3{font-size:15px;font-weight:600;margin:0 0 2px}
-nav{font-size:13.5px;margin:8px 0 0}
-nav a{color:var(--accent);text-decoration:none;margin-right:14px;white-space:nowrap}
-nav a:hover{text-decoration:underline}
-.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 18px 12px;margin:14px 0}
-.meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:14px}
-.meta .card{margin:0}
-dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0;font-size:14px}
-dl.kv dt{color:var(--muted)}
-dl.kv dd{margin:0;overflow-wrap:anywhere}
-pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono","DejaVu Sans Mono",monospace;font-size:13px}
-pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(470px,1fr));gap:14px}
-.grid .card{margin:0}
-figure{margin:0}
-figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
-` + chartCSS + `.chart .noisy{fill:#f0b400;stroke:#7a5a00;stroke-width:.7}
-.chart .lg{font-size:12px}
-.chart .reflabel{font-size:10.5px;font-weight:600}
-.chart .bar:hover rect,.chart .pt:hover circle{opacity:.8}
-.empty{color:var(--muted);font-style:italic}
-.table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;margin:14px 0}
-table{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;width:100%}
-th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #edf0f3}
-th{position:sticky;top:0;background:#f0f2f5;font-weight:600;color:#39424c;border-bottom:1px solid var(--line)}
-th.l,td.l{text-align:left}
-tr.fio td{background:#fafbfc;color:#4a535d}
-tr:hover td{background:#f3f6fa}
-td.strong{font-weight:650}
-td.muted{color:var(--muted)}
-td.noisy{color:#8a6400}
-td.bad{color:var(--err);font-weight:700}
-td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
-.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
-ul.notes{margin:6px 0;padding-left:20px}
-ul.notes li{margin:2px 0;overflow-wrap:anywhere}
-dl.defs{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:13.5px;margin:8px 0}
-dl.defs dt{font-weight:600}
-dl.defs dd{margin:0;color:#39424c}
-footer{color:var(--muted);font-size:12.5px;margin-top:36px}
-@media (max-width:600px){main{padding:16px 12px 40px}.grid,.meta{grid-template-columns:1fr}}
-@media print{
-@page{size:A4 landscape;margin:10mm}
-body{background:#fff;font-size:10pt}
-main{max-width:none;padding:0}
-nav{display:none}
-.card{border:none;padding:0;margin:8px 0}
-figure,.card,tr{break-inside:avoid}
-h2{break-after:avoid}
-.grid{grid-template-columns:1fr 1fr}
-.table-wrap{overflow:visible;border:none}
-table{font-size:6.5pt}
-th,td{padding:1px 3px}
-th{position:static}
-tr.fio td,tr:hover td{background:none}
-}
-</style>
-</head>
-<body>
-<main>
-<header>
-<h1>{{.Title}}</h1>
-{{with .Subtitle}}<p class="sub">{{.}}</p>{{end}}
-</header>
-<div class="meta">
-<section class="card"><h3>Machine</h3>
-{{if .Machine}}<dl class="kv">{{range .Machine}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>{{else}}<p class="empty">not recorded</p>{{end}}
-</section>
-<section class="card"><h3>Run</h3>
-{{if .Run}}<dl class="kv">{{range .Run}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>{{end}}
-{{with .Command}}<pre class="cmd"><code>{{.}}</code></pre>{{end}}
-</section>
-</div>
-<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#results">Results</a>{{if .Notes}}<a href="#notes">Notes</a>{{end}}<a href="#definitions">Definitions</a></nav>
-{{range .Sections}}
-<section id="{{.ID}}">
-<h2>{{.Title}}</h2>
-{{if .Charts}}{{if .Grid}}<div class="grid">{{end}}
-{{range .Charts}}<figure class="card" id="{{.ID}}">
-<h3>{{.Title}}</h3>
-<figcaption>{{.Caption}}</figcaption>
-{{.SVG}}
-</figure>
-{{end}}{{if .Grid}}</div>{{end}}{{else}}<p class="empty">{{.Empty}}</p>{{end}}
-</section>
-{{end}}
-<section id="results">
-<h2>Results</h2>
-{{if .Rows}}<div class="table-wrap"><table>
-<thead><tr>{{range .Columns}}<th class="{{.Class}}"{{with .Title}} title="{{.}}"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
-<tbody>
-{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}<td{{with .Class}} class="{{.}}"{{end}}{{with .Title}} title="{{.}}"{{end}}>{{if .Swatch}}<span class="sw" style="{{.Style}}"></span>{{end}}{{.Text}}</td>{{end}}{{if .Err}}<td class="error" colspan="{{.ErrSpan}}">{{.Err}}</td>{{end}}</tr>
-{{end}}</tbody>
-</table></div>{{else}}<p class="empty">No results.</p>{{end}}
-</section>
-{{if .Notes}}<section id="notes">
-<h2>Notes</h2>
-<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
-</section>{{end}}
-<section id="definitions">
-<h2>Definitions</h2>
-<dl class="defs">{{range .Defs}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>
-</section>
-<footer>Generated by {{.Generator}}. This page is self-contained: it loads nothing from anywhere.</footer>
-</main>
-</body>
-</html>
-`))

@@ -541,3 +541,159 @@ func BenchmarkJSONBig(b *testing.B) {
 		}
 	}
 }
+
+// warmOnly is smallSweep without its cold rows: one cache state, so that
+// the sweep sections hold one chart each (the case in which a one-column
+// grid once stretched a chart to twice its size).
+func warmOnly() *bench.Report {
+	r := smallSweep()
+	var rows []bench.Result
+	for _, res := range r.Results {
+		if res.Cache == "warm" {
+			rows = append(rows, res)
+		}
+	}
+	r.Results = rows
+	return r
+}
+
+// pages renders one of each HTML page this package writes.
+func pages(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range htmlFixtures {
+		out[f.name] = renderHTML(t, f.report())
+	}
+	out["warmOnly"] = renderHTML(t, warmOnly())
+	out["net"] = netRenderHTML(t, netBig())
+	var b bytes.Buffer
+	if err := NetFileHTML(&b, NetFilePage{FileServe: fileServeFixture(), Writev: writevFixture()}); err != nil {
+		t.Fatal(err)
+	}
+	out["netfile"] = b.String()
+	return out
+}
+
+var (
+	svgTagRe   = regexp.MustCompile(`<svg class="chart"[^>]*>`)
+	svgAttrRe  = regexp.MustCompile(`\s(width|height|viewBox|data-chart)="([^"]*)"`)
+	gridOpenRe = regexp.MustCompile(`<div class="grid">`)
+)
+
+// Text is the same size in every chart of a page: each chart is drawn at
+// its natural size (width and height are its viewBox's, and the
+// stylesheet gives svg.chart no size), so that one unit is one CSS pixel
+// in all of them; and each fits the box the page lays it out in (a grid
+// cell, or the full width).
+func TestHTMLChartScale(t *testing.T) {
+	for name, doc := range pages(t) {
+		t.Run(name, func(t *testing.T) {
+			css := doc[strings.Index(doc, "<style>"):strings.Index(doc, "</style>")]
+			for _, rule := range regexp.MustCompile(`(?m)^[^{}]*svg[^{}]*\{[^}]*\}`).FindAllString(css, -1) {
+				if r := strings.ReplaceAll(rule, "max-width:none", ""); strings.Contains(r, "width") || strings.Contains(r, "height") {
+					t.Errorf("the stylesheet sizes the charts: %s", rule)
+				}
+			}
+			n := 0
+			for _, loc := range svgTagRe.FindAllStringIndex(doc, -1) {
+				n++
+				a := map[string]string{}
+				for _, m := range svgAttrRe.FindAllStringSubmatch(doc[loc[0]:loc[1]], -1) {
+					a[m[1]] = m[2]
+				}
+				vb := strings.Fields(a["viewBox"])
+				if len(vb) != 4 || vb[0] != "0" || vb[1] != "0" || vb[2] != a["width"] || vb[3] != a["height"] {
+					t.Errorf("chart %s: width %q height %q, viewBox %q: not drawn at its natural size", a["data-chart"], a["width"], a["height"], a["viewBox"])
+					continue
+				}
+				var w float64
+				fmt.Sscan(a["width"], &w)
+				// In a grid when the last <div class="grid"> before it is
+				// not closed yet.
+				limit := chartMaxW
+				if g := gridOpenRe.FindAllStringIndex(doc[:loc[0]], -1); len(g) > 0 {
+					if !strings.Contains(doc[g[len(g)-1][0]:loc[0]], "</div>\n</section>") {
+						limit = chartHalfW
+					}
+				}
+				if w > limit && !strings.HasPrefix(a["data-chart"], "integrity") {
+					t.Errorf("chart %s is %v wide, over the %v the page lays it out in", a["data-chart"], w, limit)
+				}
+			}
+			if n == 0 && name != "zero" {
+				t.Error("no chart")
+			}
+		})
+	}
+}
+
+// The signed-percent chart (compare's) draws a bar right of zero for a
+// gain, left for a loss, a band for the noise, and says when it has no
+// row.
+func TestHTMLSignedChart(t *testing.T) {
+	svg := hSignedChart("compare-throughput", "change", []hSigned{
+		{label: "pread warm", value: "+12.0%", class: "good", pct: 12, band: 3},
+		{label: "mmap warm", value: "-30.0%", class: "bad", pct: -30, band: -1},
+		{label: "readv warm", value: "+1.0%", class: "noise", pct: 1, band: 4},
+	})
+	checkCharts(t, svg, map[string]int{"compare-throughput": 3})
+	zero := regexp.MustCompile(`<line x1="([0-9.]+)" y1="[0-9.]+" x2="[0-9.]+" y2="[0-9.]+" class="baseline"/>`).FindStringSubmatch(svg)
+	if zero == nil {
+		t.Fatalf("no zero line:\n%s", svg)
+	}
+	var z float64
+	fmt.Sscan(zero[1], &z)
+	for _, tc := range []struct {
+		class string
+		right bool
+	}{{"good", true}, {"bad", false}, {"noise", true}} {
+		m := regexp.MustCompile(`<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="[0-9.]+" class="` + tc.class + `"/>`).FindStringSubmatch(svg)
+		if m == nil {
+			t.Fatalf("no %s bar", tc.class)
+		}
+		var x, w float64
+		fmt.Sscan(m[1], &x)
+		fmt.Sscan(m[2], &w)
+		if right := x >= z-0.1; right != tc.right || w < 1 {
+			t.Errorf("%s bar at x %v width %v, zero at %v: right of zero %v, want %v", tc.class, x, w, z, right, tc.right)
+		}
+	}
+	if n := strings.Count(svg, `class="band"`); n != 2 {
+		t.Errorf("%d noise bands, want 2", n)
+	}
+	for _, want := range []string{">-50%<", ">+50%<", ">0%<"} { // the axis rounds 30% up to 50%
+		if !strings.Contains(svg, want) {
+			t.Errorf("no tick %s", want)
+		}
+	}
+	empty := hSignedChart("c", "change", nil)
+	checkCharts(t, empty, map[string]int{"c": 0})
+	if !strings.Contains(empty, "no row was measured in both reports") {
+		t.Error("the empty chart does not say so")
+	}
+}
+
+// A Doc is drawn as the text table draws it with --wide: every column, a
+// min–max beside figures that have one, group titles, a failed row's
+// error after its name; then its notes and legend.
+func TestHTMLDocSections(t *testing.T) {
+	d := sampleDoc()
+	var b bytes.Buffer
+	if err := renderPage(&b, page{Title: "doc", Sections: docSections("results", "Results", d)}); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	checkOffline(t, doc)
+	for _, want := range []string{
+		`<th class="l">engine</th><th>QPS</th><th class="l">min–max</th><th>P99 µs</th><th>threads</th>`,
+		`<tr class="group"><th colspan="5">4 KiB</th></tr>`,
+		`<tr><td class="l">epoll</td><td>100</td><td class="l">(90–120)</td><td>51.2</td><td>1</td></tr>`,
+		`<tr class="sub"><td class="l">fio</td>`,
+		`<tr class="failed"><td class="l">io_uring</td><td class="error" colspan="4">failed: EPERM</td></tr>`,
+		`<section id="results-notes">`, `<dt>QPS</dt><dd>requests per second</dd>`,
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}

@@ -568,7 +568,7 @@ func TestNetEmpty(t *testing.T) {
 		}
 		doc := netRenderHTML(t, r)
 		checkCharts(t, doc, map[string]int{})
-		if !strings.Contains(doc, "No results.") || !strings.Contains(doc, `<div class="verdict bad"`) {
+		if !strings.Contains(doc, "No results.") || !strings.Contains(doc, `<div class="banner bad"`) {
 			t.Error("empty page does not say so")
 		}
 	}
@@ -676,7 +676,7 @@ func TestNetHTMLContent(t *testing.T) {
 	for _, want := range []string{r.Command, r.Machine.Kernel, r.Machine.CPUModel, r.Machine.GoVersion, "iopath</dt><dd>devel",
 		"server on CPU 0, load generator on CPU 1", "2026-11-23 09:15:02 UTC", "conns 1000 × sizes 64B, 16KiB × modes pingpong",
 		"<dt>io_uring-sqpoll</dt><dd>SQPOLL: io_uring_setup: operation not permitted</dd>",
-		`<div class="verdict bad" role="status"><p>INTEGRITY FAILURE: 4096 CORRUPTED`,
+		`<div class="banner bad" role="status"><p>INTEGRITY FAILURE: 4096 CORRUPTED`,
 		"<td class=\"l ok\">ok</td><td class=\"strong\">5.10</td><td class=\"l muted\">±4%</td><td>0.82×</td><td>0.52×</td>"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("page lacks %q", want)
@@ -717,7 +717,7 @@ func TestNetHTMLContent(t *testing.T) {
 
 	// A clean report has a green verdict.
 	r.Points = r.Points[3:]
-	if doc := netRenderHTML(t, r); !strings.Contains(doc, `<div class="verdict ok" role="status"><p>Integrity: 0 corrupted or lost bytes in 6 runs</p>`) {
+	if doc := netRenderHTML(t, r); !strings.Contains(doc, `<div class="banner ok" role="status"><p>Integrity: 0 corrupted or lost bytes in 6 runs</p>`) {
 		t.Error("clean report has no green verdict")
 	}
 }

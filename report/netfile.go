@@ -6,7 +6,6 @@ package report
 // (netfile_doc.go): the row order, the baselines, the target, the legends.
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"html/template"
@@ -15,32 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/writev"
 )
-
-// nfColors gives each file-serving method and each writev way its colour
-// in every chart (the same hue for the baseline, for io_uring, and so on).
-var nfColors = map[string]string{
-	filesrv.ReadWrite: "#4e79a7", filesrv.Sendfile: "#f28e2b", filesrv.Splice: "#59a14f",
-	writev.Writes: "#4e79a7", writev.Coalesced: "#f28e2b", writev.NetBuffers: "#59a14f",
-	"io_uring": "#8e63b5",
-}
-
-// nfSeries makes chart series for names in order.
-func nfSeries(names []string) map[string]*hSeries {
-	out := map[string]*hSeries{}
-	for i, n := range names {
-		c, ok := nfColors[n]
-		if !ok {
-			c = hExtraColors[i%len(hExtraColors)]
-		}
-		out[n] = &hSeries{name: n, base: n, color: c, light: hMix(c, "#ffffff", 0.72), dark: hMix(c, "#000000", 0.45), idx: i}
-	}
-	return out
-}
 
 // nfOrdered returns the names in want's order, then any others in order
 // of appearance.
@@ -272,421 +252,311 @@ func nfVerified(ok bool, corrupted int64) string {
 type NetFilePage struct {
 	Title     string // default "iopath net bench: file serving and writev"
 	Command   string // the command line that produced it
-	Machine   string // one line about the machine (kernel, CPU), if known
+	Machine   features.Machine
 	FileServe []filesrv.Result
 	Writev    []writev.Result
 	Notes     []string
 }
 
-// NetFileHTML writes p as one self-contained HTML page: no script, no
-// network (a Content-Security-Policy forbids loading anything), inline
-// SVG charts. The sections are FileServeHTML's and WritevHTML's.
+// NetFileHTML writes p as one self-contained HTML page (page.go's: no
+// script, no network, inline SVG charts). The sections are
+// FileServeHTML's and WritevHTML's.
 func NetFileHTML(w io.Writer, p NetFilePage) error {
 	if p.Title == "" {
 		p.Title = "iopath net bench: file serving and writev"
 	}
-	d := nfPage{Title: p.Title, Command: p.Command, Machine: p.Machine, Notes: p.Notes, Generator: "iopath"}
+	d := page{Title: p.Title, Subtitle: subtitle(time.Time{}, p.Machine), Command: p.Command,
+		Machine: machineKV(p.Machine, ""), Generator: strings.TrimSpace("iopath " + p.Machine.IopathVersion)}
 	if len(p.FileServe) > 0 {
 		d.Sections = append(d.Sections, nfFileSection(p.FileServe))
 	}
 	if len(p.Writev) > 0 {
 		d.Sections = append(d.Sections, nfWritevSection(p.Writev))
 	}
-	var b bytes.Buffer
-	if err := nfPageTemplate.Execute(&b, d); err != nil {
-		return err
+	if len(d.Sections) == 0 {
+		d.Sections = append(d.Sections, section{ID: "results", Title: "Results"})
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	if len(p.Notes) > 0 {
+		d.Sections = append(d.Sections, section{ID: "notes", Title: "Notes", List: p.Notes})
+	}
+	return renderPage(w, d)
 }
 
 // FileServeHTML writes the file-serving section alone (a <section
 // id="file-serving"> fragment), for a page that has the report's styles.
 func FileServeHTML(w io.Writer, rs []filesrv.Result) error {
-	return nfWriteSection(w, nfFileSection(rs))
+	return renderSection(w, nfFileSection(rs))
 }
 
 // WritevHTML writes the writev section alone (<section id="writev">).
 func WritevHTML(w io.Writer, rs []writev.Result) error {
-	return nfWriteSection(w, nfWritevSection(rs))
+	return renderSection(w, nfWritevSection(rs))
 }
 
-func nfWriteSection(w io.Writer, s nfSection) error {
-	var b bytes.Buffer
-	if err := nfPageTemplate.ExecuteTemplate(&b, "section", s); err != nil {
-		return err
+// nfTableOf makes a results table of heads (those in left aligned left)
+// and rows of cells; a row with err has an error cell in place of its
+// figures, and a row with sep starts a block.
+func nfTableOf(heads []string, left func(h string) bool) (t *table, add func(cells []string, err string, sep bool)) {
+	t = &table{Head: [][]cell{nil}}
+	for _, h := range heads {
+		c := cell{Text: h}
+		if left(h) {
+			c.Class = "l"
+		}
+		t.Head[0] = append(t.Head[0], c)
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	return t, func(cells []string, err string, sep bool) {
+		var r trow
+		if sep {
+			r.Class = "sep"
+		}
+		for i, c := range cells {
+			r.Cells = append(r.Cells, cell{Text: c, Class: t.Head[0][i].Class})
+		}
+		if err != "" {
+			r.Cells = append(r.Cells, cell{Text: "error: " + err, Class: "error", Span: len(heads) - len(cells)})
+		}
+		t.Rows = append(t.Rows, r)
+	}
 }
 
-type nfPage struct {
-	Title, Command, Machine, Generator string
-	Sections                           []nfSection
-	Notes                              []string
-}
-
-type nfSection struct {
-	ID, Title, Intro string
-	Target           string
-	Charts           []hChart
-	Heads            []string
-	Left             []bool
-	Rows             []nfHRow
-	Defs             []hKV
-}
-
-type nfHRow struct {
-	Cells []string
-	Err   string
-	Span  int
-	Sep   bool // first row of a group
-}
-
-func nfFileSection(in []filesrv.Result) nfSection {
+func nfFileSection(in []filesrv.Result) section {
 	rows := nfFileRows(in)
-	s := nfSection{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
-	s.Intro = "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
+	s := section{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
+	intro := "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
 	if h := nfFileHeader(rows); h != "" {
-		s.Intro += " " + strings.ToUpper(h[:1]) + h[1:] + "."
+		intro += " " + strings.ToUpper(h[:1]) + h[1:] + "."
 	}
+	s.Intro = []string{intro}
 
-	var names []string
-	var sizes []int64
-	for _, r := range rows {
-		if !slices.Contains(names, r.Method) {
-			names = append(names, r.Method)
-		}
-		if !slices.Contains(sizes, r.FileSize) {
-			sizes = append(sizes, r.FileSize)
-		}
-	}
-	names = nfOrdered(filesrv.Methods(), names)
-	series := nfSeries(names)
-	var order []*hSeries
-	for _, n := range names {
-		order = append(order, series[n])
-	}
-	label := func(r *filesrv.Result) string {
-		if nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) {
-			return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
-		}
-		return units.FormatSize(r.FileSize)
-	}
-	groups := func(bar func(r *filesrv.Result) hBar) []hBarGroup {
-		var gs []hBarGroup
-		for i := range rows {
-			r := &rows[i]
-			l := label(r)
-			if len(gs) == 0 || gs[len(gs)-1].label != l {
-				gs = append(gs, hBarGroup{label: l})
-			}
-			b := bar(r)
-			b.s = series[r.Method]
-			if r.Responses == 0 && r.Err != "" {
-				b = hBar{s: b.s, err: r.Err, tip: r.Method + ": " + r.Err}
-			}
-			gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
-		}
-		return gs
-	}
-	tip := func(r *filesrv.Result) string {
+	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
+	tip := func(r filesrv.Result) string {
 		return fmt.Sprintf("%s, %s: %s GB/s, %s CPU-s/GB (%s readwrite), %s syscalls/MB, %d runs",
 			r.Method, units.FormatSize(r.FileSize), nfNum(r.GBps), nfNum(r.CPUSecPerGB),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), r.Runs)
+			nfRatio(r.CPUSecPerGB, nfBaseline(rows, &r)), nfNum(r.SyscallsPerMB), r.Runs)
 	}
-	ratio := hBarChart(hBarSpec{id: "fs-cpu-ratio", title: "Server CPU per GB, relative to readwrite", unit: "× readwrite", series: order,
-		shareLabel: "io_uring kernel threads",
-		groups: groups(func(r *filesrv.Result) hBar {
-			base := nfBaseline(rows, r)
+	p := newNFPlot(rows, filesrv.Methods(), func(r filesrv.Result) string { return r.Method }, tip,
+		func(r filesrv.Result) string { return units.FormatSize(r.FileSize) },
+		func(r filesrv.Result) string {
+			if conns {
+				return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
+			}
+			return units.FormatSize(r.FileSize)
+		},
+		func(r filesrv.Result) string {
+			if r.Responses == 0 {
+				return r.Err
+			}
+			return ""
+		})
+	gbps := p.bars("fs-gbps", "Throughput", "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.",
+		"GB/s", decimals(2), func(r filesrv.Result) hBar { return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)} })
+	s.Charts = append(s.Charts, p.bars("fs-cpu-ratio", "Server CPU per GB, relative to readwrite",
+		"Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
+		"× readwrite", decimals(2), func(r filesrv.Result) hBar {
+			base := nfBaseline(rows, &r)
 			if base <= 0 || !(r.CPUSecPerGB > 0) {
 				return hBar{tip: tip(r) + " (no readwrite figure to compare with)"}
 			}
-			b := hBar{v: r.CPUSecPerGB / base, tip: tip(r), valueDecimals: 2}
+			b := hBar{v: r.CPUSecPerGB / base, tip: tip(r)}
 			if r.Bytes > 0 && r.IOThreadCPU > 0 {
 				b.share = r.IOThreadCPU.Seconds() / (float64(r.Bytes) / 1e9) / base
 			}
 			return b
-		})})
-	gbps := hBarChart(hBarSpec{id: "fs-gbps", title: "Throughput", unit: "GB/s", series: order,
-		groups: groups(func(r *filesrv.Result) hBar {
-			return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r), valueDecimals: 2}
-		})})
-	s.Charts = append(s.Charts, hChart{ID: "fs-cpu-ratio", Title: "Server CPU per GB, relative to readwrite",
-		Caption: "Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
-		SVG:     template.HTML(ratio)})
-	if !nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) && len(sizes) > 1 {
-		cats := make([]string, len(sizes))
-		for i, sz := range sizes {
-			cats[i] = units.FormatSize(sz)
-		}
-		line := func(id, title, unit string, y func(r *filesrv.Result) float64) string {
-			var lines []hLine
-			for _, n := range names {
-				l := hLine{s: series[n]}
-				for i := range rows {
-					r := &rows[i]
-					if r.Method != n {
-						continue
-					}
-					p := hPoint{x: float64(slices.Index(sizes, r.FileSize)), y: y(r), tip: tip(r)}
-					if r.Responses == 0 && r.Err != "" {
-						p = hPoint{x: p.x, err: r.Err, tip: r.Method + ": " + r.Err}
-					}
-					l.pts = append(l.pts, p)
-				}
-				lines = append(lines, l)
-			}
-			return hLineChart(hLineSpec{id: id, title: title, width: hWideW,
-				x:     hAxisSpec{label: "file size", cats: cats},
-				y:     hAxisSpec{label: unit, log10: true, fmt: func(v float64) string { return hSig3(v) }},
-				lines: lines})
-		}
+		}))
+	if !conns && len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
-			hChart{ID: "fs-cpu", Title: "Server CPU per GB sent", Caption: "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
-				SVG: template.HTML(line("fs-cpu", "Server CPU per GB sent", "CPU-s/GB", func(r *filesrv.Result) float64 { return r.CPUSecPerGB }))},
-			hChart{ID: "fs-gbps", Title: "Throughput", Caption: "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.", SVG: template.HTML(gbps)},
-			hChart{ID: "fs-syscalls", Title: "System calls per MB", Caption: "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
-				SVG: template.HTML(line("fs-syscalls", "System calls per MB", "syscalls/MB", func(r *filesrv.Result) float64 { return r.SyscallsPerMB }))})
+			p.lines("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
+				"file size", "CPU-s/GB", func(r filesrv.Result) float64 { return r.CPUSecPerGB }),
+			gbps,
+			p.lines("fs-syscalls", "System calls per MB", "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
+				"file size", "syscalls/MB", func(r filesrv.Result) float64 { return r.SyscallsPerMB }))
 	} else {
-		cpu := hBarChart(hBarSpec{id: "fs-cpu", title: "Server CPU per GB sent", unit: "CPU-s/GB", series: order,
-			groups: groups(func(r *filesrv.Result) hBar {
-				return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r), valueDecimals: 3}
-			})})
 		s.Charts = append(s.Charts,
-			hChart{ID: "fs-cpu", Title: "Server CPU per GB sent", Caption: "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.", SVG: template.HTML(cpu)},
-			hChart{ID: "fs-gbps", Title: "Throughput", Caption: "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.", SVG: template.HTML(gbps)})
+			p.bars("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.",
+				"CPU-s/GB", decimals(3), func(r filesrv.Result) hBar {
+					return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r)}
+				}),
+			gbps)
 	}
 
 	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
-	s.Heads = []string{"size", "conns", "method", "GB/s", "min–max", "CPU-s/GB", "min–max", "×readwrite", "syscalls/MB", "sys/resp"}
+	heads := []string{"size", "conns", "method", "GB/s", "min–max", "CPU-s/GB", "min–max", "×readwrite", "syscalls/MB", "sys/resp"}
 	if proc {
-		s.Heads = append(s.Heads, "proc CPU-s/GB")
+		heads = append(heads, "proc CPU-s/GB")
 	}
-	s.Heads = append(s.Heads, "runs", "verified")
-	for _, h := range s.Heads {
-		s.Left = append(s.Left, h == "size" || h == "method" || h == "verified" || h == "min–max")
-	}
+	t, add := nfTableOf(append(heads, "runs", "verified"), func(h string) bool {
+		return h == "size" || h == "method" || h == "verified" || h == "min–max"
+	})
 	last := ""
 	for i := range rows {
 		r := &rows[i]
 		key := units.FormatSize(r.FileSize) + "/" + strconv.Itoa(r.Conns)
-		row := nfHRow{Sep: key != last && last != ""}
+		sep := key != last && last != ""
 		last = key
-		row.Cells = []string{units.FormatSize(r.FileSize), strconv.Itoa(r.Conns), r.Method}
+		row := []string{units.FormatSize(r.FileSize), strconv.Itoa(r.Conns), r.Method}
 		if r.Responses == 0 && r.Err != "" {
-			row.Err, row.Span = r.Err, len(s.Heads)-3
-		} else {
-			row.Cells = append(row.Cells, nfNum(r.GBps), strings.Trim(nfSpread(r.GBpsMin, r.GBpsMax, r.Runs), "()"),
-				nfNum(r.CPUSecPerGB), strings.Trim(nfSpread(r.CPUSecPerGBMin, r.CPUSecPerGBMax, r.Runs), "()"),
-				nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), nfNum(r.SyscallsPerResp))
-			if proc {
-				row.Cells = append(row.Cells, nfNum(r.ProcCPUSecPerGB))
-			}
-			row.Cells = append(row.Cells, strconv.Itoa(r.Runs), nfVerified(r.Verified, r.Corrupted))
-			if r.Err != "" {
-				row.Cells[len(row.Cells)-1] += " (" + oneLine(r.Err) + ")"
-			}
+			add(row, r.Err, sep)
+			continue
 		}
-		s.Rows = append(s.Rows, row)
+		row = append(row, nfNum(r.GBps), strings.Trim(nfSpread(r.GBpsMin, r.GBpsMax, r.Runs), "()"),
+			nfNum(r.CPUSecPerGB), strings.Trim(nfSpread(r.CPUSecPerGBMin, r.CPUSecPerGBMax, r.Runs), "()"),
+			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), nfNum(r.SyscallsPerResp))
+		if proc {
+			row = append(row, nfNum(r.ProcCPUSecPerGB))
+		}
+		row = append(row, strconv.Itoa(r.Runs), nfVerified(r.Verified, r.Corrupted))
+		if r.Err != "" {
+			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
+		}
+		add(row, "", sep)
 	}
+	s.Table = t
 	s.Defs = nfDefs(fileServeLegend)
 	return s
 }
 
-func nfWritevSection(in []writev.Result) nfSection {
+func nfWritevSection(in []writev.Result) section {
 	rows := nfWritevRows(in)
-	s := nfSection{ID: "writev", Title: "writev batching",
-		Intro: "A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}
-	var names []string
-	var ks []int
-	for _, r := range rows {
-		if !slices.Contains(names, r.Way) {
-			names = append(names, r.Way)
-		}
-		if !slices.Contains(ks, r.K) {
-			ks = append(ks, r.K)
-		}
-	}
-	names = nfOrdered(writev.Ways(), names)
-	series := nfSeries(names)
-	var order []*hSeries
-	for _, n := range names {
-		order = append(order, series[n])
-	}
-	tip := func(r *writev.Result) string {
+	s := section{ID: "writev", Title: "writev batching",
+		Intro: []string{"A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}}
+	tip := func(r writev.Result) string {
 		return fmt.Sprintf("%s, k=%d (%d B): %s CPU ns/resp (%s writes), %.2f syscalls/resp, %d runs",
 			r.Way, r.K, r.RespBytes, nfInt(r.CPUNsPerResp), nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), r.SyscallsPerResp, r.Runs)
 	}
-	groups := func(bar func(r *writev.Result) hBar) []hBarGroup {
-		var gs []hBarGroup
-		for i := range rows {
-			r := &rows[i]
-			l := fmt.Sprintf("k=%d", r.K)
-			if len(gs) == 0 || gs[len(gs)-1].label != l {
-				gs = append(gs, hBarGroup{label: l})
+	p := newNFPlot(rows, writev.Ways(), func(r writev.Result) string { return r.Way }, tip,
+		func(r writev.Result) string { return strconv.Itoa(r.K) },
+		func(r writev.Result) string { return fmt.Sprintf("k=%d", r.K) },
+		func(r writev.Result) string {
+			if r.Responses == 0 {
+				return r.Err
 			}
-			b := bar(r)
-			b.s = series[r.Way]
-			if r.Responses == 0 && r.Err != "" {
-				b = hBar{s: b.s, err: r.Err, tip: r.Way + ": " + r.Err}
+			return ""
+		})
+	s.Charts = append(s.Charts, p.bars("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
+		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
+		"× writes", decimals(2), func(r writev.Result) hBar {
+			base := nfWritesCPU(rows, r.K)
+			if base <= 0 || !(r.CPUNsPerResp > 0) {
+				return hBar{tip: tip(r) + " (no writes figure to compare with)"}
 			}
-			gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
-		}
-		return gs
-	}
-	gs := groups(func(r *writev.Result) hBar {
-		base := nfWritesCPU(rows, r.K)
-		if base <= 0 || !(r.CPUNsPerResp > 0) {
-			return hBar{tip: tip(r) + " (no writes figure to compare with)"}
-		}
-		return hBar{v: r.CPUNsPerResp / base, tip: tip(r), valueDecimals: 2}
-	})
-	ratio := hBarChart(hBarSpec{id: "wv-cpu-ratio", title: "Sender CPU per response, relative to k writes", unit: "× writes", series: order, groups: gs})
-	s.Charts = append(s.Charts, hChart{ID: "wv-cpu-ratio", Title: "Sender CPU per response, relative to k writes",
-		Caption: "Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.", SVG: template.HTML(ratio)})
-	if len(ks) > 1 {
-		cats := make([]string, len(ks))
-		for i, k := range ks {
-			cats[i] = strconv.Itoa(k)
-		}
-		line := func(id, title, unit string, y func(r *writev.Result) float64) string {
-			var lines []hLine
-			for _, n := range names {
-				l := hLine{s: series[n]}
-				for i := range rows {
-					r := &rows[i]
-					if r.Way != n {
-						continue
-					}
-					p := hPoint{x: float64(slices.Index(ks, r.K)), y: y(r), tip: tip(r)}
-					if r.Responses == 0 && r.Err != "" {
-						p = hPoint{x: p.x, err: r.Err, tip: r.Way + ": " + r.Err}
-					}
-					l.pts = append(l.pts, p)
-				}
-				lines = append(lines, l)
-			}
-			return hLineChart(hLineSpec{id: id, title: title, width: hWideW,
-				x:     hAxisSpec{label: "parts per response (k)", cats: cats},
-				y:     hAxisSpec{label: unit, log10: true, fmt: func(v float64) string { return hSig3(v) }},
-				lines: lines})
-		}
+			return hBar{v: r.CPUNsPerResp / base, tip: tip(r)}
+		}))
+	if len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
-			hChart{ID: "wv-cpu", Title: "Sender CPU per response", Caption: "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
-				SVG: template.HTML(line("wv-cpu", "Sender CPU per response", "CPU ns/resp", func(r *writev.Result) float64 { return r.CPUNsPerResp }))},
-			hChart{ID: "wv-syscalls", Title: "System calls per response", Caption: "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
-				SVG: template.HTML(line("wv-syscalls", "System calls per response", "syscalls/resp", func(r *writev.Result) float64 { return r.SyscallsPerResp }))})
+			p.lines("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
+				"parts per response (k)", "CPU ns/resp", func(r writev.Result) float64 { return r.CPUNsPerResp }),
+			p.lines("wv-syscalls", "System calls per response", "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
+				"parts per response (k)", "syscalls/resp", func(r writev.Result) float64 { return r.SyscallsPerResp }))
 	} else {
-		cpu := hBarChart(hBarSpec{id: "wv-cpu", title: "Sender CPU per response", unit: "CPU ns/resp", series: order,
-			groups: groups(func(r *writev.Result) hBar {
+		s.Charts = append(s.Charts, p.bars("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.",
+			"CPU ns/resp", decimals(0), func(r writev.Result) hBar {
 				return hBar{v: r.CPUNsPerResp, lo: r.CPUNsPerRespMin, hi: r.CPUNsPerRespMax, tip: tip(r)}
-			})})
-		s.Charts = append(s.Charts, hChart{ID: "wv-cpu", Title: "Sender CPU per response", Caption: "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.", SVG: template.HTML(cpu)})
+			}))
 	}
-	s.Heads = []string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "min–max", "×writes", "wall ns/resp", "runs", "verified"}
-	for _, h := range s.Heads {
-		s.Left = append(s.Left, h == "way" || h == "verified" || h == "min–max")
-	}
+	t, add := nfTableOf([]string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "min–max", "×writes", "wall ns/resp", "runs", "verified"},
+		func(h string) bool { return h == "way" || h == "verified" || h == "min–max" })
 	last := -1
 	for _, r := range rows {
-		row := nfHRow{Sep: r.K != last && last >= 0, Cells: []string{strconv.Itoa(r.K), strconv.Itoa(r.RespBytes), r.Way}}
+		sep := r.K != last && last >= 0
 		last = r.K
+		row := []string{strconv.Itoa(r.K), strconv.Itoa(r.RespBytes), r.Way}
 		if r.Responses == 0 && r.Err != "" {
-			row.Err, row.Span = r.Err, len(s.Heads)-3
-		} else {
-			row.Cells = append(row.Cells, fixed(r.SyscallsPerResp, 2), nfInt(r.CPUNsPerResp),
-				strings.Trim(nfSpreadInt(r.CPUNsPerRespMin, r.CPUNsPerRespMax, r.Runs), "()"),
-				nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), nfInt(r.NsPerResp), strconv.Itoa(r.Runs), nfVerified(r.Verified, 0))
-			if r.Err != "" {
-				row.Cells[len(row.Cells)-1] += " (" + oneLine(r.Err) + ")"
-			}
+			add(row, r.Err, sep)
+			continue
 		}
-		s.Rows = append(s.Rows, row)
+		row = append(row, fixed(r.SyscallsPerResp, 2), nfInt(r.CPUNsPerResp),
+			strings.Trim(nfSpreadInt(r.CPUNsPerRespMin, r.CPUNsPerRespMax, r.Runs), "()"),
+			nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), nfInt(r.NsPerResp), strconv.Itoa(r.Runs), nfVerified(r.Verified, 0))
+		if r.Err != "" {
+			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
+		}
+		add(row, "", sep)
 	}
+	s.Table = t
 	s.Defs = nfDefs(writevLegend)
 	return s
 }
 
+// nfPlot draws a side benchmark's rows: bars in groups (a file size, a
+// k), or a line per series over the x categories.
+type nfPlot[T any] struct {
+	rows   []T
+	order  []*hSeries
+	series map[string]*hSeries
+	cats   []string       // x categories, in the rows' order
+	name   func(T) string // the row's series
+	tip    func(T) string // its tooltip
+	cat    func(T) string // its x category
+	group  func(T) string // its bar group
+	failed func(T) string // why it has no figures, or ""
+}
+
+// newNFPlot makes a plot of rows, its series in want's order, then any
+// others in order of appearance.
+func newNFPlot[T any](rows []T, want []string, name, tip, cat, group, failed func(T) string) nfPlot[T] {
+	p := nfPlot[T]{rows: rows, name: name, tip: tip, cat: cat, group: group, failed: failed}
+	var names []string
+	for _, r := range rows {
+		if n := name(r); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+		if c := cat(r); !slices.Contains(p.cats, c) {
+			p.cats = append(p.cats, c)
+		}
+	}
+	p.order, p.series = nameSeries(nfOrdered(want, names))
+	return p
+}
+
+func (p nfPlot[T]) bars(id, title, caption, unit string, value func(float64) string, bar func(T) hBar) chart {
+	var gs []hBarGroup
+	for _, r := range p.rows {
+		if l := p.group(r); len(gs) == 0 || gs[len(gs)-1].label != l {
+			gs = append(gs, hBarGroup{label: l})
+		}
+		b := bar(r)
+		if e := p.failed(r); e != "" {
+			b = hBar{err: e, tip: p.name(r) + ": " + e}
+		}
+		b.s = p.series[p.name(r)]
+		gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
+	}
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: unit,
+		groups: gs, series: p.order, value: value, shareLabel: "io_uring kernel threads"}))}
+}
+
+func (p nfPlot[T]) lines(id, title, caption, xLabel, unit string, y func(T) float64) chart {
+	var lines []hLine
+	for _, s := range p.order {
+		l := hLine{s: s}
+		for _, r := range p.rows {
+			if p.name(r) != s.name {
+				continue
+			}
+			pt := hPoint{x: float64(slices.Index(p.cats, p.cat(r))), y: y(r), tip: p.tip(r)}
+			if e := p.failed(r); e != "" {
+				pt = hPoint{x: pt.x, err: e, tip: s.name + ": " + e}
+			}
+			l.pts = append(l.pts, pt)
+		}
+		lines = append(lines, l)
+	}
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title,
+		x: hAxisSpec{label: xLabel, cats: p.cats}, y: hAxisSpec{label: unit, log10: true, fmt: hSig3}, lines: lines}))}
+}
+
 // nfDefs turns a text legend (term, then its text over indented lines)
 // into definitions.
-func nfDefs(legend string) []hKV {
-	var out []hKV
+func nfDefs(legend string) []kv {
+	var out []kv
 	for _, line := range strings.Split(strings.TrimRight(legend, "\n"), "\n") {
 		if strings.HasPrefix(line, " ") && len(out) > 0 {
 			out[len(out)-1].V += " " + strings.TrimSpace(line)
 			continue
 		}
 		term, text, _ := strings.Cut(line, "  ")
-		out = append(out, hKV{K: strings.TrimSpace(term), V: strings.TrimSpace(text)})
+		out = append(out, kv{K: strings.TrimSpace(term), V: strings.TrimSpace(text)})
 	}
 	return out
 }
-
-var nfPageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-` + pageHead + `<style>
-:root{--fg:#1d232a;--muted:#5d6773;--line:#dfe3e8;--bg:#f6f7f9;--card:#fff;--err:#c0392b;--accent:#2f5d8a}
-*{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif}
-main{max-width:1180px;margin:0 auto;padding:28px 28px 56px}
-h1{font-size:25px;font-weight:650;margin:0 0 2px}
-.sub{color:var(--muted);margin:0 0 16px}
-h2{font-size:19px;font-weight:650;margin:34px 0 6px;padding-bottom:4px;border-bottom:2px solid var(--line)}
-h3{font-size:15px;font-weight:600;margin:0 0 2px}
-nav a{color:var(--accent);text-decoration:none;margin-right:14px}
-.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 18px 12px;margin:14px 0}
-pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono","DejaVu Sans Mono",monospace;font-size:13px}
-pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
-figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
-p.target{font-weight:600}
-` + chartCSS + `.chart .lg{font-size:12px}
-.table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;margin:14px 0}
-table{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;width:100%}
-th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #edf0f3}
-th{background:#f0f2f5;font-weight:600;color:#39424c;border-bottom:1px solid var(--line)}
-th.l,td.l{text-align:left}
-tr.sep td{border-top:2px solid var(--line)}
-td.error{color:var(--err);text-align:left;white-space:pre-wrap}
-dl.defs{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:13.5px;margin:8px 0}
-dl.defs dt{font-weight:600}
-dl.defs dd{margin:0;color:#39424c}
-ul.notes li{overflow-wrap:anywhere}
-footer{color:var(--muted);font-size:12.5px;margin-top:36px}
-</style>
-</head>
-<body>
-<main>
-<h1>{{.Title}}</h1>
-{{with .Machine}}<p class="sub">{{.}}</p>{{end}}
-{{with .Command}}<pre class="cmd"><code>{{.}}</code></pre>{{end}}
-<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}{{if .Notes}}<a href="#notes">Notes</a>{{end}}</nav>
-{{range .Sections}}{{template "section" .}}{{else}}<p>No results.</p>{{end}}
-{{if .Notes}}<section id="notes">
-<h2>Notes</h2>
-<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
-</section>{{end}}
-<footer>Generated by {{.Generator}}. This page is self-contained: it loads nothing from anywhere.</footer>
-</main>
-</body>
-</html>
-`))
-
-// The section template, alone for FileServeHTML and WritevHTML.
-var _ = template.Must(nfPageTemplate.New("section").Parse(`<section id="{{.ID}}">
-<h2>{{.Title}}</h2>
-<p>{{.Intro}}</p>
-{{with .Target}}<p class="target">{{.}}</p>{{end}}
-{{range .Charts}}<figure class="card" id="{{.ID}}">
-<h3>{{.Title}}</h3>
-<figcaption>{{.Caption}}</figcaption>
-{{.SVG}}
-</figure>
-{{end}}<div class="table-wrap"><table>
-<thead><tr>{{$left := .Left}}{{range $i, $h := .Heads}}<th{{if index $left $i}} class="l"{{end}}>{{$h}}</th>{{end}}</tr></thead>
-<tbody>
-{{range .Rows}}<tr{{if .Sep}} class="sep"{{end}}>{{range $i, $c := .Cells}}<td{{if index $left $i}} class="l"{{end}}>{{$c}}</td>{{end}}{{if .Err}}<td class="error" colspan="{{.Span}}">error: {{.Err}}</td>{{end}}</tr>
-{{end}}</tbody>
-</table></div>
-<dl class="defs">{{range .Defs}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>
-</section>`))

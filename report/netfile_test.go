@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/writev"
 )
@@ -186,7 +187,7 @@ func TestNetFileEmpty(t *testing.T) {
 
 func TestNetFileHTML(t *testing.T) {
 	var b bytes.Buffer
-	p := NetFilePage{Command: "iopath net bench --serve-file --writev", Machine: "Linux 6.18, 2 vCPU",
+	p := NetFilePage{Command: "iopath net bench --serve-file --writev", Machine: features.Machine{Kernel: "6.18", Cores: 2},
 		FileServe: fileServeFixture(), Writev: writevFixture(), Notes: []string{"a note <b>bold?</b>"}}
 	if err := NetFileHTML(&b, p); err != nil {
 		t.Fatal(err)

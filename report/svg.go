@@ -1,19 +1,27 @@
 package report
 
-// Chart primitives for the HTML report: an SVG writer that escapes every
-// text and attribute value it is given, scales, tick choosers, and the two
-// chart kinds the report draws (grouped bars, and lines on log or
-// categorical x axes). The charts are plain inline SVG: no script, no
-// external reference; their tooltips are native SVG <title> elements.
+// The one chart set of every HTML page (page.go): grouped bars with
+// min–max whiskers (or dots on a log axis), lines (sweeps, and percentiles
+// on a log axis), a tile grid, and signed-percent bars; with the SVG
+// writer that escapes every text and attribute value it is given, scales,
+// tick choosers and the legend they share. The charts are plain inline
+// SVG: no script, no external reference; their tooltips are native SVG
+// <title> elements.
 //
 // Every chart is <svg class="chart" data-chart=ID data-series=N> and holds
 // exactly N <g class="series" data-name=NAME> elements, so that tests (and
-// people) can check what was drawn.
+// people) can check what was drawn. Its width and height attributes are
+// its viewBox's: a chart is drawn at its natural size, one unit a CSS
+// pixel, so that text is the same size in every chart of a page. Each
+// chart's size comes from what it holds (bars, columns, legend rows), up
+// to the width the page lays out (chartMaxW, chartHalfW in a grid).
 
 import (
 	"fmt"
 	"html"
+	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -81,15 +89,15 @@ func (w *svgW) rect(x, y, width, height float64, attrs ...string) {
 
 // --- colours
 
-// hEngineColors gives each known engine its colour in every chart; fio
-// twins are drawn in a lighter, hatched variant of their engine's colour.
+// hEngineColors gives each known engine, server engine, file-serving
+// method and writev way its colour in every chart: io_uring is the same
+// purple everywhere, and each baseline blue. fio twins are drawn in a
+// lighter, hatched variant of their engine's colour.
 var hEngineColors = map[string]string{
-	"read":     "#4e79a7",
-	"pread":    "#f28e2b",
-	"readv":    "#59a14f",
-	"mmap":     "#e15759",
-	"io_uring": "#8e63b5",
-	"null":     "#7f7f7f",
+	"read": "#4e79a7", "pread": "#f28e2b", "readv": "#59a14f", "mmap": "#e15759", "io_uring": "#8e63b5", "null": "#7f7f7f",
+	"net": "#4e79a7", "epoll": "#59a14f",
+	"readwrite": "#4e79a7", "sendfile": "#f28e2b", "splice": "#59a14f",
+	"writes": "#4e79a7", "coalesced": "#f28e2b", "net.Buffers": "#59a14f",
 }
 
 // hExtraColors are handed out, in order, to engines not in hEngineColors.
@@ -112,6 +120,101 @@ func hMix(c, m string, f float64) string {
 	r2, g2, b2 := parse(m)
 	at := func(a, b float64) int { return int(math.Round(a + (b-a)*f)) }
 	return fmt.Sprintf("#%02x%02x%02x", at(r1, r2), at(g1, g2), at(b1, b2))
+}
+
+// hSeries is one line or bar colour in the charts: an iopath engine, or a
+// fio ioengine's twin rows ("fio psync").
+type hSeries struct {
+	name  string
+	fio   bool
+	base  string // the iopath engine whose colour it takes
+	color string
+	light string // hatch background of fio bars
+	dark  string // the io_uring kernel-thread share of CPU bars
+	idx   int
+}
+
+// lineColor is the stroke of the series' lines: fio's is lighter.
+func (s *hSeries) lineColor() string {
+	if s.fio {
+		return hMix(s.color, "#ffffff", 0.3)
+	}
+	return s.color
+}
+
+// paint gives s colour c, and the lighter and darker variants drawn
+// from it.
+func (s *hSeries) paint(c string) {
+	s.color, s.light, s.dark = c, hMix(c, "#ffffff", 0.72), hMix(c, "#000000", 0.45)
+}
+
+// swatch is the CSS background of the series' swatch in a table.
+func (s *hSeries) swatch() template.CSS {
+	if s.fio {
+		return template.CSS(fmt.Sprintf("background:repeating-linear-gradient(45deg,%s 0 2px,%s 2px 5px)", s.color, s.light))
+	}
+	return template.CSS("background:" + s.color)
+}
+
+// nameSeries makes a chart series per name, in order, coloured from
+// hEngineColors or, for names not in it, from hExtraColors.
+func nameSeries(names []string) (order []*hSeries, byName map[string]*hSeries) {
+	byName = map[string]*hSeries{}
+	next := 0
+	for _, n := range names {
+		c, ok := hEngineColors[n]
+		if !ok {
+			c = hExtraColors[next%len(hExtraColors)]
+			next++
+		}
+		s := &hSeries{name: n, base: n, idx: len(order)}
+		s.paint(c)
+		order = append(order, s)
+		byName[n] = s
+	}
+	return order, byName
+}
+
+// hSlug makes s usable in a data-chart name: lower case letters, digits
+// and single dashes.
+func hSlug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String()
+}
+
+// chartIDs hands out chart ids unique in a page.
+type chartIDs map[string]bool
+
+// id returns a unique chart id made of parts.
+func (ids chartIDs) id(parts ...string) string {
+	var p []string
+	for _, s := range parts {
+		if s = hSlug(s); s != "" {
+			p = append(p, s)
+		}
+	}
+	base := strings.Join(p, "-")
+	if base == "" {
+		base = "chart"
+	}
+	id := base
+	for n := 2; ids[id]; n++ {
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	ids[id] = true
+	return id
 }
 
 // --- axes and ticks
@@ -358,11 +461,49 @@ func hNoisyMark(w *svgW, x, y float64) {
 	w.el("path", "d", fmt.Sprintf("M%s %sl5 8.5h-10z", hNum(x), hNum(y-5)), "class", "noisy")
 }
 
-// hFrame starts a chart's <svg>; the caller ends it.
+// hFrame starts a chart's <svg> at its natural size; the caller ends it.
 func hFrame(w *svgW, id, title string, width, height float64, nSeries int) {
+	width, height = math.Ceil(width), math.Ceil(height)
 	w.open("svg", false, "class", "chart", "data-chart", id, "data-series", strconv.Itoa(nSeries),
-		"viewBox", "0 0 "+hNum(width)+" "+hNum(height), "role", "img", "aria-label", title)
+		"width", hNum(width), "height", hNum(height), "viewBox", "0 0 "+hNum(width)+" "+hNum(height),
+		"role", "img", "aria-label", title)
 	w.title(title)
+}
+
+// yScale draws the y axis of a plot from top to bottom between left and
+// right for values up to ymax (from ymin > 0 on a log10 axis), and
+// returns its scale. fmtLog labels a log axis' decades.
+func yScale(w *svgW, log bool, ymin, ymax, top, bottom, left, right float64, unit string, fmtLog func(float64) string) hScale {
+	var ticks []float64
+	var major []bool
+	var ys hScale
+	labels := []string{}
+	if log {
+		if math.IsInf(ymin, 1) || !(ymin > 0) {
+			ymin, ymax = 1, 10
+		}
+		ticks, major = hLogTicks(ymin, ymax)
+		ys = hScale{d0: ticks[0], d1: ticks[len(ticks)-1], r0: bottom, r1: top, log: math.Log10}
+		for i, t := range ticks {
+			l := ""
+			if major[i] {
+				l = fmtLog(t)
+			}
+			labels = append(labels, l)
+		}
+	} else {
+		ticks = hLinTicks(ymax)
+		ys = hScale{d0: 0, d1: ticks[len(ticks)-1], r0: bottom, r1: top}
+		step := 1.0
+		if len(ticks) > 1 {
+			step = ticks[1] - ticks[0]
+		}
+		for _, t := range ticks {
+			labels = append(labels, hTickLabel(t, step))
+		}
+	}
+	hYAxis(w, ys, ticks, labels, major, left, right, unit)
+	return ys
 }
 
 // hYAxis draws horizontal grid lines with labels at ticks, and the unit.
@@ -387,20 +528,21 @@ func hYAxis(w *svgW, ys hScale, ticks []float64, labels []string, major []bool, 
 
 // --- bar chart
 
-// hBar is one bar: a row's median with its min–max whisker, or the gap
-// of a failed row.
+// hBar is one bar: a median with its min–max whisker, or the gap of a row
+// that failed.
 type hBar struct {
-	s             *hSeries
-	v, lo, hi     float64
-	share         float64 // part of v drawn darker at the bottom (io_uring kernel threads)
-	err           string  // the row has no figures: a gap labelled this ("error", "not run")
-	noisy         string  // why some runs were noisy, when they were
-	tip           string
-	valueDecimals int
+	s         *hSeries
+	v, lo, hi float64
+	share     float64 // part of v drawn darker at the bottom (io_uring kernel threads)
+	err       string  // the row has no figures: a gap labelled this ("error", "not run")
+	noisy     string  // why some runs were noisy, when they were
+	tip       string
 }
 
+// hBarGroup is the bars of one x position (a workload, a point).
 type hBarGroup struct {
-	label string
+	label string // under the group
+	super string // under each run of groups that share it (a message size), when the chart has rowNames
 	bars  []hBar
 }
 
@@ -408,30 +550,32 @@ type hBarSpec struct {
 	id, title, unit string
 	groups          []hBarGroup
 	series          []*hSeries // in the page's order; those with no bar are skipped
-	shareLabel      string     // hLegend text for the darker share, when any bar has one
+	shareLabel      string     // legend text for the darker share, when any bar has one
+	rowNames        [2]string  // names of the label and super rows, left of them ("conns", "size")
+	log             bool       // a log10 axis, a dot per bar
+	value           func(float64) string
+	tick            func(float64) string // log axis labels
 }
 
-const (
-	hWideW  = 960.0
-	hSmallW = 560.0
-)
-
-// hBarChart draws grouped bars: a group per workload, a bar per series in
-// it, fio bars hatched beside their iopath twin.
+// hBarChart draws grouped bars: a group per workload or point, a bar per
+// series in it (fio bars hatched beside their iopath twin), each with a
+// whisker from the slowest to the fastest run. On a log axis a bar is a
+// dot. A bar with no value says "n/m" (not measured).
 func hBarChart(spec hBarSpec) string {
-	var w svgW
-	width := hWideW
-	left, right := 62.0, width-16
-
+	const left, right = 70.0, 16.0
 	present := map[*hSeries]bool{}
-	var ymax float64
+	ymax, ymin := 0.0, math.Inf(1)
 	var anyShare, anyNoisy, anyErr bool
 	nBars := 0
 	for _, g := range spec.groups {
 		for _, b := range g.bars {
 			present[b.s] = true
 			nBars++
-			ymax = math.Max(ymax, hFiniteOr0(math.Max(b.v, b.hi)))
+			for _, x := range []float64{b.v, b.lo, b.hi} {
+				if x > 0 && finite(x) {
+					ymax, ymin = math.Max(ymax, x), math.Min(ymin, x)
+				}
+			}
 			anyShare = anyShare || b.share > 0
 			anyNoisy = anyNoisy || b.noisy != ""
 			anyErr = anyErr || b.err != ""
@@ -439,10 +583,12 @@ func hBarChart(spec hBarSpec) string {
 	}
 	var series []*hSeries
 	var items []hLegendItem
+	nameW := 0.0
 	for _, s := range spec.series {
 		if present[s] {
 			series = append(series, s)
 			items = append(items, hLegendItem{name: s.name, kind: hLegBar, s: s})
+			nameW = math.Max(nameW, hTextWidth(s.name, 11)+8)
 		}
 	}
 	if anyShare {
@@ -451,61 +597,66 @@ func hBarChart(spec hBarSpec) string {
 	if anyNoisy {
 		items = append(items, hLegendItem{name: "noisy runs (kept)", kind: hLegNoisy})
 	}
+	if anyErr {
+		items = append(items, hLegendItem{name: "not measured (error)", kind: hLegError})
+	}
+	value := spec.value
+	if value == nil {
+		value = hSig3
+	}
 
-	// Measure first, draw after: the hLegend's height sets the plot's top.
-	var lg svgW
-	lh := hLegend(&lg, spec.id, items, left, 8, right-left)
-	top := 8 + lh + 22
-	plotH := 250.0
-	bottom := top + plotH
-
-	// Slots: one per bar, 0.8 between groups, 0.3 on each side.
+	// The width comes from the bars: a slot per bar wide enough for the
+	// series' names and the group labels, 0.8 of one between groups and
+	// 0.3 on each side, up to the page's width.
 	G := len(spec.groups)
 	nSlots := float64(nBars) + 0.8*float64(max(G-1, 0)) + 0.6
-	slot := (right - left) / math.Max(nSlots, 1)
-	slot = math.Min(slot, 92)
-	x0 := left + ((right-left)-slot*nSlots)/2 + 0.3*slot
-	barW := math.Min(slot*0.8, 60)
-
-	showNames := true
-	for _, s := range series {
-		if hTextWidth(s.name, 11)+4 > slot {
-			showNames = false
+	slot := math.Max(nameW, 48)
+	for _, g := range spec.groups {
+		if n := len(g.bars); n > 0 {
+			slot = math.Max(slot, (hTextWidth(g.label, 12)+12)/float64(n))
 		}
 	}
+	slot = math.Min(slot, 92)
+	width := math.Min(left+math.Max(slot*nSlots, 240)+right, chartMaxW)
+	slot = math.Min(slot, (width-left-right)/math.Max(nSlots, 1))
+	plotR := width - right
+	x0 := left + ((plotR-left)-slot*nSlots)/2 + 0.3*slot
+	barW := math.Min(slot*0.8, 60)
+	showNames := nameW <= slot
 	showValues := slot >= 30
-	groupLabels := G > 1 || (G == 1 && spec.groups[0].label != "")
-	height := bottom + 10
+
+	var lg svgW
+	top := 8 + hLegend(&lg, spec.id, items, left, 8, plotR-left) + 22
+	const plotH = 250.0
+	bottom := top + plotH
+	labelY := bottom + 16
 	if showNames {
-		height += 16
+		labelY += 16
 	}
-	if groupLabels {
-		height += 20
+	height := labelY + 8
+	if spec.rowNames[0] != "" {
+		height += 32
+	} else if G > 1 || G == 1 && spec.groups[0].label != "" {
+		height += 4
+	} else {
+		height -= 16
 	}
 
+	var w svgW
 	hFrame(&w, spec.id, spec.title, width, height, len(series))
 	hatchDefs(&w, spec.id, series)
 	w.b.WriteString(lg.b.String())
+	ys := yScale(&w, spec.log, ymin, ymax, top, bottom, left, plotR, spec.unit, spec.tick)
 
-	ticks := hLinTicks(ymax)
-	ys := hScale{d0: 0, d1: ticks[len(ticks)-1], r0: bottom, r1: top}
-	labels := make([]string, len(ticks))
-	step := 1.0
-	if len(ticks) > 1 {
-		step = ticks[1] - ticks[0]
-	}
-	for i, t := range ticks {
-		labels[i] = hTickLabel(t, step)
-	}
-	hYAxis(&w, ys, ticks, labels, nil, left, right, spec.unit)
-
-	// Bar positions.
+	// x positions; series names under the bars, group labels under the
+	// groups, and super labels under each run of groups that share one.
 	type pos struct{ g, i int }
 	cx := map[pos]float64{}
+	starts, ends := make([]float64, G), make([]float64, G)
 	x := x0
 	w.open("g", false, "class", "axis")
 	for gi, g := range spec.groups {
-		start := x
+		starts[gi] = x
 		for bi, b := range g.bars {
 			cx[pos{gi, bi}] = x + slot/2
 			if showNames {
@@ -513,71 +664,240 @@ func hBarChart(spec hBarSpec) string {
 			}
 			x += slot
 		}
-		if groupLabels && len(g.bars) > 0 {
-			ly := bottom + 16
-			if showNames {
-				ly += 16
+		ends[gi] = x
+		if g.label != "" && len(g.bars) > 0 {
+			if G > 1 && spec.rowNames[0] == "" {
+				w.line(starts[gi]+2, labelY-11, x-2, labelY-11, "class", "bracket")
 			}
-			if G > 1 {
-				w.line(start+2, ly-11, x-2, ly-11, "class", "bracket")
-			}
-			w.text((start+x)/2, ly+2, g.label, "class", "gl", "text-anchor", "middle")
+			w.text((starts[gi]+x)/2, labelY+2, g.label, "class", "gl", "text-anchor", "middle")
 		}
 		x += 0.8 * slot
 	}
+	hSuperLabels(&w, spec.groups, starts, ends, left, labelY, spec.rowNames)
 	w.end("g")
 
 	for _, s := range series {
 		w.open("g", false, "class", "series", "data-name", s.name)
 		for gi, g := range spec.groups {
 			for bi, b := range g.bars {
-				if b.s != s {
-					continue
+				if b.s == s {
+					hDrawBar(&w, spec, b, cx[pos{gi, bi}], barW, ys, top, bottom, showValues, value)
 				}
-				c := cx[pos{gi, bi}]
-				bx := c - barW/2
-				w.open("g", false, "class", "bar")
-				w.title(b.tip)
-				if b.err != "" {
-					w.rect(bx, top, barW, plotH, "class", "errgap")
-					w.text(c+4, bottom-8, b.err, "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(bottom-8)+")")
-					w.end("g")
-					continue
-				}
-				y := ys.at(hFiniteOr0(b.v))
-				if s.fio {
-					w.rect(bx, y, barW, bottom-y, "fill", "url(#"+hatchID(spec.id, s)+")", "stroke", s.color, "stroke-width", "1")
-				} else {
-					w.rect(bx, y, barW, bottom-y, "fill", s.color)
-				}
-				if b.share > 0 {
-					sy := ys.at(b.share)
-					w.rect(bx, sy, barW, bottom-sy, "fill", s.dark)
-				}
-				topY := y
-				if b.hi > 0 && b.lo > 0 && b.hi > b.lo {
-					yl, yh := ys.at(b.lo), ys.at(b.hi)
-					cw := math.Min(barW*0.5, 14)
-					w.line(c, yl, c, yh, "class", "whisker")
-					w.line(c-cw/2, yh, c+cw/2, yh, "class", "whisker")
-					w.line(c-cw/2, yl, c+cw/2, yl, "class", "whisker")
-					topY = math.Min(topY, yh)
-				}
-				if showValues {
-					w.text(c, topY-5, strconv.FormatFloat(b.v, 'f', b.valueDecimals, 64), "class", "val", "text-anchor", "middle")
-					topY -= 14
-				}
-				if b.noisy != "" {
-					hNoisyMark(&w, c, topY-8)
-				}
-				w.end("g")
 			}
 		}
 		w.end("g")
 	}
-	w.line(left, bottom, right, bottom, "class", "baseline")
+	w.line(left, bottom, plotR, bottom, "class", "baseline")
 	w.end("svg")
 	return w.b.String()
+}
+
+// hSuperLabels writes the row names left of the label rows, and a super
+// label under each run of groups that share it.
+func hSuperLabels(w *svgW, groups []hBarGroup, starts, ends []float64, left, labelY float64, rowNames [2]string) {
+	if rowNames[0] == "" || len(groups) == 0 {
+		return
+	}
+	w.text(left-6, labelY+2, rowNames[0], "class", "unit", "text-anchor", "end")
+	w.text(left-6, labelY+26, rowNames[1], "class", "unit", "text-anchor", "end")
+	for gi := 0; gi < len(groups); {
+		gj := gi
+		for gj+1 < len(groups) && groups[gj+1].super == groups[gi].super {
+			gj++
+		}
+		a, b := starts[gi]+2, ends[gj]-2
+		w.line(a, labelY+10, b, labelY+10, "class", "bracket")
+		w.text((a+b)/2, labelY+26, groups[gi].super, "class", "gl", "text-anchor", "middle")
+		gi = gj + 1
+	}
+}
+
+func hDrawBar(w *svgW, spec hBarSpec, b hBar, c, barW float64, ys hScale, top, bottom float64, showValues bool, value func(float64) string) {
+	s := b.s
+	bx := c - barW/2
+	w.open("g", false, "class", "bar")
+	defer w.end("g")
+	w.title(b.tip)
+	switch {
+	case b.err != "":
+		w.rect(bx, top, barW, bottom-top, "class", "errgap")
+		w.text(c+4, bottom-8, b.err, "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(bottom-8)+")")
+		return
+	case !(b.v > 0) || !finite(b.v):
+		w.text(c, bottom-6, "n/m", "class", "nm", "text-anchor", "middle")
+		return
+	}
+	y := ys.at(b.v)
+	topY := y
+	switch {
+	case spec.log:
+		topY -= 5
+	case s.fio:
+		w.rect(bx, y, barW, bottom-y, "fill", "url(#"+hatchID(spec.id, s)+")", "stroke", s.color, "stroke-width", "1")
+	default:
+		w.rect(bx, y, barW, bottom-y, "fill", s.color)
+	}
+	if b.share > 0 && !spec.log {
+		sy := ys.at(b.share)
+		w.rect(bx, sy, barW, bottom-sy, "fill", s.dark)
+	}
+	if b.hi > 0 && b.lo > 0 && b.hi > b.lo && finite(b.hi) {
+		yl, yh := ys.at(b.lo), ys.at(b.hi)
+		cw := math.Min(barW*0.5, 14)
+		w.line(c, yl, c, yh, "class", "whisker")
+		w.line(c-cw/2, yh, c+cw/2, yh, "class", "whisker")
+		w.line(c-cw/2, yl, c+cw/2, yl, "class", "whisker")
+		topY = math.Min(topY, yh)
+	}
+	if spec.log {
+		w.el("circle", "cx", hNum(c), "cy", hNum(y), "r", "5", "fill", s.color, "stroke", "#fff", "stroke-width", "1.2")
+	}
+	if showValues {
+		w.text(c, topY-5, value(b.v), "class", "val", "text-anchor", "middle")
+		topY -= 14
+	}
+	if b.noisy != "" {
+		hNoisyMark(w, c, topY-8)
+	}
+}
+
+// --- tile grid
+
+// hTile is one cell of a tile grid.
+type hTile struct {
+	fill, text, class, tip string
+}
+
+type hTileSpec struct {
+	id, title string
+	rows      []*hSeries  // a row per series
+	cols      []hBarGroup // a column per group; its bars are not used
+	rowNames  [2]string
+	tiles     [][]hTile // [row][column]
+	key       []hLegendItem
+}
+
+// hTileGrid draws a tile per series (row) and column, labelled under the
+// columns as hBarChart labels its groups.
+func hTileGrid(spec hTileSpec) string {
+	labelW := 0.0
+	for _, s := range spec.rows {
+		labelW = math.Max(labelW, hTextWidth(s.name, 12))
+	}
+	left := math.Max(32+labelW+12, 70)
+	colW := 60.0
+	for ci, c := range spec.cols {
+		colW = math.Max(colW, math.Max(hTextWidth(c.label, 12), hTextWidth(c.super, 12))+12)
+		for ri := range spec.rows {
+			colW = math.Max(colW, 1.1*hTextWidth(spec.tiles[ri][ci].text, 11)+18) // bold
+		}
+	}
+	const rowH = 28.0
+	width := math.Max(left+float64(len(spec.cols))*colW+16, 480)
+	var lg svgW
+	top := 8 + hLegend(&lg, spec.id, spec.key, 16, 8, width-32) + 10
+	bottom := top + float64(len(spec.rows))*rowH
+	labelY := bottom + 16
+	height := labelY + 36
+
+	var w svgW
+	hFrame(&w, spec.id, spec.title, width, height, len(spec.rows))
+	w.b.WriteString(lg.b.String())
+	starts, ends := make([]float64, len(spec.cols)), make([]float64, len(spec.cols))
+	w.open("g", false, "class", "axis")
+	for i, c := range spec.cols {
+		starts[i], ends[i] = left+float64(i)*colW+2, left+float64(i+1)*colW-2
+		w.text(left+(float64(i)+0.5)*colW, labelY+2, c.label, "class", "gl", "text-anchor", "middle")
+	}
+	hSuperLabels(&w, spec.cols, starts, ends, left, labelY, spec.rowNames)
+	w.end("g")
+	for ri, s := range spec.rows {
+		y := top + float64(ri)*rowH
+		w.open("g", false, "class", "series", "data-name", s.name)
+		w.rect(16, y+rowH/2-5, 10, 10, "fill", s.color, "rx", "2")
+		w.text(32, y+rowH/2+4, s.name, "class", "lg")
+		for ci := range spec.cols {
+			t := spec.tiles[ri][ci]
+			tx := left + float64(ci)*colW + 3
+			w.open("g", false, "class", "tile")
+			w.title(t.tip)
+			w.rect(tx, y+3, colW-6, rowH-6, "fill", t.fill, "rx", "3")
+			w.text(tx+(colW-6)/2, y+rowH/2+4, t.text, "class", t.class, "text-anchor", "middle")
+			w.end("g")
+		}
+		w.end("g")
+	}
+	w.end("svg")
+	return w.b.String()
+}
+
+// --- signed-percent bars
+
+// hSigned is one row of a signed-percent chart: a change in percent,
+// drawn left (negative) or right of zero, over a band of ± band percent
+// (band < 0: none).
+type hSigned struct {
+	label, value, class, tip string // class: good, bad, noise, unknown
+	pct, band                float64
+}
+
+// hSignedChart draws a horizontal bar per row, left or right of zero, on a
+// symmetric axis rounded up to 1, 2 or 5 × 10^k percent: compare's change
+// of each row. Each row is a series named by its label.
+func hSignedChart(id, title string, rows []hSigned) string {
+	const rowH, barH, top, valueW = 20.0, 12.0, 28.0, 70.0
+	labelW := 120.0
+	scale := 1.0
+	for _, r := range rows {
+		labelW = math.Max(labelW, hTextWidth(r.label, 12)+12)
+		scale = math.Max(scale, math.Max(math.Abs(hFiniteOr0(r.pct)), hFiniteOr0(r.band)))
+	}
+	scale = hNiceStep(scale, 1)
+	labelW = math.Min(labelW, chartMaxW/2)
+	width := math.Min(labelW+480+valueW, chartMaxW)
+	plotL, plotR := labelW, width-valueW
+	zero, half := (plotL+plotR)/2, (plotR-plotL)/2
+	x := func(pct float64) float64 { return zero + math.Max(-1, math.Min(1, pct/scale))*half }
+	height := top + 8 + float64(max(len(rows), 1))*rowH
+
+	var w svgW
+	hFrame(&w, id, title, width, height, len(rows))
+	w.open("g", false, "class", "axis")
+	for _, t := range []float64{-scale, -scale / 2, 0, scale / 2, scale} {
+		w.line(x(t), top-6, x(t), height-8, "class", "grid")
+		w.text(x(t), 16, hSignedPct(t), "text-anchor", "middle")
+	}
+	w.end("g")
+	for i, r := range rows {
+		y := top + float64(i)*rowH
+		w.open("g", false, "class", "series", "data-name", r.label)
+		w.title(r.tip)
+		w.text(4, y+rowH/2+4, r.label)
+		if r.band >= 0 && finite(r.band) {
+			b := math.Min(r.band, scale) / scale * half
+			w.rect(zero-b, y+(rowH-barH)/2, 2*b, barH, "class", "band")
+		}
+		x0, x1 := zero, x(hFiniteOr0(r.pct))
+		if x1 < x0 {
+			x0, x1 = x1, x0
+		}
+		w.rect(x0, y+(rowH-barH)/2, math.Max(x1-x0, 1), barH, "class", r.class)
+		w.text(width-4, y+rowH/2+4, r.value, "text-anchor", "end")
+		w.end("g")
+	}
+	if len(rows) == 0 {
+		w.text(4, top+14, "no row was measured in both reports")
+	}
+	w.line(zero, top-6, zero, height-8, "class", "baseline")
+	w.end("svg")
+	return w.b.String()
+}
+
+func hSignedPct(f float64) string {
+	if f == 0 {
+		return "0%"
+	}
+	return fmt.Sprintf("%+g%%", f)
 }
 
 // --- line chart
@@ -609,7 +929,7 @@ type hAxisSpec struct {
 
 type hLineSpec struct {
 	id, title string
-	width     float64
+	half      bool // drawn in a two-column grid: chartHalfW wide, not chartMaxW
 	x, y      hAxisSpec
 	lines     []hLine
 }
@@ -618,7 +938,10 @@ type hLineSpec struct {
 // axis and a linear or log10 y axis.
 func hLineChart(spec hLineSpec) string {
 	var w svgW
-	width := spec.width
+	width := chartMaxW
+	if spec.half {
+		width = chartHalfW
+	}
 	left, right := 62.0, width-18
 
 	var items []hLegendItem
@@ -651,7 +974,7 @@ func hLineChart(spec hLineSpec) string {
 	lh := hLegend(&lg, spec.id, items, left, 8, right-left)
 	top := 8 + lh + 18
 	plotH := 230.0
-	if width < hWideW {
+	if width <= chartHalfW {
 		plotH = 210
 	}
 	bottom := top + plotH
@@ -660,79 +983,41 @@ func hLineChart(spec hLineSpec) string {
 	hFrame(&w, spec.id, spec.title, width, height, len(spec.lines))
 	w.b.WriteString(lg.b.String())
 
-	// y axis
-	var ys hScale
-	if spec.y.log10 {
-		if math.IsInf(ymin, 1) {
-			ymin, ymax = 1, 10
-		}
-		ticks, major := hLogTicks(ymin, ymax)
-		ys = hScale{d0: ticks[0], d1: ticks[len(ticks)-1], r0: bottom, r1: top, log: math.Log10}
-		labels := make([]string, len(ticks))
-		for i, t := range ticks {
-			if major[i] {
-				labels[i] = spec.y.fmt(t)
-			}
-		}
-		hYAxis(&w, ys, ticks, labels, major, left, right, spec.y.label)
-	} else {
-		ticks := hLinTicks(ymax)
-		ys = hScale{d0: 0, d1: ticks[len(ticks)-1], r0: bottom, r1: top}
-		step := 1.0
-		if len(ticks) > 1 {
-			step = ticks[1] - ticks[0]
-		}
-		labels := make([]string, len(ticks))
-		for i, t := range ticks {
-			labels[i] = hTickLabel(t, step)
-		}
-		hYAxis(&w, ys, ticks, labels, nil, left, right, spec.y.label)
-	}
+	ys := yScale(&w, spec.y.log10, ymin, ymax, top, bottom, left, right, spec.y.label, spec.y.fmt)
 
-	// x axis
-	var xs hScale
-	pad := 28.0
-	switch {
-	case spec.x.cats != nil:
-		xs = hScale{d0: 0, d1: float64(len(spec.x.cats) - 1), r0: left + pad, r1: right - pad}
-	default:
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, t := range spec.x.ticks {
-			lo, hi = math.Min(lo, t), math.Max(hi, t)
+	// x axis: a categorical one is a linear one over the categories'
+	// indexes.
+	x := spec.x
+	if x.cats != nil {
+		x.ticks, x.fmt = nil, func(v float64) string { return x.cats[int(v)] }
+		for i := range x.cats {
+			x.ticks = append(x.ticks, float64(i))
 		}
-		if math.IsInf(lo, 0) {
-			lo, hi = 1, 2
-		}
-		xs = hScale{d0: lo, d1: hi, r0: left + pad, r1: right - pad}
-		if spec.x.log2 {
-			xs.log = math.Log2
-		}
+	}
+	lo, hi := 1.0, 2.0
+	if len(x.ticks) > 0 {
+		lo, hi = slices.Min(x.ticks), slices.Max(x.ticks)
+	}
+	const pad = 28.0
+	xs := hScale{d0: lo, d1: hi, r0: left + pad, r1: right - pad}
+	if x.log2 {
+		xs.log = math.Log2
 	}
 	w.open("g", false, "class", "axis")
-	if spec.x.cats != nil {
-		for i, c := range spec.x.cats {
-			x := xs.at(float64(i))
-			w.line(x, top, x, bottom, "class", "grid minor")
-			w.text(x, bottom+16, c, "text-anchor", "middle")
-		}
-	} else {
-		lastX := math.Inf(-1)
-		for _, t := range spec.x.ticks {
-			x := xs.at(t)
-			w.line(x, top, x, bottom, "class", "grid minor")
-			if x-lastX >= 34 {
-				w.text(x, bottom+16, spec.x.fmt(t), "text-anchor", "middle")
-				lastX = x
-			}
+	lastX, x0fmt := math.Inf(-1), x.fmt
+	for _, t := range x.ticks {
+		x := xs.at(t)
+		w.line(x, top, x, bottom, "class", "grid minor")
+		if x-lastX >= 34 {
+			w.text(x, bottom+16, x0fmt(t), "text-anchor", "middle")
+			lastX = x
 		}
 	}
 	w.text((left+right)/2, bottom+36, spec.x.label, "class", "unit", "text-anchor", "middle")
 	w.end("g")
 	w.line(left, bottom, right, bottom, "class", "baseline")
 
-	xOf := func(p hPoint) float64 {
-		return xs.at(p.x)
-	}
+	xOf := func(p hPoint) float64 { return xs.at(p.x) }
 	var labelYs []float64
 	for _, l := range spec.lines {
 		s := l.s
@@ -813,31 +1098,7 @@ func hFiniteOr0(f float64) float64 {
 	return f
 }
 
-// pageHead opens every HTML page's head: the content security policy that
-// keeps a page offline and script-free, and the title. The pages' own
-// templates follow it with their <style>.
-const pageHead = `<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="{{.Generator}}">
-<link rel="icon" href="data:,">
-<title>{{.Title}}</title>
-`
-
-// chartCSS styles the inline SVG charts the same way on every page.
-const chartCSS = `svg.chart{display:block;width:100%;height:auto}
-.chart text{font-size:12px;fill:#2b333c}
-.chart .axis text{font-size:11px;fill:#5d6773}
-.chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
-.chart .grid{stroke:#e4e7eb;stroke-width:1}
-.chart .grid.minor{stroke:#f1f3f5}
-.chart .baseline{stroke:#7d8791;stroke-width:1.2}
-.chart .whisker{stroke:#1d232a;stroke-width:1.3}
-.chart .val{font-size:10.5px;fill:#1d232a}
-.chart .axis .bn{font-size:11px;fill:#2b333c}
-.chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
-.chart .bracket{stroke:#b7bfc8}
-.chart .err{fill:var(--err);font-weight:700;font-size:12px}
-.chart .errgap{fill:#fcebea;stroke:#e8aaa2;stroke-dasharray:3 3}
-`
+// decimals formats chart values with n decimals.
+func decimals(n int) func(float64) string {
+	return func(v float64) string { return strconv.FormatFloat(v, 'f', n, 64) }
+}

@@ -530,7 +530,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), FileServe: med}
+		page := report.NetFilePage{Command: cmdline, Machine: features.DescribeMachine("", version), FileServe: med}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
@@ -577,7 +577,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: machineLine(), Writev: med}
+		page := report.NetFilePage{Command: cmdline, Machine: features.DescribeMachine("", version), Writev: med}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
@@ -601,12 +601,6 @@ func writeSide(w io.Writer, format string, v any, text func(io.Writer) error) er
 		return enc.Encode(v)
 	}
 	return text(w)
-}
-
-// machineLine is one line about the machine, for the side benchmarks' pages.
-func machineLine() string {
-	m := features.DescribeMachine("", version)
-	return fmt.Sprintf("Linux %s %s, %s, %d cores, io_uring %s, %s", m.Kernel, m.Arch, m.CPUModel, m.Cores, m.IOURing, m.GoVersion)
 }
 
 func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout, stderr io.Writer) error {

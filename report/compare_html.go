@@ -1,0 +1,108 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+// CompareHTML writes c on the one HTML page (page.go): a warning when the
+// machines differ, the two reports and their differences in the header
+// cards, one chart per headline figure with each matched row's change as
+// a bar left or right of zero (coloured by its verdict, with the noise
+// band of a min–max verdict behind it), then CompareDoc's table, notes
+// and definitions.
+//
+// Each chart is <svg class="chart" data-chart="compare-KEY">, KEY being
+// the metric's key (gib_per_s, qps...).
+func CompareHTML(w io.Writer, c *Comparison) error {
+	kind := c.Kind
+	if kind == "" {
+		kind = "report"
+	}
+	p := page{Title: "iopath compare: two " + kind + " reports", Generator: "iopath compare"}
+	if c.New.Machine.IopathVersion != "" {
+		p.Generator += " (iopath " + c.New.Machine.IopathVersion + ")"
+	}
+	if c.MachineDiffers() {
+		p.Banner = []string{"The reports come from different machines: comparisons across machines are suspect."}
+	}
+	if !c.MachineDiffers() {
+		p.Machine = machineKV(c.New.Machine, "")
+	}
+	addKV(&p.Run, "old", compareSource(c.Old))
+	addKV(&p.Run, "new", compareSource(c.New))
+	for _, d := range c.Differences {
+		addKV(&p.Run, d.What, orNone(d.Old)+" → "+orNone(d.New))
+	}
+	addKV(&p.Run, "summary", c.Summary.String())
+
+	charts := section{ID: "changes", Title: "Changes", Intro: []string{
+		"Each bar is a row's change from the old report to the new, in percent of the old median; " +
+			"green is better, red worse, grey within the noise, white with a dashed edge not judged (a single run). " +
+			"A shaded band is the noise of a min–max verdict (fewer than 5 runs a side)."}}
+	groups := groupTitles(c.Rows)
+	for i, m := range c.Metrics {
+		var rows []hSigned
+		for _, r := range c.Rows {
+			if r.Status != StatusMatched || len(r.Deltas) <= i || r.Deltas[i].Verdict == VerdictNA {
+				continue
+			}
+			d := r.Deltas[i]
+			label := r.Name()
+			if len(groups) > 1 && r.Group != "" {
+				label += " · " + r.Group
+			}
+			band := -1.0
+			if d.Test == TestMinMax && d.Old > 0 {
+				band = d.Spread / d.Old * 100
+			}
+			rows = append(rows, hSigned{label: label, value: deltaPct(d), class: verdictClass(d.Verdict), pct: d.Pct, band: band,
+				tip: compareTip(m, d)})
+		}
+		better := "higher is better"
+		if m.Better == "lower" {
+			better = "lower is better"
+		}
+		charts.Charts = append(charts.Charts, chart{ID: "compare-" + m.Key, Title: m.Title + " change",
+			Caption: fmt.Sprintf("Change of the median %s, new against old (%s).", m.Title, better),
+			SVG:     template.HTML(hSignedChart("compare-"+m.Key, m.Title+" change, %", rows))})
+	}
+	p.Sections = append(p.Sections, charts)
+	d := CompareDoc(c)
+	p.Sections = append(p.Sections, docSections("results", "Rows", d)...)
+	if len(d.After) > 0 {
+		p.Sections[1].Intro = append(p.Sections[1].Intro, d.After...)
+	}
+	return renderPage(w, p)
+}
+
+func verdictClass(v Verdict) string {
+	switch v {
+	case VerdictFaster, VerdictBetter:
+		return "good"
+	case VerdictSlower, VerdictWorse:
+		return "bad"
+	case VerdictNoise:
+		return "noise"
+	}
+	return "unknown"
+}
+
+// compareTip is a bar's tooltip: the medians, the verdict and its test.
+func compareTip(m CompareMetric, d *Delta) string {
+	col := m.col
+	f := func(v float64) string { return strings.TrimSpace(Cell{Num: true, Value: v}.format(col)) }
+	s := fmt.Sprintf("%s: %s → %s (%s), %s", m.Title, f(d.Old), f(d.New), deltaPct(d), verdictText(d))
+	switch d.Test {
+	case TestMannWhitney:
+		s += fmt.Sprintf("; Mann–Whitney p = %.3f", d.P)
+	case TestMinMax:
+		s += "; min–max noise ±" + f(d.Spread)
+	}
+	if d.Why != "" {
+		s += "; " + d.Why
+	}
+	return s
+}

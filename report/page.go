@@ -1,0 +1,421 @@
+package report
+
+// The one HTML page every report is drawn on (bench, net bench, its
+// --serve-file and --writev, compare): a page model, one template and one
+// stylesheet. A kind of report only builds a page: its header fields,
+// then sections of charts (svg.go), a table, a list or definitions.
+//
+// The page works offline and fetches nothing: the charts are inline SVG,
+// there is no script, no web font and no external image, and a
+// Content-Security-Policy meta tag blocks (and makes the browser log) any
+// attempt to load something. html/template escapes everything taken from
+// a report; the charts' SVG is escaped by svgW.
+
+import (
+	"bytes"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/units"
+)
+
+// page is one HTML report.
+type page struct {
+	Title, Subtitle string
+	Banner          []string // a verdict shown above everything (integrity, a machine mismatch)
+	BannerOK        bool     // green when true, red when not
+	Machine, Run    []kv     // the two header cards; Machine says "not recorded" when empty
+	Command         string
+	Sections        []section
+	Generator       string // "iopath v1.2"
+}
+
+type kv struct{ K, V string }
+
+// section is one <section> of a page, in the navigation bar; what it
+// holds is drawn in field order, and Empty when it holds nothing.
+type section struct {
+	ID, Title string
+	Intro     []string // paragraphs
+	Target    string   // a line set in bold: the goal the figures are held to
+	Grid      bool     // charts two by two: every chart in it is at most chartHalfW wide
+	Charts    []chart
+	Table     *table
+	List      []string
+	Defs      []kv
+	Empty     string
+}
+
+// Blank says the section holds nothing but its Empty line.
+func (s section) Blank() bool {
+	return len(s.Charts) == 0 && s.Table == nil && len(s.List) == 0 && len(s.Defs) == 0
+}
+
+// chart is a figure: a title, a caption and an inline SVG from svg.go.
+type chart struct {
+	ID, Title, Caption string
+	SVG                template.HTML
+}
+
+// table is a results table: header rows, then rows.
+type table struct {
+	Head [][]cell
+	Rows []trow
+}
+
+type trow struct {
+	Class string // fio, failed, sep (starts a block), group
+	Cells []cell
+}
+
+type cell struct {
+	Text, Class, Title string
+	Swatch             template.CSS // a colour swatch before the text: its background, from svg.go's palette only
+	Span, RowSpan      int          // colspan, rowspan when > 1
+	Head               bool         // a <th> (header rows are always <th>)
+}
+
+// Attrs is the cell's attributes, escaped here: one string per cell is
+// much cheaper to execute than a sub-template of conditions (the
+// results table of a sweep has thousands of cells).
+func (c cell) Attrs() template.HTMLAttr {
+	var b strings.Builder
+	if c.Class != "" {
+		b.WriteString(` class="` + hEsc(c.Class) + `"`)
+	}
+	if c.Title != "" {
+		b.WriteString(` title="` + hEsc(c.Title) + `"`)
+	}
+	if c.Span > 1 {
+		b.WriteString(` colspan="` + strconv.Itoa(c.Span) + `"`)
+	}
+	if c.RowSpan > 1 {
+		b.WriteString(` rowspan="` + strconv.Itoa(c.RowSpan) + `"`)
+	}
+	return template.HTMLAttr(b.String())
+}
+
+// renderPage writes p as one self-contained HTML page.
+func renderPage(w io.Writer, p page) error {
+	for i := range p.Sections {
+		if p.Sections[i].Blank() && p.Sections[i].Empty == "" {
+			p.Sections[i].Empty = "No results."
+		}
+	}
+	if p.Generator == "" {
+		p.Generator = "iopath"
+	}
+	return execute(w, "page", p)
+}
+
+// renderSection writes s alone, a <section> for a page that has the
+// stylesheet.
+func renderSection(w io.Writer, s section) error { return execute(w, "section", s) }
+
+func execute(w io.Writer, name string, data any) error {
+	var b bytes.Buffer
+	b.Grow(64 << 10)
+	if err := pageTemplate.ExecuteTemplate(&b, name, data); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// addKV appends k: v to list when v is not blank.
+func addKV(list *[]kv, k, v string) {
+	if v = strings.TrimSpace(v); v != "" {
+		*list = append(*list, kv{k, v})
+	}
+}
+
+// machineKV is the Machine card of a page.
+func machineKV(mc features.Machine, version string) []kv {
+	var out []kv
+	add := func(k, v string) { addKV(&out, k, v) }
+	kernel := mc.Arch
+	if mc.Kernel != "" {
+		kernel = "Linux " + mc.Kernel
+		if mc.Arch != "" {
+			kernel += " (" + mc.Arch + ")"
+		}
+	}
+	add("kernel", kernel)
+	cpu := mc.CPUModel
+	if mc.Cores > 0 {
+		cpu = strings.TrimPrefix(strings.TrimSpace(cpu+", "+plural(mc.Cores, "core")), ", ")
+	}
+	add("CPU", cpu)
+	var mem []string
+	if mc.MemBytes > 0 {
+		mem = append(mem, units.RoughSize(mc.MemBytes))
+	}
+	if mc.PageSize > 0 {
+		mem = append(mem, units.FormatSize(int64(mc.PageSize))+" pages")
+	}
+	if mc.THP != "" {
+		mem = append(mem, "THP "+mc.THP)
+	}
+	add("memory", strings.Join(mem, ", "))
+	fs := mc.Filesystem
+	if mc.Device != "" {
+		fs = strings.TrimSpace(fs + " on " + mc.Device)
+	}
+	add("filesystem", fs)
+	add("io_uring", mc.IOURing)
+	add("latency clock", mc.LatencyClock)
+	add("Go", mc.GoVersion)
+	if version == "" {
+		version = mc.IopathVersion
+	}
+	add("iopath", version)
+	return out
+}
+
+// subtitle is the line under a page's title: when, and on what.
+func subtitle(started time.Time, mc features.Machine) string {
+	var sub []string
+	if !started.IsZero() {
+		sub = append(sub, stamp(started))
+	}
+	if mc.Kernel != "" || mc.CPUModel != "" {
+		sub = append(sub, strings.TrimPrefix(strings.TrimSpace(mc.CPUModel+", Linux "+mc.Kernel), ", "))
+	}
+	return strings.Join(sub, " · ")
+}
+
+func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
+
+// Layout widths, in CSS pixels. A chart is drawn at its natural size (its
+// width and height attributes are its viewBox's), so that one unit of
+// every chart is one pixel and its text is the size the stylesheet gives
+// it: a chart is never stretched to its box. The widths below are what
+// the page lays out on a desktop screen (main 1180 px, less padding and
+// the figure card's border and padding), so that no chart scrolls there;
+// a narrower screen scrolls a chart sideways rather than shrink it, and
+// print zooms the whole page (85%: a full-width chart fits A4 landscape)
+// so that every chart keeps one scale there too.
+const (
+	chartMaxW  = 1080.0 // a full-width figure's inside
+	chartHalfW = 512.0  // a figure's inside in a two-column grid
+)
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="{{.Generator}}">
+<link rel="icon" href="data:,">
+<title>{{.Title}}</title>
+<style>
+:root{--fg:#1d232a;--muted:#5d6773;--line:#dfe3e8;--bg:#f6f7f9;--card:#fff;--err:#c0392b;--ok:#2e7d32;--accent:#2f5d8a}
+*{box-sizing:border-box}
+html{color-scheme:light;-webkit-text-size-adjust:100%}
+body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans","Liberation Sans",sans-serif}
+main{max-width:1180px;margin:0 auto;padding:28px 28px 56px}
+header h1{font-size:25px;font-weight:650;margin:0 0 2px;letter-spacing:-.01em;overflow-wrap:anywhere}
+header .sub{color:var(--muted);margin:0 0 16px}
+h2{font-size:19px;font-weight:650;margin:34px 0 6px;padding-bottom:4px;border-bottom:2px solid var(--line)}
+h3{font-size:15px;font-weight:600;margin:0 0 2px}
+nav{font-size:13.5px;margin:8px 0 0}
+nav a{color:var(--accent);text-decoration:none;margin-right:14px;white-space:nowrap}
+nav a:hover{text-decoration:underline}
+.banner{border-radius:10px;padding:10px 16px;margin:0 0 14px;font-weight:600;border:1px solid}
+.banner p{margin:2px 0;overflow-wrap:anywhere}
+.banner.ok{background:#edf7ee;border-color:#a9d3ad;color:var(--ok)}
+.banner.bad{background:#fdecea;border-color:#e8aaa2;color:var(--err);font-weight:750}
+.card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 18px 12px;margin:14px 0}
+.meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:14px}
+.meta .card{margin:0}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0;font-size:14px}
+dl.kv dt{color:var(--muted)}
+dl.kv dd{margin:0;overflow-wrap:anywhere}
+pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono","DejaVu Sans Mono",monospace;font-size:13px}
+pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;padding:8px 10px;margin:6px 0 0;white-space:pre-wrap;overflow-wrap:anywhere}
+.intro{color:var(--muted);font-size:13.5px;margin:4px 0}
+p.target{font-weight:600}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(550px,1fr));gap:14px}
+.grid .card{margin:0}
+figure{margin:0}
+figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
+.plot{overflow-x:auto}
+svg.chart{display:block;max-width:none}
+.chart text{font-size:12px;fill:#2b333c}
+.chart .axis text{font-size:11px;fill:#5d6773}
+.chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
+.chart .axis .bn{font-size:11px;fill:#2b333c}
+.chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
+.chart .grid{stroke:#e4e7eb;stroke-width:1}
+.chart .grid.minor{stroke:#f1f3f5}
+.chart .baseline{stroke:#7d8791;stroke-width:1.2}
+.chart .whisker{stroke:#1d232a;stroke-width:1.3}
+.chart .val{font-size:10.5px;fill:#1d232a}
+.chart .nm{font-size:10.5px;fill:#8a939c}
+.chart .lg{font-size:12px}
+.chart .reflabel{font-size:10.5px;font-weight:600}
+.chart .bracket{stroke:#b7bfc8}
+.chart .err{fill:var(--err);font-weight:700;font-size:12px}
+.chart .errgap{fill:#fcebea;stroke:#e8aaa2;stroke-dasharray:3 3}
+.chart .noisy{fill:#f0b400;stroke:#7a5a00;stroke-width:.7}
+.chart .tl{font-size:11px;fill:#39424c;font-weight:600}
+.chart .tl.ok{fill:#fff;font-size:13px}
+.chart .tl.bad{fill:#fff;font-weight:700}
+.chart .band{fill:#000;fill-opacity:.08}
+.chart rect.good{fill:#2e9e50}
+.chart rect.bad{fill:#d0393e}
+.chart rect.noise{fill:#bbb}
+.chart rect.unknown{fill:#ddd;stroke:#aaa;stroke-dasharray:2 2}
+.chart .bar:hover rect,.chart .bar:hover circle,.chart .pt:hover circle,.chart .tile:hover rect{opacity:.8}
+.empty{color:var(--muted);font-style:italic}
+.table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;margin:14px 0}
+table{border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;width:100%}
+th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px solid #edf0f3}
+th{position:sticky;top:0;background:#f0f2f5;font-weight:600;color:#39424c;border-bottom:1px solid var(--line)}
+th.l,td.l{text-align:left}
+tr.group th{text-align:left;background:#fafbfc}
+tr.sep td{border-top:2px solid var(--line)}
+tr.fio td{background:#fafbfc;color:#4a535d}
+tr:hover td{background:#f3f6fa}
+td.strong{font-weight:650}
+td.muted{color:var(--muted)}
+td.noisy{color:#8a6400}
+td.ok,.good{color:var(--ok)}
+td.bad,.bad{color:var(--err);font-weight:700}
+td.noise,td.unknown{color:var(--muted)}
+td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
+.sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
+ul.notes{margin:6px 0;padding-left:20px}
+ul.notes li{margin:2px 0;overflow-wrap:anywhere}
+dl.defs{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;font-size:13.5px;margin:8px 0}
+dl.defs dt{font-weight:600}
+dl.defs dd{margin:0;color:#39424c}
+footer{color:var(--muted);font-size:12.5px;margin-top:36px}
+@media (max-width:600px){main{padding:16px 12px 40px}.grid,.meta{grid-template-columns:1fr}}
+@media print{
+@page{size:A4 landscape;margin:10mm}
+body{background:#fff;font-size:10pt}
+main{max-width:none;padding:0;zoom:.85}
+nav{display:none}
+.card{border:none;padding:0;margin:8px 0}
+figure,.card,tr{break-inside:avoid}
+h2{break-after:avoid}
+.plot{overflow:visible}
+.table-wrap{overflow:visible;border:none}
+table{font-size:6.5pt}
+th,td{padding:1px 3px}
+th{position:static}
+tr.fio td,tr:hover td{background:none}
+}
+</style>
+</head>
+<body>
+<main>
+<header>
+<h1>{{.Title}}</h1>
+{{with .Subtitle}}<p class="sub">{{.}}</p>{{end}}
+</header>
+{{if .Banner}}<div class="banner {{if .BannerOK}}ok{{else}}bad{{end}}" role="status">{{range .Banner}}<p>{{.}}</p>{{end}}</div>
+{{end}}<div class="meta">
+<section class="card"><h3>Machine</h3>
+{{if .Machine}}<dl class="kv">{{range .Machine}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>{{else}}<p class="empty">not recorded</p>{{end}}
+</section>
+<section class="card"><h3>Run</h3>
+{{if .Run}}<dl class="kv">{{range .Run}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>{{end}}
+{{with .Command}}<pre class="cmd"><code>{{.}}</code></pre>{{end}}
+</section>
+</div>
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
+{{range .Sections}}{{template "section" .}}
+{{end}}<footer>Generated by {{.Generator}}. This page is self-contained: it loads nothing from anywhere.</footer>
+</main>
+</body>
+</html>
+{{define "section"}}<section id="{{.ID}}">
+<h2>{{.Title}}</h2>
+{{range .Intro}}<p class="intro">{{.}}</p>
+{{end}}{{with .Target}}<p class="target">{{.}}</p>
+{{end}}{{if .Charts}}{{if .Grid}}<div class="grid">
+{{end}}{{range .Charts}}<figure class="card" id="{{.ID}}">
+<h3>{{.Title}}</h3>
+<figcaption>{{.Caption}}</figcaption>
+<div class="plot">{{.SVG}}</div>
+</figure>
+{{end}}{{if .Grid}}</div>
+{{end}}{{end}}{{with .Table}}<div class="table-wrap"><table>
+<thead>{{range .Head}}<tr>{{range .}}<th{{.Attrs}}>{{.Text}}</th>{{end}}</tr>{{end}}</thead>
+<tbody>
+{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range .Cells}}{{if .Head}}<th{{.Attrs}}>{{.Text}}</th>{{else}}<td{{.Attrs}}>{{with .Swatch}}<span class="sw" style="{{.}}"></span>{{end}}{{.Text}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody>
+</table></div>
+{{end}}{{with .List}}<ul class="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>
+{{end}}{{with .Defs}}<dl class="defs">{{range .}}<dt>{{.K}}</dt><dd>{{.V}}</dd>{{end}}</dl>
+{{end}}{{if .Blank}}<p class="empty">{{.Empty}}</p>
+{{end}}</section>{{end}}`))
+
+// docSections draws a Doc (model.go) on a page: its table (every column,
+// with a min–max beside the figures that have one, as the text table
+// shows it with --wide) in a section with id, then its notes and its
+// legend. d.Header belongs in the page's header cards, d.After in an
+// intro.
+func docSections(id, title string, d *Doc) []section {
+	res := section{ID: id, Title: title}
+	if len(d.Columns) > 0 && len(d.Groups) > 0 {
+		cols := d.shown(DocOptions{Wide: true})
+		spread := make([]bool, len(cols))
+		t := &table{Head: [][]cell{nil}}
+		lefts := 0
+		for k, i := range cols {
+			c := d.Columns[i]
+			h := cell{Text: c.Title}
+			if c.Left {
+				h.Class = "l"
+				lefts++
+			}
+			t.Head[0] = append(t.Head[0], h)
+			if spread[k] = d.hasSpread(i); spread[k] {
+				t.Head[0] = append(t.Head[0], cell{Text: "min–max", Class: "l"})
+			}
+		}
+		for _, g := range d.Groups {
+			if g.Title != "" {
+				t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
+			}
+			for _, r := range g.Rows {
+				row := trow{}
+				if r.Sub {
+					row.Class = "sub"
+				}
+				for k, s := range d.cellTexts(r, cols, spread, "") {
+					c := cell{Text: s, Class: t.Head[0][k].Class}
+					if r.Err != "" && k == max(lefts, 1) {
+						row.Class = strings.TrimSpace(row.Class + " failed")
+						c = cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k}
+						row.Cells = append(row.Cells, c)
+						break
+					}
+					row.Cells = append(row.Cells, c)
+				}
+				t.Rows = append(t.Rows, row)
+			}
+		}
+		res.Table = t
+	}
+	out := []section{res}
+	if len(d.Notes) > 0 {
+		out = append(out, section{ID: id + "-notes", Title: "Notes", List: d.Notes})
+	}
+	if len(d.Legend) > 0 {
+		defs := section{ID: id + "-definitions", Title: "Definitions"}
+		for _, f := range d.Legend {
+			defs.Defs = append(defs.Defs, kv{f.Key, f.Value})
+		}
+		out = append(out, defs)
+	}
+	return out
+}
