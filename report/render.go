@@ -134,7 +134,11 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 				if r.Err != "" {
 					// The row's identity (its leading Left cells),
 					// then why there are no figures.
-					l = line{cells: l.cells[:leadingLeft(left)], err: r.Err}
+					id := l.cells[:leadingLeft(left)]
+					for len(id) > 1 && id[len(id)-1] == "" {
+						id = id[:len(id)-1] // a blank cache, say: the error follows the name
+					}
+					l = line{cells: id, err: r.Err}
 				}
 				lines = append(lines, l)
 			}
