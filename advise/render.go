@@ -1,25 +1,18 @@
 package advise
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 )
 
-// WriteJSON writes r as indented JSON (fields in docs/advise.md).
-func WriteJSON(w io.Writer, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
-}
+// WriteJSON writes r as indented JSON of kind JSONKind (fields in
+// docs/advise.md, schema in docs/schema/advise.schema.json).
+func WriteJSON(w io.Writer, r *Result) error { return jsondoc.Write(w, JSONKind, SchemaVersion, r) }
 
 // WriteText writes r for a reader: what was found, the table of figures,
 // the recommendation, the code and the notes.

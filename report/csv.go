@@ -14,11 +14,11 @@ import (
 // bench.Result means the same thing in the same unit; runs is the number
 // of runs and checksum is ok, mismatch or empty (not checked).
 var csvColumns = []string{
-	"tool", "engine", "twin", "cache", "pattern", "bs", "workers", "qd", "consume", "runs",
+	"tool", "engine", "twin", "cache", "pattern", "bs_bytes", "workers", "qd", "consume", "runs",
 	"bytes_per_s", "bytes_per_s_min", "bytes_per_s_max", "iops",
 	"cpu_s_per_gib", "io_thread_cpu_s_per_gib", "usr_pct", "sys_pct",
 	"lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns", "lat_p9999_ns", "lat_max_ns",
-	"syscalls", "minflt", "majflt", "nvcsw", "nivcsw",
+	"syscalls_per_pass", "minflt_per_pass", "majflt_per_pass", "nvcsw_per_pass", "nivcsw_per_pass",
 	"checksum", "vs_fio", "noisy_runs", "error", "interrupted",
 }
 

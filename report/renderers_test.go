@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -279,7 +281,7 @@ func TestCSV(t *testing.T) {
 			} else if bps, err := strconv.ParseFloat(col(rec, "bytes_per_s"), 64); err != nil || bps != res.BytesPerS {
 				t.Errorf("row %d: bytes_per_s %q, want %v", i, col(rec, "bytes_per_s"), res.BytesPerS)
 			}
-			if res.Tool == bench.ToolFio && (col(rec, "syscalls") != "" || col(rec, "tool") != "fio" || col(rec, "twin") == "") {
+			if res.Tool == bench.ToolFio && (col(rec, "syscalls_per_pass") != "" || col(rec, "tool") != "fio" || col(rec, "twin") == "") {
 				t.Errorf("fio row %d: %q", i, rec)
 			}
 			if res.VsFio > 0 {
@@ -544,13 +546,17 @@ func TestGoBenchValue(t *testing.T) {
 
 func TestJSONSweepRoundTrip(t *testing.T) {
 	r := smallSweep()
-	var back bench.Report
-	if err := json.Unmarshal(render(t, "json", r), &back); err != nil {
+	path := filepath.Join(t.TempDir(), "sweep.json")
+	if err := os.WriteFile(path, render(t, "json", r), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(&back, r) {
+	back, err := LoadJSON(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, r) {
 		a, _ := json.Marshal(r)
-		b, _ := json.Marshal(&back)
+		b, _ := json.Marshal(back)
 		t.Errorf("smallSweep did not round-trip through JSON:\n%s\n%s", a, b)
 	}
 }

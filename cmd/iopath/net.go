@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -525,7 +524,9 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
 	med := filesrv.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.FileServeTable(w, med) }); err != nil {
+	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
+	js := func(w io.Writer) error { return report.FileServeJSON(w, side, med) }
+	if err := writeSide(stdout, o.format, js, func(w io.Writer) error { return report.FileServeTable(w, med) }); err != nil {
 		return err
 	}
 	if o.html != "" {
@@ -535,7 +536,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if berr != nil {
@@ -570,7 +571,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
 	med := writev.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error { return report.WritevTable(w, med) }); err != nil {
+	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
+	js := func(w io.Writer) error { return report.WritevJSON(w, side, med) }
+	if err := writeSide(stdout, o.format, js, func(w io.Writer) error { return report.WritevTable(w, med) }); err != nil {
 		return err
 	}
 	if o.html != "" {
@@ -580,7 +583,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if werr != nil {
@@ -589,11 +592,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 	return nil
 }
 
-func writeSide(w io.Writer, format string, v any, table func(io.Writer) error) error {
+func writeSide(w io.Writer, format string, json, table func(io.Writer) error) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return json(w)
 	}
 	return table(w)
 }
