@@ -3,8 +3,11 @@
 //
 //   - Table: an aligned side-by-side table with the machine, the file, a
 //     legend and notes; fio twin rows sit under their iopath engine.
-//   - JSON: the model itself, versioned by its schema_version field, with
-//     units in the key names. Always valid: NaN and Inf become 0.
+//   - JSON: the model itself, with units in the key names, as one of the
+//     family of documents every command writes (internal/jsondoc): its
+//     first keys are schema_version and kind ("file" or "tree"), and
+//     docs/schema holds a schema per kind. Always valid: NaN and Inf
+//     become 0.
 //   - CSV, Markdown: one row per result, for spreadsheets and pull requests.
 //   - GoBench: the Go benchmark line format, one line per run, so that
 //     `benchstat old.txt new.txt` compares two reports.
