@@ -60,3 +60,29 @@ func TestKeyRenames(t *testing.T) {
 		t.Errorf("truncated JSON: %v", err)
 	}
 }
+
+// TestKindJSONGolden: the JSON of the kinds without a golden of their own
+// elsewhere, each read by eye when it changes.
+func TestKindJSONGolden(t *testing.T) {
+	side := SideRun{Command: "iopath net bench --serve-file", Machine: netMachineFixture}
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"file-serve", func(b *bytes.Buffer) error { return FileServeJSON(b, side, fileServeFixture()) }},
+		{"writev", func(b *bytes.Buffer) error { return WritevJSON(b, side, writevFixture()) }},
+		{"compare", func(b *bytes.Buffer) error { return CompareJSON(b, Compare(compareReports())) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			want := "{\n  \"schema_version\": 1,\n  \"kind\": \"" + tc.name + "\",\n"
+			if !json.Valid(b.Bytes()) || !strings.HasPrefix(b.String(), want) {
+				t.Errorf("not JSON starting with schema_version and kind:\n%.300s", b.String())
+			}
+			golden(t, tc.name+".golden.json", b.Bytes())
+		})
+	}
+}
