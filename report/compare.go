@@ -16,14 +16,18 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 )
 
-// LoadJSON reads a report written by `iopath bench --format json`. Its
-// errors are one line and name path: the file is missing or unreadable, is
-// not JSON, is JSON but not an iopath report, or has a schema_version newer
-// than this iopath knows (then the fix is to upgrade iopath).
+// LoadJSON reads a report written by `iopath bench --format json` (the
+// kinds "file" and "tree"), of this schema_version or an older one, whose
+// keys it renames (benchRenames) and whose figures bench.Upgrade brings up
+// to date. Its errors are one line and name path: the file is missing or
+// unreadable, is not JSON, is JSON but not an iopath report, or has a
+// schema_version newer than this iopath knows (then the fix is to upgrade
+// iopath).
 func LoadJSON(path string) (*bench.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -60,10 +64,22 @@ func LoadJSON(path string) (*bench.Report, error) {
 	if version > bench.SchemaVersion {
 		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
 	}
+	if version < 3 {
+		// Versions 1 and 2 had keys without their units: rename them.
+		if data, err = benchRenames.rename(data); err != nil {
+			return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
+		}
+	} else {
+		var kind string
+		if raw, ok := probe["kind"]; !ok || json.Unmarshal(raw, &kind) != nil || (kind != bench.KindFile && kind != bench.KindTree) {
+			return nil, fmt.Errorf("%s: not an iopath bench report (its \"kind\" is not %q or %q; %s)", path, bench.KindFile, bench.KindTree, want)
+		}
+	}
 	var r bench.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
 	}
+	r.SchemaVersion = version
 	if err := bench.Upgrade(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -109,7 +125,7 @@ type RowKey struct {
 	Engine  string `json:"engine"`
 	Cache   string `json:"cache"`
 	Pattern string `json:"pattern"`
-	BS      int    `json:"bs"`
+	BS      int    `json:"bs_bytes"`
 	Workers int    `json:"workers"`
 	QD      int    `json:"qd"`
 	Consume string `json:"consume"`
@@ -911,6 +927,13 @@ func cmpFileLine(c *Comparison) string {
 
 func cmpWidth(s string) int { return utf8.RuneCountInString(s) }
 
-// CompareJSON writes c as indented JSON followed by a newline. The output
-// is always valid JSON: a float that is NaN or infinite is written as 0.
-func CompareJSON(w io.Writer, c *Comparison) error { return writeJSON(w, c) }
+// CompareSchemaVersion is the schema_version of `iopath compare --format
+// json` (docs/schema/compare.schema.json).
+const CompareSchemaVersion = 1
+
+// CompareJSON writes c as indented JSON followed by a newline, of kind
+// "compare". The output is always valid JSON: a float that is NaN or
+// infinite is written as 0.
+func CompareJSON(w io.Writer, c *Comparison) error {
+	return jsondoc.Write(w, "compare", CompareSchemaVersion, c)
+}
