@@ -15,9 +15,16 @@ import (
 	"github.com/iopath/iopath/features"
 )
 
-// SchemaVersion is Result's JSON schema version; it changes when a field
-// changes meaning or goes away (docs/advise.md).
-const SchemaVersion = 1
+// SchemaVersion is Result's JSON schema version (the kind "advise",
+// docs/schema/advise.schema.json); it changes when a field changes
+// meaning, is renamed or goes away (docs/advise.md).
+//
+// Version 2: the JSON starts with "kind"; keys carry their units
+// (residency_frac, size_median_bytes, rate_per_s, wall_s, cpu_s).
+const SchemaVersion = 2
+
+// JSONKind is the "kind" of Result's JSON form.
+const JSONKind = "advise"
 
 // DefaultBudget is the time Run takes when Options.Budget is 0.
 const DefaultBudget = 20 * time.Second
@@ -46,12 +53,14 @@ type Options struct {
 // Result is everything Run found. Its JSON form is documented in
 // docs/advise.md; field names are stable within a SchemaVersion.
 type Result struct {
-	SchemaVersion int       `json:"schema_version"`
+	// SchemaVersion is the version of the JSON form; WriteJSON writes
+	// it, with JSONKind, as the first keys.
+	SchemaVersion int       `json:"-"`
 	Inventory     Inventory `json:"inventory"`
 	// Residency is the fraction of the data's pages in the page cache
 	// before the trial (-1: could not be looked at); CacheNow is the state
 	// that makes (warm from 50%).
-	Residency float64 `json:"residency"`
+	Residency float64 `json:"residency_frac"`
 	CacheNow  Cache   `json:"cache_now"`
 	// RateUnit is the unit of Measurement.Rate: "files/s" or "bytes/s".
 	RateUnit   string   `json:"rate_unit"`

@@ -29,8 +29,8 @@ type AutoCheck struct {
 type AutoPick struct {
 	Candidate
 	Label      string `json:"label"`
-	QueueDepth int    `json:"queue_depth,omitempty"` // 0: the engine's default
-	BlockSize  int    `json:"block_size,omitempty"`  // 0: the engine's default
+	QueueDepth int    `json:"queue_depth,omitempty"`      // 0: the engine's default
+	BlockSize  int    `json:"block_size_bytes,omitempty"` // 0: the engine's default
 	Rule       string `json:"rule"`
 	Reason     string `json:"reason"`
 }

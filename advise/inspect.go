@@ -44,9 +44,9 @@ type Inventory struct {
 	// Median, P90 and Max are file sizes in bytes (for OneFile, all three
 	// are the file's size). Median and P90 come from a uniform sample of
 	// up to 100,000 sizes when more files were listed.
-	Median int64 `json:"size_median"`
-	P90    int64 `json:"size_p90"`
-	Max    int64 `json:"size_max"`
+	Median int64 `json:"size_median_bytes"`
+	P90    int64 `json:"size_p90_bytes"`
+	Max    int64 `json:"size_max_bytes"`
 	// Skipped counts entries found by the walk that are not read, by
 	// reason ("special file", "symlink to a directory", ...).
 	Skipped map[string]int64 `json:"skipped,omitempty"`

@@ -54,9 +54,9 @@ type Round struct {
 	Passes  int     `json:"passes"`
 	Files   int64   `json:"files"` // files delivered (ManyFiles), with data or an error
 	Bytes   int64   `json:"bytes"`
-	Seconds float64 `json:"seconds"`     // wall time of the passes (drops not included)
-	CPU     float64 `json:"cpu_seconds"` // user+system CPU of this process over the passes
-	Errors  int64   `json:"errors"`      // files that could not be read
+	Seconds float64 `json:"wall_s"` // wall time of the passes (drops not included)
+	CPU     float64 `json:"cpu_s"`  // user+system CPU of this process over the passes
+	Errors  int64   `json:"errors"` // files that could not be read
 }
 
 // Measurement is a candidate in one cache state: its rounds and their
@@ -73,9 +73,9 @@ type Measurement struct {
 	// Rate is the median over rounds of the figure candidates are ranked
 	// by: files/s for ManyFiles, bytes/s for OneFile (Result.RateUnit);
 	// RateMin and RateMax its range.
-	Rate      float64 `json:"rate"`
-	RateMin   float64 `json:"rate_min"`
-	RateMax   float64 `json:"rate_max"`
+	Rate      float64 `json:"rate_per_s"`
+	RateMin   float64 `json:"rate_min_per_s"`
+	RateMax   float64 `json:"rate_max_per_s"`
 	FilesPerS float64 `json:"files_per_s,omitempty"` // median; ManyFiles
 	BytesPerS float64 `json:"bytes_per_s"`           // median
 	// Ratio is Rate over the baseline's Rate in the same cache state (0
@@ -185,7 +185,7 @@ type Phase struct {
 	// Residency is the fraction of the data's pages found cached after
 	// the data was warmed, or the largest fraction found right after a
 	// drop (-1: not looked at).
-	Residency float64 `json:"residency"`
+	Residency float64 `json:"residency_frac"`
 	// Valid says the cache state held (warm: at least 80% cached; cold:
 	// at most 50% cached after the drops), so that the figures can be
 	// used for the recommendation.

@@ -1,24 +1,17 @@
 package advise
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 )
 
-// WriteJSON writes r as indented JSON (fields in docs/advise.md).
-func WriteJSON(w io.Writer, r *Result) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	_, err = w.Write(b)
-	return err
-}
+// WriteJSON writes r as indented JSON of kind JSONKind (fields in
+// docs/advise.md, schema in docs/schema/advise.schema.json).
+func WriteJSON(w io.Writer, r *Result) error { return jsondoc.Write(w, JSONKind, SchemaVersion, r) }
 
 // Fact is one line of what advise found, as a report's header shows it:
 // the data, what was not read, how much of it is cached, the trial.

@@ -116,10 +116,10 @@ func TestJSONFields(t *testing.T) {
 		raw  json.RawMessage
 		want string
 	}{
-		{"top", b.Bytes(), "auto budget_s cache_now candidates elapsed_s gomaxprocs inventory io_uring measurements notes phases rate_unit recommendation residency sample schema_version snippet"},
-		{"inventory", top["inventory"], "bytes files files_at_least first_skipped kind paths size_max size_median size_p90 skipped"},
-		{"measurement", first(top["measurements"]), "baseline bytes_per_s cache cpu_s_per_1k_files engine errors files_per_s label rate rate_max rate_min ratio rounds workers"},
-		{"phase", first(top["phases"]), "cache residency rounds valid"},
+		{"top", b.Bytes(), "auto budget_s cache_now candidates elapsed_s gomaxprocs inventory io_uring kind measurements notes phases rate_unit recommendation residency_frac sample schema_version snippet"},
+		{"inventory", top["inventory"], "bytes files files_at_least first_skipped kind paths size_max_bytes size_median_bytes size_p90_bytes skipped"},
+		{"measurement", first(top["measurements"]), "baseline bytes_per_s cache cpu_s_per_1k_files engine errors files_per_s label rate_max_per_s rate_min_per_s rate_per_s ratio rounds workers"},
+		{"phase", first(top["phases"]), "cache residency_frac rounds valid"},
 		{"recommendation", top["recommendation"], "baseline cache engine keep_baseline label other ratio text workers"},
 		{"auto", top["auto"], "agrees engine label reason rule states text workers"},
 		{"sample", top["sample"], "bytes files"},
@@ -141,7 +141,7 @@ func TestJSONFields(t *testing.T) {
 		rk = append(rk, k)
 	}
 	slices.Sort(rk)
-	if got := strings.Join(rk, " "); got != "bytes cpu_seconds errors files passes seconds" {
+	if got := strings.Join(rk, " "); got != "bytes cpu_s errors files passes wall_s" {
 		t.Errorf("round fields: %s", got)
 	}
 }

@@ -148,8 +148,8 @@ func TestMeasure(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back["schema_version"].(float64) != SchemaVersion {
-		t.Errorf("schema_version missing")
+	if rep.SchemaVersion != SchemaVersion || rep.Kind() != KindFile || back["results"] == nil {
+		t.Errorf("schema_version %d, kind %s, results %v", rep.SchemaVersion, rep.Kind(), back["results"])
 	}
 }
 

@@ -8,12 +8,19 @@ import (
 	"github.com/iopath/iopath/features"
 )
 
-// SchemaVersion is the version of the JSON result format. It changes when a
-// field changes meaning or is removed; new fields do not change it.
+// SchemaVersion is the version of the JSON result format (the "file" and
+// "tree" kinds, docs/schema/file.schema.json and tree.schema.json). It
+// changes when a key is renamed or removed or a field changes meaning; new
+// fields do not change it.
 //
 // Version 2: qd is 0 for engines without a queue (version 1 recorded the
 // configured depth for every engine); rows have a tool ("iopath" or "fio").
-const SchemaVersion = 2
+//
+// Version 3: every report starts with "kind"; keys carry their units or
+// what they count per (bs_bytes, block_sizes_bytes, syscalls_per_pass,
+// resident_before_frac, machine.page_size_bytes). report.LoadJSON renames
+// the keys of versions 1 and 2 when it reads them.
+const SchemaVersion = 3
 
 // Upgrade brings a report read from an older schema version to the current
 // one, in place, so that reports of different versions compare row by row.
@@ -41,7 +48,11 @@ func Upgrade(r *Report) error {
 // result model that every renderer (table, JSON) is fed from. Units are in
 // the JSON key names.
 type Report struct {
-	SchemaVersion int              `json:"schema_version"`
+	// SchemaVersion is the version of the format the report was read
+	// from or is written in. report.JSON writes it, with the kind, as
+	// the first keys ("schema_version", "kind"); encoding/json leaves
+	// it out, as it does not know the kind.
+	SchemaVersion int              `json:"-"`
 	Tool          string           `json:"tool"` // "iopath"
 	Command       string           `json:"command"`
 	Started       time.Time        `json:"started"`
@@ -63,6 +74,21 @@ type Report struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
+// Kinds of report, the "kind" key of the JSON: one file, or a tree of
+// files (bench --tree).
+const (
+	KindFile = "file"
+	KindTree = "tree"
+)
+
+// Kind is the report's kind: KindTree when it read a tree, else KindFile.
+func (r *Report) Kind() string {
+	if r.Tree != nil {
+		return KindTree
+	}
+	return KindFile
+}
+
 // InterruptedError is the Error of a row that an interrupt kept from
 // making any run: it was not measured, and its figures are not zeros but
 // absent.
@@ -70,7 +96,7 @@ const InterruptedError = "interrupted"
 
 // Sweep is the matrix a benchmark covered.
 type Sweep struct {
-	BlockSizes  []int    `json:"block_sizes"`
+	BlockSizes  []int    `json:"block_sizes_bytes"`
 	Workers     []int    `json:"workers"`
 	QueueDepths []int    `json:"queue_depths"`
 	Caches      []string `json:"caches"`
@@ -115,7 +141,7 @@ type Result struct {
 	Twin    string `json:"twin,omitempty"`
 	Cache   string `json:"cache"` // warm, cold or direct
 	Pattern string `json:"pattern"`
-	BS      int    `json:"bs"`
+	BS      int    `json:"bs_bytes"`
 	Workers int    `json:"workers"`
 	// QD is the queue depth per worker, 0 for engines that have no queue
 	// (one request in flight per worker).
@@ -147,11 +173,11 @@ type Result struct {
 	LatP999Ns          int64   `json:"lat_p999_ns"`
 	LatP9999Ns         int64   `json:"lat_p9999_ns"`
 	LatMaxNs           int64   `json:"lat_max_ns"`
-	Syscalls           int64   `json:"syscalls"` // per pass over the file, median
-	MinFlt             int64   `json:"minflt"`   // per pass over the file, median
-	MajFlt             int64   `json:"majflt"`
-	NVCSw              int64   `json:"nvcsw"`
-	NIVCSw             int64   `json:"nivcsw"`
+	Syscalls           int64   `json:"syscalls_per_pass"` // per pass over the file, median
+	MinFlt             int64   `json:"minflt_per_pass"`   // per pass over the file, median
+	MajFlt             int64   `json:"majflt_per_pass"`
+	NVCSw              int64   `json:"nvcsw_per_pass"`
+	NIVCSw             int64   `json:"nivcsw_per_pass"`
 	// ChecksumOK is true when every run's checksum equalled the reference,
 	// false when one did not, and null when not checked (--consume none or
 	// touch, or the null engine, which delivers no file data).
@@ -160,8 +186,8 @@ type Result struct {
 	// delivered (FileErrors of them with an error), files per second
 	// (median, min, max), syscalls counted at the engine's call sites per
 	// file, CPU seconds per 1,000 files and context switches per file.
-	Files           int64   `json:"files,omitempty"`
-	FileErrors      int64   `json:"file_errors,omitempty"`
+	Files           int64   `json:"files_per_pass,omitempty"`
+	FileErrors      int64   `json:"file_errors_per_pass,omitempty"`
 	FilesPerS       float64 `json:"files_per_s,omitempty"`
 	FilesPerSMin    float64 `json:"files_per_s_min,omitempty"`
 	FilesPerSMax    float64 `json:"files_per_s_max,omitempty"`
@@ -204,8 +230,8 @@ type Run struct {
 	LatP999Ns      int64   `json:"lat_p999_ns"`
 	LatP9999Ns     int64   `json:"lat_p9999_ns"`
 	LatMaxNs       int64   `json:"lat_max_ns"`
-	ResidentBefore float64 `json:"resident_before"` // fraction of the file in page cache before the run
-	ResidentAfter  float64 `json:"resident_after"`  // and after it
+	ResidentBefore float64 `json:"resident_before_frac"` // fraction of the file in page cache before the run
+	ResidentAfter  float64 `json:"resident_after_frac"`  // and after it
 	// OtherCPUPct is the CPU that everything else on the machine used
 	// during the run, in % of one core (from /proc/stat, less this run's
 	// own and the runner's).

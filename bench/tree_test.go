@@ -43,7 +43,7 @@ func TestMeasureTree(t *testing.T) {
 	}
 	// gen's marker is not one of the tree's files, for any engine (the
 	// archive holds it too).
-	if rep.Tree == nil || rep.Tree.Files != 300 {
+	if rep.Tree == nil || rep.Tree.Files != 300 || rep.Kind() != KindTree {
 		t.Fatalf("tree info %+v", rep.Tree)
 	}
 	seen := map[string]bool{}

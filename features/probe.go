@@ -49,7 +49,7 @@ type Report struct {
 	Ops        []string `json:"ops"`         // supported opcodes, without IORING_OP_
 	SetupFlags []Flag   `json:"setup_flags"` // each flag probed by creating a tiny ring with it
 	Kernel     string   `json:"kernel"`      // uname release
-	PageSize   int      `json:"page_size"`
+	PageSize   int      `json:"page_size_bytes"`
 	THP        string   `json:"thp"` // transparent hugepage mode: always, madvise, never, or ""
 	// MemlockBytes is RLIMIT_MEMLOCK's soft limit; -1 means unlimited.
 	MemlockBytes int64 `json:"memlock_bytes"`

@@ -126,7 +126,7 @@ type CompareSide struct {
 	// in the figures.
 	Noisy string `json:"noisy,omitempty"`
 	// Runs is how many runs the row's figures come from.
-	Runs int `json:"runs"`
+	Runs int `json:"run_count"`
 }
 
 // Delta is one metric's change between the reports.

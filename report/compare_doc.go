@@ -6,16 +6,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 )
 
 // CompareSchemaVersion is the version of compare's JSON.
-const CompareSchemaVersion = 1
+const CompareSchemaVersion = 2
 
 // WriteCompare writes c in one of KindFormats.
 func WriteCompare(w io.Writer, format string, c *Comparison, o DocOptions) error {
 	if format == "json" {
-		return writeKindJSON(w, "compare", CompareSchemaVersion, c)
+		return jsondoc.Write(w, "compare", CompareSchemaVersion, c)
 	}
 	return WriteDoc(w, format, CompareDoc(c), o)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netbench"
 )
 
 // compareKinds are the kinds of report compare reads, each with how to
@@ -135,16 +134,48 @@ func loadBenchCompared(path string, data []byte) (compared, error) {
 	return compared{doc: BenchDoc(r), src: src}, nil
 }
 
-// decodeBench decodes a report of iopath bench, checking its version.
+// LoadJSON reads a report written by `iopath bench --format json` (the
+// kinds "file" and "tree"), of this schema_version or an older one, whose
+// keys it renames (benchRenames) and whose figures bench.Upgrade brings up
+// to date. Its errors are one line and name path: the file is missing or
+// unreadable, is not JSON, is JSON but not an iopath report, or has a
+// schema_version newer than this iopath knows (then the fix is to upgrade
+// iopath).
+func LoadJSON(path string) (*bench.Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: empty file, not an iopath JSON report", path)
+	}
+	return decodeBench(path, data)
+}
+
+// decodeBench decodes data, read from path, as a report of iopath bench
+// (see LoadJSON).
 func decodeBench(path string, data []byte) (*bench.Report, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%s: not an iopath report: %v", path, oneLine(err.Error()))
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%s: not JSON (%v at byte %d)", path, se, se.Offset)
+		}
+		return nil, fmt.Errorf("%s: not an iopath report (JSON, but not an object)", path)
+	}
+	const want = "want the output of iopath bench --format json"
+	var tool string
+	if raw, ok := probe["tool"]; !ok || json.Unmarshal(raw, &tool) != nil || tool != bench.ToolIopath {
+		return nil, fmt.Errorf("%s: not an iopath report (its \"tool\" is not \"iopath\"; %s)", path, want)
 	}
 	var version int
 	raw, ok := probe["schema_version"]
 	if !ok {
-		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; want the output of iopath bench --format json)", path)
+		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; %s)", path, want)
 	}
 	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
 		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(raw)))
@@ -152,10 +183,23 @@ func decodeBench(path string, data []byte) (*bench.Report, error) {
 	if version > bench.SchemaVersion {
 		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
 	}
+	if version < 3 {
+		// Versions 1 and 2 had keys without their units: rename them.
+		var err error
+		if data, err = benchRenames.rename(data); err != nil {
+			return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
+		}
+	} else {
+		var kind string
+		if raw, ok := probe["kind"]; !ok || json.Unmarshal(raw, &kind) != nil || (kind != bench.KindFile && kind != bench.KindTree) {
+			return nil, fmt.Errorf("%s: not an iopath bench report (its \"kind\" is not %q or %q; %s)", path, bench.KindFile, bench.KindTree, want)
+		}
+	}
 	var r bench.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
 	}
+	r.SchemaVersion = version
 	if err := bench.Upgrade(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -163,15 +207,12 @@ func decodeBench(path string, data []byte) (*bench.Report, error) {
 }
 
 func loadNetCompared(path string, data []byte) (compared, error) {
-	var r netbench.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return compared{}, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
-	}
-	if r.SchemaVersion != netbench.SchemaVersion {
-		return compared{}, fmt.Errorf("%s: net report schema_version %d is not the one this iopath reads (%d)", path, r.SchemaVersion, netbench.SchemaVersion)
+	r, err := decodeNet(path, data)
+	if err != nil {
+		return compared{}, err
 	}
 	c := r.Config
 	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine,
 		Props: []Field{{"duration", time.Duration(c.DurationNs).String()}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)}}}
-	return compared{doc: NetDoc(&r), src: src}, nil
+	return compared{doc: NetDoc(r), src: src}, nil
 }

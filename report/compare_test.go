@@ -2,9 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,7 +184,7 @@ func TestCompareFormats(t *testing.T) {
 				}
 			}
 		case "json":
-			if !strings.HasPrefix(out, "{\n  \"schema_version\": 1,\n  \"kind\": \"compare\"") {
+			if !strings.HasPrefix(out, "{\n  \"schema_version\": "+strconv.Itoa(CompareSchemaVersion)+",\n  \"kind\": \"compare\"") {
 				t.Errorf("json starts %q", out[:min(len(out), 80)])
 			}
 		case "markdown":
@@ -423,27 +425,92 @@ func TestCompareNotApplicableIsNotAFailure(t *testing.T) {
 	}
 }
 
-// A report of schema version 1 recorded the configured queue depth for
-// every engine; it must still match a current report's rows.
+// Reports of older schema versions still load: version 2's keys without
+// units are renamed (testdata/report.v2.json is sample() as version 2
+// wrote it, kept as it was), and a report of version 1, which recorded
+// the configured queue depth for every engine and had no tool, still
+// matches a current report's rows (qd 0 for engines without a queue).
 func TestCompareAcrossSchemaVersions(t *testing.T) {
-	old := sample()
-	old.SchemaVersion = 1
-	for i := range old.Results {
-		old.Results[i].Tool = ""
-		old.Results[i].QD = 32
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	cur := sample()
-	for i := range cur.Results {
-		cur.Results[i].Tool = bench.ToolIopath
-		if cur.Results[i].Engine != "io_uring" {
-			cur.Results[i].QD = 0
+	var b bytes.Buffer
+	if err := JSON(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := LoadJSON(write("v3.json", b.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := LoadJSON(filepath.Join("testdata", "report.v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v2, cur) {
+		a, _ := json.Marshal(v2)
+		c, _ := json.Marshal(cur)
+		t.Errorf("version 2 loads as\n%s\nwant\n%s", a, c)
+	}
+
+	data, err := os.ReadFile(filepath.Join("testdata", "report.v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["schema_version"] = 1
+	for _, r := range doc["results"].([]any) {
+		delete(r.(map[string]any), "tool")
+		r.(map[string]any)["qd"] = 32
+	}
+	v1data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := LoadJSON(write("v1.json", v1data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.SchemaVersion != bench.SchemaVersion || o.Machine.PageSize != 4096 || o.Results[0].BS != 128<<10 {
+		t.Errorf("version 1 loads as version %d, page size %d, bs %d", o.SchemaVersion, o.Machine.PageSize, o.Results[0].BS)
+	}
+	// Version 1's rows match the rows of a current report whose engines
+	// without a queue say qd 0.
+	now := sample()
+	for i := range now.Results {
+		now.Results[i].Tool = bench.ToolIopath
+		if now.Results[i].Engine != "io_uring" {
+			now.Results[i].QD = 0
 		} else {
-			cur.Results[i].QD = 32
+			now.Results[i].QD = 32
 		}
 	}
-	for _, r := range compareBench(t, old, cur).Rows {
+	var nb bytes.Buffer
+	if err := JSON(&nb, now); err != nil {
+		t.Fatal(err)
+	}
+	c, err := CompareFiles(write("v1.json", v1data), write("now.json", nb.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rows {
 		if r.Status == StatusAdded || r.Status == StatusRemoved {
 			t.Errorf("%s: %s across schema versions", r.Name(), r.Status)
+		}
+	}
+
+	// A current report must say it is one file or a tree.
+	for _, kind := range []string{`"net-echo"`, `7`} {
+		bad := strings.Replace(b.String(), `"kind": "file"`, `"kind": `+kind, 1)
+		if _, err := LoadJSON(write("kind.json", []byte(bad))); err == nil || !strings.Contains(err.Error(), `its "kind" is not "file" or "tree"`) {
+			t.Errorf("kind %s: %v", kind, err)
 		}
 	}
 }

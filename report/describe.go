@@ -2,11 +2,8 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -67,22 +64,6 @@ func hardwareParts(m features.Machine) []string {
 	}
 	add(fs)
 	return parts
-}
-
-// writeJSON writes v as indented JSON followed by a newline, in one Write.
-// The output is always valid JSON: a float that is NaN or infinite
-// (encoding/json refuses those) is written as 0; v is not modified.
-func writeJSON(w io.Writer, v any) error {
-	s := sanitize(reflect.ValueOf(v))
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s.Interface()); err != nil {
-		return err
-	}
-	_, err := w.Write(b.Bytes())
-	return err
 }
 
 // Helpers of the text and HTML renderers, moved here unchanged from the

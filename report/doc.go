@@ -2,8 +2,11 @@
 // `iopath bench` (a single file, or a tree with --tree), for people and
 // for programs:
 //
-//   - JSON: the model itself, versioned by its schema_version field, with
-//     units in the key names. Always valid: NaN and Inf become 0.
+//   - JSON: the model itself, with units in the key names, as one of the
+//     family of documents every command writes (internal/jsondoc): its
+//     first keys are schema_version and kind ("file" or "tree"), and
+//     docs/schema holds a schema per kind. Always valid: NaN and Inf
+//     become 0.
 //   - table, CSV, Markdown, gobench: BenchDoc maps the report into a Doc,
 //     the one presentation model (model.go), and WriteDoc renders it: an
 //     aligned table that fits 100 columns (the less-used columns with

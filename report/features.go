@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 )
 
 // FeaturesSchemaVersion is the schema_version of `iopath features
 // --format json` (docs/schema/features.schema.json).
-const FeaturesSchemaVersion = 1
+//
+// Version 2: page_size is page_size_bytes.
+const FeaturesSchemaVersion = 2
 
 // UsedOps are the io_uring opcodes iopath's engines use: files, then
 // sockets.
@@ -82,7 +85,7 @@ func yesNo(b bool) string {
 // WriteFeatures writes r in one of KindFormats.
 func WriteFeatures(w io.Writer, format string, r *features.Report) error {
 	if format == "json" {
-		return writeKindJSON(w, "features", FeaturesSchemaVersion, r)
+		return jsondoc.Write(w, "features", FeaturesSchemaVersion, r)
 	}
 	return WriteDoc(w, format, FeaturesDoc(r), DocOptions{})
 }

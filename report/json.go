@@ -3,148 +3,113 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math"
-	"reflect"
-	"sync"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/jsondoc"
+	"github.com/iopath/iopath/netio/filesrv"
+	"github.com/iopath/iopath/netio/writev"
 )
 
-// JSON writes r as indented JSON followed by a newline. The output is always
-// valid JSON: a float that is NaN or infinite (encoding/json refuses those)
-// is written as 0. r itself is not modified.
-func JSON(w io.Writer, r *bench.Report) error { return writeJSON(w, r) }
+// JSON writes r as indented JSON followed by a newline, of kind "file" or
+// "tree" (r.Kind()) at bench.SchemaVersion (docs/schema/file.schema.json,
+// tree.schema.json). The output is always valid JSON: a float that is
+// NaN or infinite (encoding/json refuses those) is written as 0. r itself
+// is not modified.
+func JSON(w io.Writer, r *bench.Report) error {
+	return jsondoc.Write(w, r.Kind(), bench.SchemaVersion, r)
+}
 
-// sanitize returns a deep copy of v in which every NaN or infinite float
-// reachable through exported fields, slices, arrays, maps and pointers is
-// 0. Parts whose type holds no float are shared, not copied.
-func sanitize(v reflect.Value) reflect.Value {
-	if !holdsFloat(v.Type()) {
-		return v
+// Schema versions of the kinds whose results are not read back.
+const (
+	// FileServeSchemaVersion is the schema_version of `iopath net bench
+	// --serve-file --format json` (docs/schema/file-serve.schema.json).
+	FileServeSchemaVersion = 1
+	// WritevSchemaVersion is the schema_version of `iopath net bench
+	// --writev --format json` (docs/schema/writev.schema.json).
+	WritevSchemaVersion = 1
+)
+
+// SideRun says what ran a side benchmark (--serve-file, --writev): the
+// command line and the machine, written before the results.
+type SideRun struct {
+	Command string           `json:"command"`
+	Machine features.Machine `json:"machine"`
+}
+
+// FileServeJSON writes the results of `net bench --serve-file` (one per
+// method and file size, medians over the runs) as the kind "file-serve".
+func FileServeJSON(w io.Writer, run SideRun, rs []filesrv.Result) error {
+	return jsondoc.Write(w, "file-serve", FileServeSchemaVersion, struct {
+		SideRun
+		Results []filesrv.Result `json:"results"`
+	}{run, rs})
+}
+
+// WritevJSON writes the results of `net bench --writev` (one per way and
+// part count, medians over the runs) as the kind "writev".
+func WritevJSON(w io.Writer, run SideRun, rs []writev.Result) error {
+	return jsondoc.Write(w, "writev", WritevSchemaVersion, struct {
+		SideRun
+		Results []writev.Result `json:"results"`
+	}{run, rs})
+}
+
+// keyRenames maps the keys of an older schema_version to the current ones:
+// for each place in the document ("" the top level, "machine" an object
+// under it, "results[]" each element of an array), old key -> new key.
+type keyRenames map[string]map[string]string
+
+// benchRenames brings a bench report of schema_version 1 or 2 to 3.
+var benchRenames = keyRenames{
+	"machine": {"page_size": "page_size_bytes"},
+	"sweep":   {"block_sizes": "block_sizes_bytes"},
+	"results[]": {"bs": "bs_bytes", "syscalls": "syscalls_per_pass", "minflt": "minflt_per_pass",
+		"majflt": "majflt_per_pass", "nvcsw": "nvcsw_per_pass", "nivcsw": "nivcsw_per_pass",
+		"files": "files_per_pass", "file_errors": "file_errors_per_pass"},
+	"results[].runs[]": {"resident_before": "resident_before_frac", "resident_after": "resident_after_frac"},
+}
+
+// netRenames brings a net bench report of schema_version 1 to 2.
+var netRenames = keyRenames{
+	"machine": {"page_size": "page_size_bytes"},
+}
+
+// rename returns data, a JSON object, with its keys renamed by k. Numbers
+// keep their digits (an int64 of nanoseconds is not rounded to a float).
+func (k keyRenames) rename(data []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
 	}
-	switch v.Kind() {
-	case reflect.Float32, reflect.Float64:
-		out := reflect.New(v.Type()).Elem()
-		if f := v.Float(); !math.IsNaN(f) && !math.IsInf(f, 0) {
-			out.SetFloat(f)
-		}
-		return out
-	case reflect.Pointer:
-		if v.IsNil() {
-			return v
-		}
-		out := reflect.New(v.Type().Elem())
-		out.Elem().Set(sanitize(v.Elem()))
-		return out
-	case reflect.Interface:
-		if v.IsNil() {
-			return v
-		}
-		out := reflect.New(v.Type()).Elem()
-		out.Set(sanitize(v.Elem()))
-		return out
-	case reflect.Struct:
-		out := reflect.New(v.Type()).Elem()
-		out.Set(v)
-		for i := range v.NumField() {
-			if f := out.Field(i); f.CanSet() {
-				f.Set(sanitize(v.Field(i)))
+	k.walk(v, "")
+	return json.Marshal(v)
+}
+
+func (k keyRenames) walk(v any, at string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for old, new := range k[at] {
+			if x, ok := v[old]; ok {
+				if _, clash := v[new]; !clash {
+					v[new] = x
+					delete(v, old)
+				}
 			}
 		}
-		return out
-	case reflect.Slice:
-		if v.IsNil() {
-			return v
-		}
-		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		for i := range v.Len() {
-			out.Index(i).Set(sanitize(v.Index(i)))
-		}
-		return out
-	case reflect.Array:
-		out := reflect.New(v.Type()).Elem()
-		for i := range v.Len() {
-			out.Index(i).Set(sanitize(v.Index(i)))
-		}
-		return out
-	case reflect.Map:
-		if v.IsNil() {
-			return v
-		}
-		out := reflect.MakeMapWithSize(v.Type(), v.Len())
-		for it := v.MapRange(); it.Next(); {
-			out.SetMapIndex(it.Key(), sanitize(it.Value()))
-		}
-		return out
-	}
-	return v
-}
-
-var floatTypes sync.Map // reflect.Type -> bool
-
-// holdsFloat reports whether a value of type t can hold a float that
-// sanitize must check; the answer is cached per type.
-func holdsFloat(t reflect.Type) bool {
-	if v, ok := floatTypes.Load(t); ok {
-		return v.(bool)
-	}
-	has := hasFloat(t, map[reflect.Type]bool{})
-	floatTypes.Store(t, has)
-	return has
-}
-
-// hasFloat reports whether a value of type t can hold a float that
-// sanitize must check.
-func hasFloat(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if seen[t] {
-		return false
-	}
-	seen[t] = true
-	switch t.Kind() {
-	case reflect.Float32, reflect.Float64, reflect.Interface:
-		return true
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		return hasFloat(t.Elem(), seen)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() && hasFloat(f.Type, seen) {
-				return true
+		for key, x := range v {
+			next := key
+			if at != "" {
+				next = at + "." + key
 			}
+			k.walk(x, next)
+		}
+	case []any:
+		for _, x := range v {
+			k.walk(x, at+"[]")
 		}
 	}
-	return false
-}
-
-// writeKindJSON writes v (a struct, or a pointer to one) as a JSON
-// object that begins with "schema_version" and "kind", followed by v's
-// own fields, indented, in one Write call. NaN and infinite floats are
-// written as 0 (see sanitize).
-func writeKindJSON(w io.Writer, kind string, version int, v any) error {
-	var enc bytes.Buffer
-	e := json.NewEncoder(&enc)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(sanitize(reflect.ValueOf(v)).Interface()); err != nil {
-		return err
-	}
-	body := bytes.TrimSpace(enc.Bytes())
-	if len(body) < 2 || body[0] != '{' {
-		return fmt.Errorf("report: %s: not a JSON object", kind)
-	}
-	var raw bytes.Buffer
-	fmt.Fprintf(&raw, `{"schema_version":%d,"kind":%q`, version, kind)
-	if rest := body[1:]; rest[0] != '}' {
-		raw.WriteByte(',')
-		raw.Write(rest)
-	} else {
-		raw.WriteByte('}')
-	}
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw.Bytes(), "", "  "); err != nil {
-		return err
-	}
-	out.WriteByte('\n')
-	_, err := w.Write(out.Bytes())
-	return err
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/load"
 )
@@ -103,7 +104,7 @@ func loadIntegrity(r *load.Result) string {
 // WriteLoad writes a load run in one of KindFormats.
 func WriteLoad(w io.Writer, format string, l Load, o DocOptions) error {
 	if format == "json" {
-		return writeKindJSON(w, "net-load", LoadSchemaVersion, l.Result)
+		return jsondoc.Write(w, "net-load", LoadSchemaVersion, l.Result)
 	}
 	return WriteDoc(w, format, LoadDoc(l), o)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netbench"
 )
@@ -32,21 +33,30 @@ const netTool = netbench.Tool
 // order: epoll is io_uring's like-for-like baseline, net is Go's.
 var netRefs = []string{"epoll", "net"}
 
-// NetJSON writes r as indented JSON followed by a newline. The output is
-// always valid JSON: a float that is NaN or infinite is written as 0. r
-// itself is not modified.
-func NetJSON(w io.Writer, r *netbench.Report) error { return writeJSON(w, r) }
+// NetJSON writes r as indented JSON followed by a newline, of kind
+// "net-echo" at netbench.SchemaVersion (docs/schema/net-echo.schema.json).
+// The output is always valid JSON: a float that is NaN or infinite is
+// written as 0. r itself is not modified.
+func NetJSON(w io.Writer, r *netbench.Report) error {
+	return jsondoc.Write(w, netbench.Kind, netbench.SchemaVersion, r)
+}
 
 // LoadNetJSON reads a report written by NetJSON (`iopath net bench
-// --format json`). A file that cannot be read is an *fs.PathError; a file
-// that is not JSON, not a net bench report (its "tool"), or of a
-// schema_version this package does not read is an error naming the path
-// and what is wrong.
+// --format json`), of this schema_version or version 1, whose keys it
+// renames (netRenames). A file that cannot be read is an *fs.PathError; a
+// file that is not JSON, not a net bench report (its "tool"), or of a
+// schema_version newer than this package reads is an error naming the
+// path and what is wrong.
 func LoadNetJSON(path string) (*netbench.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	return decodeNet(path, data)
+}
+
+// decodeNet decodes data, read from path, as LoadNetJSON does.
+func decodeNet(path string, data []byte) (*netbench.Report, error) {
 	const want = "want the output of iopath net bench --format json"
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty file, not an iopath net bench report (%s)", path, want)
@@ -75,17 +85,22 @@ func LoadNetJSON(path string) (*netbench.Report, error) {
 	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
 		return nil, fmt.Errorf("%s: schema_version %s is not a positive whole number", path, oneLine(string(raw)))
 	}
-	if version != netbench.SchemaVersion {
-		if version > netbench.SchemaVersion {
-			return nil, fmt.Errorf("%s: net report schema_version %d is newer than this iopath reads (%d); upgrade iopath",
-				path, version, netbench.SchemaVersion)
+	if version > netbench.SchemaVersion {
+		return nil, fmt.Errorf("%s: net report schema_version %d is newer than this iopath reads (%d); upgrade iopath",
+			path, version, netbench.SchemaVersion)
+	}
+	if version < 2 {
+		// Version 1 differs in key names only.
+		var err error
+		if data, err = netRenames.rename(data); err != nil {
+			return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
 		}
-		return nil, fmt.Errorf("%s: net report schema_version %d is not one this iopath reads (%d)", path, version, netbench.SchemaVersion)
 	}
 	var r netbench.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
 	}
+	r.SchemaVersion = netbench.SchemaVersion
 	return &r, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -512,7 +513,7 @@ func TestLoadNetJSONErrors(t *testing.T) {
 		{"no schema", `{"tool": "iopath net bench"}`, "no schema_version"},
 		{"schema text", `{"tool": "iopath net bench", "schema_version": "1"}`, `schema_version "1" is not a positive whole number`},
 		{"schema 0", `{"tool": "iopath net bench", "schema_version": 0}`, "schema_version 0 is not a positive whole number"},
-		{"newer", `{"tool": "iopath net bench", "schema_version": 99}`, "schema_version 99 is newer than this iopath reads (1); upgrade iopath"},
+		{"newer", `{"tool": "iopath net bench", "schema_version": 99}`, "schema_version 99 is newer than this iopath reads (" + strconv.Itoa(netbench.SchemaVersion) + "); upgrade iopath"},
 		{"bad field", `{"tool": "iopath net bench", "schema_version": 1, "points": {"x": 1}}`, "not a valid iopath net bench report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

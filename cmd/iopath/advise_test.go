@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/advise"
 	"github.com/iopath/iopath/bench"
 )
 
@@ -208,14 +209,15 @@ func TestAdviseJSON(t *testing.T) {
 		t.Errorf("stderr %q: no progress without a terminal", errOut)
 	}
 	var res struct {
-		SchemaVersion int `json:"schema_version"`
+		SchemaVersion int    `json:"schema_version"`
+		Kind          string `json:"kind"`
 		Inventory     struct {
 			Kind  string `json:"kind"`
 			Files int    `json:"files"`
 		} `json:"inventory"`
 		Measurements []struct {
 			Engine string  `json:"engine"`
-			Rate   float64 `json:"rate"`
+			Rate   float64 `json:"rate_per_s"`
 		} `json:"measurements"`
 		Recommendation struct {
 			Engine string  `json:"engine"`
@@ -227,7 +229,7 @@ func TestAdviseJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
-	if res.SchemaVersion != 1 || res.Inventory.Kind != "many_files" || res.Inventory.Files != 201 ||
+	if res.SchemaVersion != advise.SchemaVersion || res.Kind != advise.JSONKind || res.Inventory.Kind != "many_files" || res.Inventory.Files != 201 ||
 		len(res.Measurements) == 0 || res.Recommendation.Engine == "" || res.Recommendation.Ratio <= 0 ||
 		!strings.Contains(res.Snippet, "iopath.ReadFiles(") {
 		t.Errorf("result %+v", res)

@@ -74,8 +74,8 @@ func TestCompareCommand(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d (slower rows must not fail without --fail-on-regression): %s", code, errOut)
 	}
-	for _, want := range []string{"old:      " + oldPath, "new:      " + newPath, "pread", "faster", "slower",
-		"noise", "1 faster, 1 slower, 1 within noise", "|new − old| < max("} {
+	for _, want := range []string{oldPath, newPath, "pread", "faster", "slower",
+		"noise", "1 faster, 1 slower, 1 within noise", "Mann–Whitney"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -90,8 +90,17 @@ func TestCompareCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		t.Fatalf("--format json: %v:\n%s", err, out)
 	}
-	if len(c.Rows) != 3 || c.Summary.Faster != 1 || c.Old.Path != oldPath || c.New.Path != newPath {
-		t.Errorf("--format json: %d rows, summary %+v, paths %q %q", len(c.Rows), c.Summary, c.Old.Path, c.New.Path)
+	if len(c.Rows) != 3 || c.Summary.Faster != 1 || c.Old.Path != oldPath || c.New.Path != newPath || c.Kind != "file" {
+		t.Errorf("--format json: %d rows, summary %+v, paths %q %q, kind %q", len(c.Rows), c.Summary, c.Old.Path, c.New.Path, c.Kind)
+	}
+	for format, want := range map[string]string{
+		"markdown": "| pread | warm | 8.00 | 9.60 | +20.0% | faster |",
+		"csv":      "engine,cache,gib_per_s_old,gib_per_s_new,gib_per_s_delta_pct,gib_per_s_verdict,",
+	} {
+		out, errOut, code = compareCLI("compare", "--format", format, oldPath, newPath)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("--format %s: exit %d, %s; output lacks %q:\n%s", format, code, errOut, want, out)
+		}
 	}
 }
 
@@ -110,7 +119,7 @@ func TestCompareHTMLFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<!DOCTYPE html>", `data-chart="compare-throughput" data-series="3"`, "Content-Security-Policy"} {
+	for _, want := range []string{"<!DOCTYPE html>", `data-chart="compare-gib_per_s" data-series="3"`, "Content-Security-Policy"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -139,7 +148,7 @@ func TestCompareFailOnRegression(t *testing.T) {
 	oldPath, newPath := writeCompareReports(t, dir)
 	// pread cold dropped 10%, beyond its ±2% spread.
 	out, errOut, code := compareCLI("compare", oldPath, newPath, "--fail-on-regression", "5")
-	if code != 1 || !strings.Contains(errOut, "regressed") || !strings.Contains(errOut, "pread cold (seq, bs 128KiB, 1 worker, consume checksum) -10.0%") {
+	if code != 1 || !strings.Contains(errOut, "regressed") || !strings.Contains(errOut, "pread cold GiB/s -10.0%") {
 		t.Errorf("--fail-on-regression 5: exit %d, %q", code, errOut)
 	}
 	if !strings.Contains(out, "slower") {
@@ -184,7 +193,7 @@ func TestCompareErrors(t *testing.T) {
 		{[]string{"compare"}, 2, "want two reports, OLD.json and NEW.json, got 0 arguments"},
 		{[]string{"compare", oldPath}, 2, "got 1 argument "},
 		{[]string{"compare", oldPath, newPath, newPath}, 2, "got 3 arguments"},
-		{[]string{"compare", "--format", "xml", oldPath, newPath}, 2, `--format "xml": want table or json`},
+		{[]string{"compare", "--format", "xml", oldPath, newPath}, 2, `--format "xml": want one of table, json, csv, markdown`},
 		{[]string{"compare", "--bogus", oldPath, newPath}, 2, "unknown flag"},
 		{[]string{"compare", missing, newPath}, 1, missing + ": no such file or directory"},
 		{[]string{"compare", oldPath, missing}, 1, missing + ": no such file or directory"},
@@ -207,7 +216,7 @@ func TestCompareHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"iopath bench --format json > old.json", "iopath compare old.json new.json", "--fail-on-regression", "exits 0 even when"} {
+	for _, want := range []string{"iopath bench --runs 5 --json old.json", "iopath compare old.json new.json", "--fail-on-regression", "exits 0 even when"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q", want)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -524,7 +523,9 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
 	med := filesrv.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error {
+	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
+	js := func(w io.Writer) error { return report.FileServeJSON(w, side, med) }
+	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
 		return report.WriteFileServe(w, o.format, med, report.DocOptions{Wide: o.wide})
 	}); err != nil {
 		return err
@@ -536,7 +537,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if berr != nil {
@@ -571,7 +572,9 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
 	med := writev.Median(rs)
-	if err := writeSide(stdout, o.format, med, func(w io.Writer) error {
+	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
+	js := func(w io.Writer) error { return report.WritevJSON(w, side, med) }
+	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
 		return report.WriteWritev(w, o.format, med, report.DocOptions{Wide: o.wide})
 	}); err != nil {
 		return err
@@ -583,7 +586,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return writeSide(w, "json", med, nil) }); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if werr != nil {
@@ -592,13 +595,11 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 	return nil
 }
 
-// writeSide writes the results of --serve-file or --writev: v as JSON,
-// or in another format through text.
-func writeSide(w io.Writer, format string, v any, text func(io.Writer) error) error {
+// writeSide writes the results of --serve-file or --writev: as JSON
+// through json, in another format through text.
+func writeSide(w io.Writer, format string, json, text func(io.Writer) error) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return json(w)
 	}
 	return text(w)
 }

@@ -261,10 +261,13 @@ func TestNetBenchServeFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rs []filesrv.Result
-	if err := json.Unmarshal([]byte(out), &rs); err != nil {
+	var doc struct {
+		Results []filesrv.Result `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, out)
 	}
+	rs := doc.Results
 	want := len(filesrv.Methods())
 	if !features.Probe().IOURing.Available {
 		want-- // skipped, and said so

@@ -44,9 +44,9 @@ type Config struct {
 // (headers are not counted).
 type Result struct {
 	Method    string `json:"method"`
-	FileSize  int64  `json:"file_size"`
+	FileSize  int64  `json:"file_size_bytes"`
 	Conns     int    `json:"conns"`
-	Chunk     int    `json:"chunk"`
+	Chunk     int    `json:"chunk_bytes"`
 	Depth     int    `json:"depth"`
 	InProcess bool   `json:"in_process"` // the server ran in the client's process
 	Runs      int    `json:"runs"`       // 1, or how many Median took the median of

@@ -6,8 +6,16 @@ import (
 	"github.com/iopath/iopath/features"
 )
 
-// SchemaVersion is the version of the JSON form of Report.
-const SchemaVersion = 1
+// SchemaVersion is the version of the JSON form of Report (the kind
+// "net-echo", docs/schema/net-echo.schema.json). It changes when a key is
+// renamed or removed or a field changes meaning.
+//
+// Version 2: the report starts with "kind"; machine.page_size is
+// page_size_bytes. report.LoadNetJSON reads version 1 too.
+const SchemaVersion = 2
+
+// Kind is the "kind" of the JSON form of Report.
+const Kind = "net-echo"
 
 // Tool is Report.Tool: it tells a net bench report from a file bench one.
 const Tool = "iopath net bench"
@@ -15,7 +23,10 @@ const Tool = "iopath net bench"
 // Report is the result of one `iopath net bench`: every point of the
 // matrix, for every server engine, with every run.
 type Report struct {
-	SchemaVersion int              `json:"schema_version"`
+	// SchemaVersion is the version of the format the report was read
+	// from or is written in. report.NetJSON writes it, with Kind, as the
+	// first keys ("schema_version", "kind").
+	SchemaVersion int              `json:"-"`
 	Tool          string           `json:"tool"` // Tool
 	Version       string           `json:"version"`
 	Command       string           `json:"command"`
