@@ -116,4 +116,3 @@ func TestInterruptedTreeRows(t *testing.T) {
 		t.Errorf("tree table:\n%s", table)
 	}
 }
-
