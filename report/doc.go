@@ -1,42 +1,31 @@
-// Package report renders a bench.Report, the one result model of
-// `iopath bench` (a single file, or a tree with --tree), for people and
-// for programs:
+// Package report turns every kind of iopath result into what people and
+// programs read. It has one presentation model and one renderer per
+// format:
 //
-//   - JSON: the model itself, with units in the key names, as one of the
-//     family of documents every command writes (internal/jsondoc): its
-//     first keys are schema_version and kind ("file" or "tree"), and
-//     docs/schema holds a schema per kind. Always valid: NaN and Inf
-//     become 0.
-//   - table, CSV, Markdown, gobench: BenchDoc maps the report into a Doc,
-//     the one presentation model (model.go), and WriteDoc renders it: an
-//     aligned table that fits 100 columns (the less-used columns with
-//     DocOptions.Wide), one CSV row per result, one Markdown table per
-//     workload, and the Go benchmark line format, one line per run, so
-//     that `benchstat -col /engine` and `benchstat old.txt new.txt` read
-//     it.
-//   - HTML: one self-contained page (no network, no script) with inline SVG
-//     charts: throughput with min–max whiskers, CPU per GiB, latency
-//     percentiles on a log scale, and throughput against block size and
-//     queue depth for sweeps.
+//   - Doc (model.go): a header, typed columns (a key with its unit, which
+//     way is better, whether it is a headline figure, only for --wide),
+//     groups of rows whose cells hold a median with its min–max and every
+//     run's value, errors and noise marks, notes, a legend.
+//   - WriteDoc (render.go): a Doc as an aligned table that fits 100
+//     columns, CSV, Markdown, or Go's benchmark format (gobench, for
+//     benchstat).
+//   - renderPage (page.go) and the chart set (svg.go): the one
+//     self-contained HTML page (no network, no script) every command
+//     writes, with inline SVG charts.
 //
-// Write picks one of the text formats by name (Formats lists them).
-// Other kinds of result have small adapters into the same Doc
-// (FeaturesDoc, LoadDoc).
-// Compare matches the rows of two JSON reports (LoadJSON) and says, per
-// row, whether throughput, CPU per GiB and P99 changed by more than the
-// runs' own spread; CompareTable, CompareJSON and CompareHTML render it.
+// Each kind of result has a small adapter into the Doc: BenchDoc (bench,
+// one file or a tree), NetDoc (net bench, echo), FileServeDoc and
+// WritevDoc (its --serve-file and --writev), AdviseDoc, FeaturesDoc,
+// LoadDoc (net load) and CompareDoc. JSON is not rendered from the Doc:
+// each kind writes its own result through internal/jsondoc, whose first
+// keys are schema_version and kind (docs/schema holds a schema per kind).
 //
-// The other kinds of result each have a small adapter into the one
-// presentation model, Doc (model.go), which WriteDoc renders as a table,
-// CSV or Markdown (render.go): FeaturesDoc, LoadDoc, NetDoc (`iopath net
-// bench`: server CPU per request, QPS and P99 per engine and point, with
-// the ratio to epoll's or net's), FileServeDoc and WritevDoc (`net bench
-// --serve-file`, `--writev`) and AdviseDoc. The socket benchmark's JSON is
-// netbench.Report itself (NetJSON; LoadNetJSON reads it back), and NetHTML
-// draws it with grouped bars of server CPU per request and QPS, P99 on a
-// log scale, and the integrity verdict first.
+// Compare (CompareFiles) reads two JSON reports of one kind, maps each
+// into its Doc, matches their rows by group and key columns and judges
+// each headline figure's change: with 5 runs a side by a Mann–Whitney U
+// test, with fewer by the runs' min–max spread.
 //
-// Renderers only read the report; they never change it, and they are safe
-// for concurrent use on the same report. Each writes its whole output with
-// one Write call, so a failed writer leaves no half-table behind it.
+// Renderers only read their input; they never change it. Each writes its
+// whole output with one Write call, so a failed writer leaves no
+// half-table behind it.
 package report
