@@ -15,7 +15,7 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // cmpDoc builds a Doc of two key columns (engine, cache), a headline
@@ -571,7 +571,7 @@ func TestCompareFilesErrors(t *testing.T) {
 // request, point by point.
 func TestCompareNet(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, r *netbench.Report) string {
+	write := func(name string, r *netresult.Report) string {
 		var b bytes.Buffer
 		if err := NetJSON(&b, r); err != nil {
 			t.Fatal(err)

@@ -32,7 +32,7 @@
 // bench`: server CPU per request, QPS and P99 per engine and point, with
 // the ratio to epoll's or net's), FileServeDoc and WritevDoc (`net bench
 // --serve-file`, `--writev`) and AdviseDoc. The socket benchmark's JSON is
-// netbench.Report itself (NetJSON; LoadNetJSON reads it back), and NetHTML
+// netresult.Report itself (NetJSON; LoadNetJSON reads it back), and NetHTML
 // draws it with grouped bars of server CPU per request and QPS, P99 on a
 // log scale, and the integrity verdict first.
 //

@@ -8,8 +8,7 @@ import (
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/jsondoc"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // JSON writes r as indented JSON followed by a newline, of kind "file" or
@@ -40,19 +39,19 @@ type SideRun struct {
 
 // FileServeJSON writes the results of `net bench --serve-file` (one per
 // method and file size, medians over the runs) as the kind "file-serve".
-func FileServeJSON(w io.Writer, run SideRun, rs []filesrv.Result) error {
+func FileServeJSON(w io.Writer, run SideRun, rs []netresult.FileServe) error {
 	return jsondoc.Write(w, "file-serve", FileServeSchemaVersion, struct {
 		SideRun
-		Results []filesrv.Result `json:"results"`
+		Results []netresult.FileServe `json:"results"`
 	}{run, rs})
 }
 
 // WritevJSON writes the results of `net bench --writev` (one per way and
 // part count, medians over the runs) as the kind "writev".
-func WritevJSON(w io.Writer, run SideRun, rs []writev.Result) error {
+func WritevJSON(w io.Writer, run SideRun, rs []netresult.Writev) error {
 	return jsondoc.Write(w, "writev", WritevSchemaVersion, struct {
 		SideRun
-		Results []writev.Result `json:"results"`
+		Results []netresult.Writev `json:"results"`
 	}{run, rs})
 }
 

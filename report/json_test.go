@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // TestLoadNetJSONVersions: a net bench report of schema version 1
@@ -36,7 +36,7 @@ func TestLoadNetJSONVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v1.SchemaVersion != netbench.SchemaVersion || v1.Machine.PageSize != 4096 || !reflect.DeepEqual(v1, cur) {
+	if v1.SchemaVersion != netresult.EchoSchemaVersion || v1.Machine.PageSize != 4096 || !reflect.DeepEqual(v1, cur) {
 		a, _ := json.Marshal(v1)
 		c, _ := json.Marshal(cur)
 		t.Errorf("version 1 loads as\n%s\nwant\n%s", a, c)

@@ -8,8 +8,7 @@ import (
 	"strconv"
 
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // FileServeDoc maps file-serving results (filesrv.Median's, or single
@@ -19,14 +18,14 @@ import (
 // at the same size. The 1 MiB target and the runs that failed beside
 // others that did not are notes. A result keeps its runs' median and
 // extremes only: its cells carry no runs.
-func FileServeDoc(rs []filesrv.Result) *Doc {
+func FileServeDoc(rs []netresult.FileServe) *Doc {
 	rows := nfFileRows(rs)
 	d := &Doc{Kind: "net-bench-serve-file", Title: "File serving from the page cache over loopback TCP, every byte verified"}
 	d.Header = splitField(Field{"setup", nfFileHeader(rows)})
 	if len(rows) == 0 {
 		return d
 	}
-	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
+	conns := nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) })
 	d.Columns = []Column{
 		{Key: "method", Title: "method", Left: true},
 		{Key: "gb_per_s", Title: "GB/s", Unit: "GB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
@@ -35,7 +34,7 @@ func FileServeDoc(rs []filesrv.Result) *Doc {
 		{Key: "syscalls_per_mb", Title: "syscalls/MB", Better: Lower, Prec: 1},
 		{Key: "syscalls_per_response", Title: "sys/resp", Better: Lower, Prec: 2, Wide: true},
 	}
-	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
+	proc := slices.ContainsFunc(rows, func(r netresult.FileServe) bool { return r.ProcCPUSecPerGB > 0 })
 	if proc {
 		d.Columns = append(d.Columns, Column{Key: "process_cpu_s_per_gb", Title: "proc CPU-s/GB", Unit: "s/GB", Better: Lower, Prec: 3, Wide: true})
 	}
@@ -87,7 +86,7 @@ func FileServeDoc(rs []filesrv.Result) *Doc {
 // is the sending thread's CPU per response; ×writes divides it by that
 // of k separate writes. A result keeps its runs' median and extremes
 // only: its cells carry no runs.
-func WritevDoc(rs []writev.Result) *Doc {
+func WritevDoc(rs []netresult.Writev) *Doc {
 	rows := nfWritevRows(rs)
 	d := &Doc{Kind: "net-bench-writev", Title: "A response of k parts sent over loopback TCP four ways, every byte verified by the reader"}
 	if len(rows) == 0 {
@@ -169,11 +168,11 @@ func legendFields(legend string) []Field {
 }
 
 // WriteFileServe writes file-serving results in one of DocFormats.
-func WriteFileServe(w io.Writer, format string, rs []filesrv.Result, o DocOptions) error {
+func WriteFileServe(w io.Writer, format string, rs []netresult.FileServe, o DocOptions) error {
 	return WriteDoc(w, format, FileServeDoc(rs), o)
 }
 
 // WriteWritev writes writev results in one of DocFormats.
-func WriteWritev(w io.Writer, format string, rs []writev.Result, o DocOptions) error {
+func WriteWritev(w io.Writer, format string, rs []netresult.Writev, o DocOptions) error {
 	return WriteDoc(w, format, WritevDoc(rs), o)
 }

@@ -10,50 +10,49 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // fileServeFixture is what filesrv.Median returns for two sizes: every
 // method at 4 KiB (io_uring failed), every method at 1 MiB, given out of
 // order to check the sorting.
-func fileServeFixture() []filesrv.Result {
-	row := func(m string, size int64, gbps, cpu, spmb, spr float64) filesrv.Result {
-		return filesrv.Result{Method: m, FileSize: size, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
+func fileServeFixture() []netresult.FileServe {
+	row := func(m string, size int64, gbps, cpu, spmb, spr float64) netresult.FileServe {
+		return netresult.FileServe{Method: m, FileSize: size, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
 			Responses: 3000, Bytes: 3000 * size, Elapsed: 3 * time.Second, GBps: gbps, GBpsMin: gbps * 0.9, GBpsMax: gbps * 1.1,
 			CPUSecPerGB: cpu, CPUSecPerGBMin: cpu * 0.95, CPUSecPerGBMax: cpu * 1.2, SyscallsPerMB: spmb, SyscallsPerResp: spr,
 			ProcCPUSecPerGB: cpu * 1.1, Verified: true}
 	}
-	ur := row(filesrv.IOURing, 1<<20, 2.4, 0.3, 1.91, 2)
+	ur := row(netresult.IOURing, 1<<20, 2.4, 0.3, 1.91, 2)
 	ur.IOThreadCPU = 5 * time.Millisecond
-	return []filesrv.Result{
-		row(filesrv.Sendfile, 1<<20, 3.1, 0.12, 2.86, 3),
-		row(filesrv.ReadWrite, 4096, 0.21, 3.5, 732, 3),
-		row(filesrv.Sendfile, 4096, 0.25, 2.9, 732, 3),
-		row(filesrv.Splice, 4096, 0.24, 3.1, 977, 4),
-		{Method: filesrv.IOURing, FileSize: 4096, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
+	return []netresult.FileServe{
+		row(netresult.Sendfile, 1<<20, 3.1, 0.12, 2.86, 3),
+		row(netresult.ReadWrite, 4096, 0.21, 3.5, 732, 3),
+		row(netresult.Sendfile, 4096, 0.25, 2.9, 732, 3),
+		row(netresult.Splice, 4096, 0.24, 3.1, 977, 4),
+		{Method: netresult.IOURing, FileSize: 4096, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
 			Err: "filesrv: io_uring: not supported: <io_uring is not available>"},
-		row(filesrv.ReadWrite, 1<<20, 2.2, 0.4, 16.2, 17),
-		row(filesrv.Splice, 1<<20, 2.5, 0.2, 17.2, 18),
+		row(netresult.ReadWrite, 1<<20, 2.2, 0.4, 16.2, 17),
+		row(netresult.Splice, 1<<20, 2.5, 0.2, 17.2, 18),
 		ur,
 	}
 }
 
-func writevFixture() []writev.Result {
-	row := func(way string, k, bytes int, sys, cpu, wall float64) writev.Result {
-		return writev.Result{Way: way, K: k, RespBytes: bytes, Runs: 3, Responses: 60000, Calls: 60000,
+func writevFixture() []netresult.Writev {
+	row := func(way string, k, bytes int, sys, cpu, wall float64) netresult.Writev {
+		return netresult.Writev{Way: way, K: k, RespBytes: bytes, Runs: 3, Responses: 60000, Calls: 60000,
 			SyscallsPerResp: sys, CPUNsPerResp: cpu, CPUNsPerRespMin: cpu * 0.9, CPUNsPerRespMax: cpu * 1.3,
 			NsPerResp: wall, Verified: true}
 	}
-	return []writev.Result{
-		row(writev.Writes, 1, 1022, 1, 504, 575),
-		row(writev.Coalesced, 1, 1022, 1, 587, 934),
-		row(writev.NetBuffers, 1, 1022, 1, 696, 1109),
-		row(writev.IOURing, 1, 1022, 1, 874, 1601),
-		row(writev.Writes, 16, 8282, 16.02, 6742, 10523),
-		row(writev.Coalesced, 16, 8282, 1, 995, 3426),
-		{Way: writev.NetBuffers, K: 16, RespBytes: 8282, Runs: 3, Err: "writev: response 7: byte 3 of 8282 differs"},
-		row(writev.IOURing, 16, 8282, 1, 1338, 3407),
+	return []netresult.Writev{
+		row(netresult.Writes, 1, 1022, 1, 504, 575),
+		row(netresult.Coalesced, 1, 1022, 1, 587, 934),
+		row(netresult.NetBuffers, 1, 1022, 1, 696, 1109),
+		row(netresult.IOURing, 1, 1022, 1, 874, 1601),
+		row(netresult.Writes, 16, 8282, 16.02, 6742, 10523),
+		row(netresult.Coalesced, 16, 8282, 1, 995, 3426),
+		{Way: netresult.NetBuffers, K: 16, RespBytes: 8282, Runs: 3, Err: "writev: response 7: byte 3 of 8282 differs"},
+		row(netresult.IOURing, 16, 8282, 1, 1338, 3407),
 	}
 }
 
@@ -124,7 +123,7 @@ func TestFileServeDoc(t *testing.T) {
 		t.Errorf("notes %q, want %q first", d.Notes, want)
 	}
 	for i := range rs {
-		if rs[i].Method == filesrv.Splice && rs[i].FileSize == 1<<20 {
+		if rs[i].Method == netresult.Splice && rs[i].FileSize == 1<<20 {
 			rs[i].CPUSecPerGB = 0.3 // 0.75×
 		}
 	}
@@ -133,7 +132,7 @@ func TestFileServeDoc(t *testing.T) {
 		t.Errorf("no %q in %q", want, d.Notes)
 	}
 	for i := range rs {
-		if rs[i].Method == filesrv.Splice && rs[i].FileSize == 1<<20 {
+		if rs[i].Method == netresult.Splice && rs[i].FileSize == 1<<20 {
 			rs[i].Err = "1 of 3 runs failed: reset"
 		}
 	}
@@ -275,7 +274,7 @@ func TestNetFileFragments(t *testing.T) {
 
 // One size (or one k) draws bars instead of lines over sizes.
 func TestNetFileOneSize(t *testing.T) {
-	var fs []filesrv.Result
+	var fs []netresult.FileServe
 	for _, r := range fileServeFixture() {
 		if r.FileSize == 1<<20 {
 			fs = append(fs, r)
@@ -286,7 +285,7 @@ func TestNetFileOneSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCharts(t, b.String(), map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4})
-	var wv []writev.Result
+	var wv []netresult.Writev
 	for _, r := range writevFixture() {
 		if r.K == 1 {
 			wv = append(wv, r)

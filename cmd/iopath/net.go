@@ -23,6 +23,7 @@ import (
 	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/load"
 	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 	"github.com/iopath/iopath/netio/writev"
 	"github.com/iopath/iopath/report"
 )
@@ -80,7 +81,7 @@ func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&sc.Path, "path", "", "the file to serve")
-	f.StringVar(&sc.Method, "method", filesrv.Sendfile, "how: "+strings.Join(filesrv.Methods(), ", "))
+	f.StringVar(&sc.Method, "method", filesrv.Sendfile, "how: "+strings.Join(netresult.FileServeMethods(), ", "))
 	f.IntVar(&sc.Chunk, "chunk", 0, "bytes per read, splice or io_uring buffer (0: default)")
 	f.IntVar(&sc.Depth, "depth", 0, "io_uring read→send pairs per submission (0: default)")
 	f.StringVar(&addr, "addr", "127.0.0.1:0", "host:port to listen on")
@@ -485,7 +486,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	if len(sizes) == 0 {
 		sizes = filesrv.DefaultSizes
 	}
-	methods := filesrv.Methods()
+	methods := netresult.FileServeMethods()
 	if r := features.Probe(); !r.IOURing.Available {
 		// Each server runs in a child, whose refusal would read as a
 		// failure: leave io_uring out, and say so.
@@ -498,7 +499,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	bc := filesrv.BenchConfig{
 		Dir: defaultTempDir(), Sizes: sizes, Methods: methods, Rounds: runs, Duration: o.duration,
 		Start: netbench.FileServerStart(func(args ...string) *exec.Cmd { return exec.Command(exe, args...) }),
-		Progress: func(r filesrv.Result) {
+		Progress: func(r netresult.FileServe) {
 			done++
 			if step != nil {
 				step(done, total, fmt.Sprintf("%s %s", r.Method, units.FormatSize(r.FileSize)))
@@ -522,7 +523,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	if rs == nil && berr != nil {
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
-	med := filesrv.Median(rs)
+	med := netresult.FileServeMedians(rs)
 	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
 	js := func(w io.Writer) error { return report.FileServeJSON(w, side, med) }
 	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
@@ -571,7 +572,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 	if rs == nil && werr != nil {
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
-	med := writev.Median(rs)
+	med := netresult.WritevMedians(rs)
 	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
 	js := func(w io.Writer) error { return report.WritevJSON(w, side, med) }
 	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
@@ -643,7 +644,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	rep, err := netbench.Bench(ctx, opts)
 	p.done()
 	if err != nil && ctx.Err() != nil {
-		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netbench.Point) bool { return len(p.Runs) > 0 }) {
+		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netresult.Point) bool { return len(p.Runs) > 0 }) {
 			return errors.New("net bench: interrupted; nothing measured")
 		}
 		// What was measured is shown, on stdout only: an interrupted
@@ -695,7 +696,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 
 // integrityFailures names the points where bytes were corrupted or lost,
 // connections failed, or no run could be measured.
-func integrityFailures(r *netbench.Report) string {
+func integrityFailures(r *netresult.Report) string {
 	var bad, failed []string
 	for _, p := range r.Points {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)

@@ -18,8 +18,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // schemaDir holds one schema per kind, <kind>.schema.json, and the
@@ -275,8 +274,8 @@ func TestSchemaEnums(t *testing.T) {
 		{"file engines", common.Defs["file_engine"].Enum, engine.Names()},
 		{"tree engines", common.Defs["tree_engine"].Enum, batch.Names()},
 		{"net engines", common.Defs["net_engine"].Enum, netio.Engines()},
-		{"file-serve methods", enumOf("file-serve.schema.json", append(item, "method")...), filesrv.Methods()},
-		{"writev ways", enumOf("writev.schema.json", append(item, "way")...), writev.Ways()},
+		{"file-serve methods", enumOf("file-serve.schema.json", append(item, "method")...), netresult.FileServeMethods()},
+		{"writev ways", enumOf("writev.schema.json", append(item, "way")...), netresult.WritevWays()},
 		{"caches", common.Defs["cache"].Enum, []string{string(bench.Warm), string(bench.Cold), string(bench.Direct)}},
 	} {
 		got, want := slices.Sorted(slices.Values(tc.got)), slices.Sorted(slices.Values(tc.want))

@@ -1,4 +1,4 @@
-package netbench
+package netresult
 
 import (
 	"time"
@@ -6,28 +6,34 @@ import (
 	"github.com/iopath/iopath/features"
 )
 
-// SchemaVersion is the version of the JSON form of Report (the kind
+// EchoSchemaVersion is the version of the JSON form of Report (the kind
 // "net-echo", docs/schema/net-echo.schema.json). It changes when a key is
 // renamed or removed or a field changes meaning.
 //
 // Version 2: the report starts with "kind"; machine.page_size is
 // page_size_bytes. report.LoadNetJSON reads version 1 too.
-const SchemaVersion = 2
+const EchoSchemaVersion = 2
 
-// Kind is the "kind" of the JSON form of Report.
-const Kind = "net-echo"
+// EchoKind is the "kind" of the JSON form of Report.
+const EchoKind = "net-echo"
 
-// Tool is Report.Tool: it tells a net bench report from a file bench one.
-const Tool = "iopath net bench"
+// EchoTool is Report.Tool: it tells a net bench report from a file bench
+// one.
+const EchoTool = "iopath net bench"
 
-// Report is the result of one `iopath net bench`: every point of the
-// matrix, for every server engine, with every run.
+// NotRun is the Err of a point that the bench did not get to because it
+// was interrupted: a report never shows zeros for a figure it did not
+// measure.
+const NotRun = "not run: interrupted"
+
+// Report is the result of one `iopath net bench` of the echo servers:
+// every point of the matrix, for every server engine, with every run.
 type Report struct {
 	// SchemaVersion is the version of the format the report was read
 	// from or is written in. report.NetJSON writes it, with Kind, as the
 	// first keys ("schema_version", "kind").
 	SchemaVersion int              `json:"-"`
-	Tool          string           `json:"tool"` // Tool
+	Tool          string           `json:"tool"` // EchoTool
 	Version       string           `json:"version"`
 	Command       string           `json:"command"`
 	Started       time.Time        `json:"started"`
@@ -86,7 +92,7 @@ type Point struct {
 	Lost       int64 `json:"lost_bytes"`
 	ConnErrors int64 `json:"conn_errors"`
 	// NoEcho is the part of ConnErrors the server left unserved: no echo
-	// within the warm-up (load.Result.NoEcho).
+	// within the warm-up (Load.NoEcho).
 	NoEcho int64 `json:"no_echo_conns,omitempty"`
 	// Err is set when the point could not be measured (the server died,
 	// the dial ramp failed); its figures are then 0.
