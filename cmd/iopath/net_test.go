@@ -283,7 +283,7 @@ func TestNetBenchServeFile(t *testing.T) {
 			t.Errorf("%s %d: %s", r.Method, r.FileSize, r.Err)
 			continue
 		}
-		if !r.Verified || r.GBps <= 0 || r.CPUSecPerGB <= 0 || r.ProcessCPU <= 0 {
+		if !r.Verified || r.GBps <= 0 || r.CPUSecPerGB <= 0 || r.ProcessCPU <= 0 || len(r.PerRun) != r.Runs {
 			t.Errorf("%+v", r)
 		}
 	}

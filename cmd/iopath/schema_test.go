@@ -190,6 +190,19 @@ func TestSchemas(t *testing.T) {
 	})
 }
 
+// TestSchemaGoldens: the JSON goldens of package report, which cover
+// what a short run does not make (several runs, a failed row, a
+// skipped method), match their kinds' schemas.
+func TestSchemaGoldens(t *testing.T) {
+	for _, kind := range []string{"file-serve", "writev"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "report", "testdata", kind+".golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, kind, b)
+	}
+}
+
 // TestSchemasReject: the schemas are not vacuous. A report with one key
 // renamed, one key missing, a key added, a wrong kind or an unknown
 // engine does not validate; the report itself does.

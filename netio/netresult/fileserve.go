@@ -17,7 +17,7 @@ const FileServeKind = "file-serve"
 //
 // Version 2: each result keeps its runs' figures (per_run), the report
 // says when it started, how it was run (config) and which methods could
-// not run here (skipped). report.LoadFileServeJSON reads version 1 too.
+// not run here (skipped). compare reads version 1 too.
 const FileServeSchemaVersion = 2
 
 // The four ways of serving a file (package netio/filesrv). IOURing is

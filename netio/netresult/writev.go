@@ -17,7 +17,7 @@ const WritevKind = "writev"
 //
 // Version 2: each result keeps its runs' figures (per_run), and the
 // report says when it started and how it was run (config).
-// report.LoadWritevJSON reads version 1 too.
+// compare reads version 1 too.
 const WritevSchemaVersion = 2
 
 // The ways of sending a k-part response (package netio/writev), with
