@@ -31,10 +31,12 @@
 // CSV or Markdown (render.go): FeaturesDoc, LoadDoc, NetDoc (`iopath net
 // bench`: server CPU per request, QPS and P99 per engine and point, with
 // the ratio to epoll's or net's), FileServeDoc and WritevDoc (`net bench
-// --serve-file`, `--writev`) and AdviseDoc. The socket benchmark's JSON is
-// netresult.Report itself (NetJSON; LoadNetJSON reads it back), and NetHTML
-// draws it with grouped bars of server CPU per request and QPS, P99 on a
-// log scale, and the integrity verdict first.
+// --serve-file`, `--writev`) and AdviseDoc. The network results are
+// package netio/netresult's, the one package of netio report imports.
+// The socket benchmark's JSON is netresult.Report itself (NetJSON;
+// LoadNetJSON reads it back), and NetHTML draws it with grouped bars of
+// server CPU per request and QPS, P99 on a log scale, and the integrity
+// verdict first.
 //
 // Renderers only read the report; they never change it, and they are safe
 // for concurrent use on the same report. Each writes its whole output with

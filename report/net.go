@@ -25,8 +25,7 @@ import (
 // the header lines, and the JSON. NetDoc (net_doc.go) maps the view into
 // a Doc for the text formats; NetHTML (net_html.go) draws it.
 
-// netTool is the Tool of a netresult.Report, which LoadNetJSON checks
-// (netbench has no constant for it, and cannot import this package).
+// netTool is the Tool of a netresult.Report, which LoadNetJSON checks.
 const netTool = netresult.EchoTool
 
 // The reference engines the headline figure is divided by, in column

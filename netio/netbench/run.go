@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/load"
@@ -527,30 +526,13 @@ type key struct {
 	conns, size  int
 }
 
-// collect fills every point's medians and sums, in matrix order.
+// collect fills every point's medians and sums (Point.Summarize), in
+// matrix order.
 func collect(points map[key]*netresult.Point, order []key) []netresult.Point {
 	out := make([]netresult.Point, 0, len(order))
 	for _, k := range order {
 		p := *points[k]
-		var qps, mbps, srv, cli, p50, p99, p999, mx []float64
-		for _, r := range p.Runs {
-			qps = append(qps, r.QPS)
-			mbps = append(mbps, r.MBps)
-			srv = append(srv, r.ServerCPUPerReqUs)
-			cli = append(cli, r.ClientCPUPerReqUs)
-			p50 = append(p50, float64(r.P50Ns))
-			p99 = append(p99, float64(r.P99Ns))
-			p999 = append(p999, float64(r.P999Ns))
-			mx = append(mx, float64(r.MaxNs))
-			p.Corrupted += r.Corrupted
-			p.Lost += r.Lost
-			p.ConnErrors += r.ConnErrors
-			p.NoEcho += r.NoEcho
-		}
-		p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
-		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
-		p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
-		p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
+		p.Summarize()
 		out = append(out, p)
 	}
 	return out

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/netio"
-	"github.com/iopath/iopath/netio/netresult"
 )
 
 func cmdFn(args ...string) *exec.Cmd { return exec.Command("true") }
@@ -49,19 +48,6 @@ func TestValidateErrors(t *testing.T) {
 	}
 	if err := (&Options{}).Validate(); err == nil {
 		t.Error("no Command accepted")
-	}
-}
-
-func TestCollect(t *testing.T) {
-	k := key{"epoll", "pingpong", 10, 64}
-	p := &netresult.Point{Engine: "epoll", Conns: 10, Size: 64, Mode: "pingpong", Runs: []netresult.Run{
-		{QPS: 100, ServerCPUPerReqUs: 3, P99Ns: 50, Lost: 1},
-		{QPS: 300, ServerCPUPerReqUs: 1, P99Ns: 10, Corrupted: 2},
-		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3, NoEcho: 2},
-	}}
-	got := collect(map[key]*netresult.Point{k: p}, []key{k})[0]
-	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 || got.NoEcho != 2 {
-		t.Errorf("collect: %+v", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 )
 
 // EchoSchemaVersion is the version of the JSON form of Report (the kind
@@ -122,4 +123,30 @@ type Run struct {
 	DialNs            int64   `json:"dial_ns"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
+}
+
+// Summarize sets p's medians over its Runs and its integrity counts, the
+// sums over them. A point without runs gets zeros (and has Err set by
+// whoever could not measure it).
+func (p *Point) Summarize() {
+	var qps, mbps, srv, cli, p50, p99, p999, mx []float64
+	p.Corrupted, p.Lost, p.ConnErrors, p.NoEcho = 0, 0, 0, 0
+	for _, r := range p.Runs {
+		qps = append(qps, r.QPS)
+		mbps = append(mbps, r.MBps)
+		srv = append(srv, r.ServerCPUPerReqUs)
+		cli = append(cli, r.ClientCPUPerReqUs)
+		p50 = append(p50, float64(r.P50Ns))
+		p99 = append(p99, float64(r.P99Ns))
+		p999 = append(p999, float64(r.P999Ns))
+		mx = append(mx, float64(r.MaxNs))
+		p.Corrupted += r.Corrupted
+		p.Lost += r.Lost
+		p.ConnErrors += r.ConnErrors
+		p.NoEcho += r.NoEcho
+	}
+	p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
+	p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
+	p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
+	p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
 }

@@ -68,3 +68,21 @@ func TestLoadErr(t *testing.T) {
 		t.Errorf("faulty run: %v", err)
 	}
 }
+
+// TestPointSummarize: the medians over the runs, the integrity counts
+// summed.
+func TestPointSummarize(t *testing.T) {
+	p := &Point{Engine: "epoll", Conns: 10, Size: 64, Mode: "pingpong", Runs: []Run{
+		{QPS: 100, ServerCPUPerReqUs: 3, P99Ns: 50, Lost: 1},
+		{QPS: 300, ServerCPUPerReqUs: 1, P99Ns: 10, Corrupted: 2},
+		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3, NoEcho: 2},
+	}}
+	p.Summarize()
+	if p.QPS != 200 || p.ServerCPUPerReqUs != 2 || p.P99Ns != 30 || p.Lost != 1 || p.Corrupted != 2 || p.ConnErrors != 3 || p.NoEcho != 2 {
+		t.Errorf("summarized: %+v", p)
+	}
+	p.Summarize() // again: the sums are not counted twice
+	if p.Lost != 1 || p.ConnErrors != 3 {
+		t.Errorf("summarized twice: %+v", p)
+	}
+}
