@@ -13,9 +13,9 @@ import (
 	"github.com/iopath/iopath/netio/netresult"
 )
 
-// fileServeFixture is what filesrv.Median returns for two sizes: every
-// method at 4 KiB (io_uring failed), every method at 1 MiB, given out of
-// order to check the sorting.
+// fileServeFixture is what netresult.FileServeMedians returns for two
+// sizes, three runs each: every method at 4 KiB (io_uring failed), every
+// method at 1 MiB, given out of order to check the sorting.
 func fileServeFixture() []netresult.FileServe {
 	row := func(m string, size int64, gbps, cpu, spmb, spr float64) netresult.FileServe {
 		return netresult.FileServe{Method: m, FileSize: size, Conns: 1, Chunk: 128 << 10, Depth: 4, Runs: 3,
