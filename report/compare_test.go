@@ -641,7 +641,10 @@ func fileServeRounds(faster float64) *netresult.FileServeReport {
 	for round, j := range jitter {
 		for _, size := range []int64{4096, 1 << 20} {
 			for i, m := range netresult.FileServeMethods() {
-				gbps := (1 + float64(i)/4) * float64(size) / (1 << 20) * j
+				gbps := (1 + float64(i)/4) * j * 0.2
+				if size == 1<<20 {
+					gbps *= 10
+				}
 				if m == netresult.Sendfile && size == 1<<20 {
 					gbps *= faster
 				}
@@ -747,6 +750,25 @@ func TestCompareFileServe(t *testing.T) {
 		if v != want {
 			t.Errorf("%s: %s, want %s", k, v, want)
 		}
+	}
+	// Every format renders it; the table fits 100 columns.
+	c.Old.Path, c.New.Path = "old.json", "fast.json"
+	for _, f := range KindFormats {
+		var b bytes.Buffer
+		if err := WriteCompare(&b, f, c, DocOptions{}); err != nil || !strings.Contains(b.String(), "sendfile") {
+			t.Errorf("%s: %v\n%s", f, err, b.String())
+		}
+		if f == "table" {
+			for _, l := range strings.Split(b.String(), "\n") {
+				if width(l) > docWrap && !strings.HasPrefix(l, "command") {
+					t.Errorf("table line of %d columns: %q", width(l), l)
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := CompareHTML(&b, c); err != nil || !strings.Contains(b.String(), "<svg") {
+		t.Errorf("html: %v", err)
 	}
 }
 
