@@ -79,7 +79,7 @@ func newNetFileServerCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&sc.Path, "path", "", "the file to serve")
-	f.StringVar(&sc.Method, "method", filesrv.Sendfile, "how: "+strings.Join(netresult.FileServeMethods(), ", "))
+	f.StringVar(&sc.Method, "method", filesrv.Sendfile, "how: "+strings.Join(filesrv.Methods(), ", "))
 	f.IntVar(&sc.Chunk, "chunk", 0, "bytes per read, splice or io_uring buffer (0: default)")
 	f.IntVar(&sc.Depth, "depth", 0, "io_uring read→send pairs per submission (0: default)")
 	f.StringVar(&addr, "addr", "127.0.0.1:0", "host:port to listen on")
