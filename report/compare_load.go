@@ -224,11 +224,13 @@ func loadNetCompared(path string, data []byte) (compared, error) {
 // loadFileServeCompared: two file-serving reports should have served the
 // same file sizes over as many connections, each run as long.
 func loadFileServeCompared(path string, data []byte) (compared, error) {
-	r, err := decodeFileServe(path, data)
+	r := &netresult.FileServeReport{}
+	v, err := decodeSide(path, data, netresult.FileServeKind, netresult.FileServeSchemaVersion, r)
 	if err != nil {
 		return compared{}, err
 	}
-	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine}
+	r.SchemaVersion = v
+	src := CompareSource{SchemaVersion: v, Command: r.Command, Started: r.Started, Machine: r.Machine}
 	var sizes, conns []string
 	for _, x := range nfFileRows(r.Results) {
 		if s := units.FormatSize(x.FileSize); !slices.Contains(sizes, s) {
@@ -251,11 +253,13 @@ func loadFileServeCompared(path string, data []byte) (compared, error) {
 // loadWritevCompared: two writev reports should have sent responses of
 // the same part counts and sizes, as many per run.
 func loadWritevCompared(path string, data []byte) (compared, error) {
-	r, err := decodeWritev(path, data)
+	r := &netresult.WritevReport{}
+	v, err := decodeSide(path, data, netresult.WritevKind, netresult.WritevSchemaVersion, r)
 	if err != nil {
 		return compared{}, err
 	}
-	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine}
+	r.SchemaVersion = v
+	src := CompareSource{SchemaVersion: v, Command: r.Command, Started: r.Started, Machine: r.Machine}
 	var parts []string
 	for _, x := range nfWritevRows(r.Results) {
 		if p := fmt.Sprintf("%d (%d B)", x.K, x.RespBytes); x.RespBytes > 0 && !slices.Contains(parts, p) {

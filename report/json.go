@@ -37,8 +37,8 @@ func WritevJSON(w io.Writer, r *netresult.WritevReport) error {
 }
 
 // decodeSide decodes data, read from path, as a report of kind (the JSON
-// of `net bench --serve-file` or `--writev`) into v, and returns its
-// schema_version. Version 1 (no per-run figures, no start time or
+// of `net bench --serve-file` or `--writev`, compare's loaders) into v,
+// and returns its schema_version. Version 1 (no per-run figures, no start time or
 // config) decodes into the current types as it is; a newer version than
 // current, another kind or a report that is not an object is an error
 // naming path.
@@ -68,30 +68,6 @@ func decodeSide(path string, data []byte, kind string, current int, v any) (int,
 		return 0, fmt.Errorf("%s: not a valid iopath %s report: %v", path, kind, oneLine(err.Error()))
 	}
 	return version, nil
-}
-
-// decodeFileServe decodes data, read from path, as a report of `net
-// bench --serve-file` (decodeSide).
-func decodeFileServe(path string, data []byte) (*netresult.FileServeReport, error) {
-	var r netresult.FileServeReport
-	v, err := decodeSide(path, data, netresult.FileServeKind, netresult.FileServeSchemaVersion, &r)
-	if err != nil {
-		return nil, err
-	}
-	r.SchemaVersion = v
-	return &r, nil
-}
-
-// decodeWritev decodes data, read from path, as a report of `net bench
-// --writev` (decodeSide).
-func decodeWritev(path string, data []byte) (*netresult.WritevReport, error) {
-	var r netresult.WritevReport
-	v, err := decodeSide(path, data, netresult.WritevKind, netresult.WritevSchemaVersion, &r)
-	if err != nil {
-		return nil, err
-	}
-	r.SchemaVersion = v
-	return &r, nil
 }
 
 // keyRenames maps the keys of an older schema_version to the current ones:

@@ -144,15 +144,9 @@ func FileServeMedians(rs []FileServe) []FileServe {
 		conns, chunk, depth int
 		inProcess           bool
 	}
-	var order []key
-	groups := map[key][]FileServe{}
-	for _, r := range rs {
-		k := key{r.Method, r.FileSize, r.Conns, r.Chunk, r.Depth, r.InProcess}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
+	order, groups := groupBy(rs, func(r FileServe) key {
+		return key{r.Method, r.FileSize, r.Conns, r.Chunk, r.Depth, r.InProcess}
+	})
 	out := make([]FileServe, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
@@ -209,4 +203,20 @@ func FileServeMedians(rs []FileServe) []FileServe {
 		out = append(out, m)
 	}
 	return out
+}
+
+// groupBy groups rs by key, and returns the keys in the order of their
+// first appearance: the order the runs were made in, which the reports
+// keep.
+func groupBy[K comparable, T any](rs []T, key func(T) K) ([]K, map[K][]T) {
+	var order []K
+	groups := map[K][]T{}
+	for _, r := range rs {
+		k := key(r)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	return order, groups
 }

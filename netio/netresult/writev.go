@@ -118,15 +118,7 @@ func WritevMedians(rs []Writev) []Writev {
 		way string
 		k   int
 	}
-	var order []key
-	groups := map[key][]Writev{}
-	for _, r := range rs {
-		kk := key{r.Way, r.K}
-		if _, ok := groups[kk]; !ok {
-			order = append(order, kk)
-		}
-		groups[kk] = append(groups[kk], r)
-	}
+	order, groups := groupBy(rs, func(r Writev) key { return key{r.Way, r.K} })
 	out := make([]Writev, 0, len(order))
 	for _, kk := range order {
 		g := groups[kk]
