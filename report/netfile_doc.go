@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netresult"
 )
@@ -64,7 +65,7 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 		if r.Err != "" {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s %s: %s", r.Method, units.FormatSize(r.FileSize), oneLine(r.Err)))
 		}
-		per := func(f func(netresult.FileServeRun) float64) []float64 { return perRun(r.PerRun, f) }
+		per := func(f func(netresult.FileServeRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		cells := []Cell{
 			TextCell(r.Method),
 			withRuns(spanCell(r.GBps, r.GBpsMin, r.GBpsMax), per(func(x netresult.FileServeRun) float64 { return x.GBps })),
@@ -123,7 +124,7 @@ func WritevDoc(rep *netresult.WritevReport) *Doc {
 		if r.Err != "" {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s k=%d: %s", r.Way, r.K, oneLine(r.Err)))
 		}
-		per := func(f func(netresult.WritevRun) float64) []float64 { return perRun(r.PerRun, f) }
+		per := func(f func(netresult.WritevRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		g.Rows = append(g.Rows, Row{Cells: []Cell{
 			TextCell(r.Way),
 			withRuns(Figure(r.SyscallsPerResp), per(func(x netresult.WritevRun) float64 { return x.SyscallsPerResp })),
@@ -146,17 +147,9 @@ func measured(v float64) Cell {
 	return Figure(v)
 }
 
-// perRun is f of each run of a result: nil when it kept none.
-func perRun[R any](runs []R, f func(R) float64) []float64 {
-	var out []float64
-	for _, r := range runs {
-		out = append(out, f(r))
-	}
-	return out
-}
-
-// withRuns gives c, a result's median, its runs' values: the figure
-// shown stays the one the result holds, and compare tests the runs.
+// withRuns gives c, a result's median, its runs' values (none: a version
+// 1 report kept none): the figure shown stays the one the result holds,
+// and compare tests the runs.
 func withRuns(c Cell, runs []float64) Cell {
 	if c.Num && finite(c.Value) && len(runs) > 0 {
 		c.Runs = runs
