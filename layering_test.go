@@ -39,8 +39,15 @@ func isInternal(pkg string) bool {
 
 func inModule(pkg string) bool { return pkg == modulePath || strings.HasPrefix(pkg, modulePath+"/") }
 
-// importRules is the table; add a row for a new rule ("report imports no
-// netio server package": applies to report, forbids netio/...).
+// isNetio says whether pkg is netio or a package under it.
+func isNetio(pkg string) bool {
+	return pkg == modulePath+"/netio" || strings.HasPrefix(pkg, modulePath+"/netio/")
+}
+
+// netresultPath is the one package of netio that holds results only.
+const netresultPath = modulePath + "/netio/netresult"
+
+// importRules is the table; add a row for a new rule.
 var importRules = []importRule{
 	{
 		why:     "a package under internal/ imports no package of this module outside internal/",
@@ -61,6 +68,23 @@ var importRules = []importRule{
 		applies: func(pkg string) bool { return pkg == modulePath+"/gen" },
 		forbidden: func(_, imp string) bool {
 			return imp == "syscall"
+		},
+	},
+	{
+		why: "report imports result types only, never server code: of netio, only netio/netresult " +
+			"(not netio, netbench, filesrv, writev, load or netio/internal/...)",
+		applies: func(pkg string) bool {
+			return pkg == modulePath+"/report" || strings.HasPrefix(pkg, modulePath+"/report/")
+		},
+		forbidden: func(_, imp string) bool {
+			return isNetio(imp) && imp != netresultPath
+		},
+	},
+	{
+		why:     "netio/netresult holds data only: it imports nothing of netio",
+		applies: func(pkg string) bool { return pkg == netresultPath },
+		forbidden: func(_, imp string) bool {
+			return isNetio(imp)
 		},
 	},
 }
@@ -119,7 +143,8 @@ func TestImportRules(t *testing.T) {
 	pkgs := goList(t)
 	// The rules must see the packages they are about, or they pass for
 	// nothing: a wrong module path or working directory would list none.
-	for _, want := range []string{modulePath, modulePath + "/internal/sys", modulePath + "/internal/auto", modulePath + "/gen"} {
+	for _, want := range []string{modulePath, modulePath + "/internal/sys", modulePath + "/internal/auto", modulePath + "/gen",
+		modulePath + "/report", netresultPath} {
 		if !slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == want }) {
 			t.Fatalf("go list did not list %s (%d packages)", want, len(pkgs))
 		}
@@ -146,6 +171,17 @@ func TestImportRulesCatch(t *testing.T) {
 		{modulePath + "/gen", "syscall", true},
 		{modulePath + "/engine", "syscall", false},
 		{modulePath + "/engine", modulePath + "/features", false},
+		{modulePath + "/report", modulePath + "/netio", true},
+		{modulePath + "/report", modulePath + "/netio/netbench", true},
+		{modulePath + "/report", modulePath + "/netio/filesrv", true},
+		{modulePath + "/report", modulePath + "/netio/writev", true},
+		{modulePath + "/report", modulePath + "/netio/load", true},
+		{modulePath + "/report", modulePath + "/netio/internal/accepts", true},
+		{modulePath + "/report", netresultPath, false},
+		{modulePath + "/report", modulePath + "/features", false},
+		{modulePath + "/netio/netbench", modulePath + "/netio/filesrv", false},
+		{netresultPath, modulePath + "/netio/load", true},
+		{netresultPath, modulePath + "/internal/stats", false},
 	} {
 		got := len(violations([]listedPackage{{ImportPath: tc.pkg, Imports: []string{tc.imp}}}, importRules)) > 0
 		if got != tc.want {

@@ -8,20 +8,24 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // compareKinds are the kinds of report compare reads, each with how to
 // make one ready: decode it and map it into its Doc, whose headline
 // columns are compared.
 var compareKinds = map[string]func(path string, data []byte) (compared, error){
-	"file":     loadBenchCompared,
-	"tree":     loadBenchCompared,
-	"net-echo": loadNetCompared,
+	"file":                  loadBenchCompared,
+	"tree":                  loadBenchCompared,
+	netresult.EchoKind:      loadNetCompared,
+	netresult.FileServeKind: loadFileServeCompared,
+	netresult.WritevKind:    loadWritevCompared,
 }
 
 // CompareKinds lists the kinds of report compare reads.
@@ -63,7 +67,7 @@ func loadCompared(path string) (compared, error) {
 		}
 		return compared{}, fmt.Errorf("%s: %w", path, err)
 	}
-	const want = "want the JSON of iopath bench, bench --tree or net bench"
+	const want = "want the JSON of iopath bench, bench --tree, net bench, net bench --serve-file or --writev"
 	if len(bytes.TrimSpace(data)) == 0 {
 		return compared{}, fmt.Errorf("%s: empty file, not an iopath JSON report (%s)", path, want)
 	}
@@ -215,4 +219,61 @@ func loadNetCompared(path string, data []byte) (compared, error) {
 	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine,
 		Props: []Field{{"duration", time.Duration(c.DurationNs).String()}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)}}}
 	return compared{doc: NetDoc(r), src: src}, nil
+}
+
+// loadFileServeCompared: two file-serving reports should have served the
+// same file sizes over as many connections, each run as long.
+func loadFileServeCompared(path string, data []byte) (compared, error) {
+	r := &netresult.FileServeReport{}
+	v, err := decodeSide(path, data, netresult.FileServeKind, netresult.FileServeSchemaVersion, r)
+	if err != nil {
+		return compared{}, err
+	}
+	r.SchemaVersion = v
+	src := CompareSource{SchemaVersion: v, Command: r.Command, Started: r.Started, Machine: r.Machine}
+	var sizes, conns []string
+	for _, x := range nfFileRows(r.Results) {
+		if s := units.FormatSize(x.FileSize); !slices.Contains(sizes, s) {
+			sizes = append(sizes, s)
+		}
+		if c := strconv.Itoa(x.Conns); !slices.Contains(conns, c) {
+			conns = append(conns, c)
+		}
+	}
+	src.Props = append(src.Props, Field{"file sizes", strings.Join(sizes, ", ")}, Field{"connections", strings.Join(conns, ", ")})
+	if d := r.Config.DurationNs; d > 0 {
+		src.Props = append(src.Props, Field{"duration", time.Duration(d).String()})
+	}
+	if c := r.Config; len(c.ServerCPUs) > 0 || len(c.ClientCPUs) > 0 {
+		src.Props = append(src.Props, Field{"server CPUs", netCPUList(c.ServerCPUs)}, Field{"client CPUs", netCPUList(c.ClientCPUs)})
+	}
+	return compared{doc: FileServeDoc(r), src: src}, nil
+}
+
+// loadWritevCompared: two writev reports should have sent responses of
+// the same part counts and sizes, as many per run.
+func loadWritevCompared(path string, data []byte) (compared, error) {
+	r := &netresult.WritevReport{}
+	v, err := decodeSide(path, data, netresult.WritevKind, netresult.WritevSchemaVersion, r)
+	if err != nil {
+		return compared{}, err
+	}
+	r.SchemaVersion = v
+	src := CompareSource{SchemaVersion: v, Command: r.Command, Started: r.Started, Machine: r.Machine}
+	var parts []string
+	for _, x := range nfWritevRows(r.Results) {
+		if p := fmt.Sprintf("%d (%d B)", x.K, x.RespBytes); x.RespBytes > 0 && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	src.Props = append(src.Props, Field{"parts", strings.Join(parts, ", ")})
+	if c := r.Config; c.MaxPartBytes > 0 {
+		src.Props = append(src.Props, Field{"part sizes", fmt.Sprintf("%d–%d B", c.MinPartBytes, c.MaxPartBytes)})
+		if c.DurationNs > 0 {
+			src.Props = append(src.Props, Field{"per run", time.Duration(c.DurationNs).String()})
+		} else {
+			src.Props = append(src.Props, Field{"per run", fmt.Sprintf("%d responses", c.Responses)})
+		}
+	}
+	return compared{doc: WritevDoc(r), src: src}, nil
 }

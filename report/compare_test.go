@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // cmpDoc builds a Doc of two key columns (engine, cache), a headline
@@ -571,7 +572,7 @@ func TestCompareFilesErrors(t *testing.T) {
 // request, point by point.
 func TestCompareNet(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, r *netbench.Report) string {
+	write := func(name string, r *netresult.Report) string {
 		var b bytes.Buffer
 		if err := NetJSON(&b, r); err != nil {
 			t.Fatal(err)
@@ -627,5 +628,255 @@ func TestCompareNet(t *testing.T) {
 		if width(l) > docWrap && !strings.HasPrefix(l, "command") {
 			t.Errorf("line of %d columns: %q", width(l), l)
 		}
+	}
+}
+
+// fileServeRounds is a file-serving report of five rounds, every method
+// at 4 KiB and 1 MiB, each round's figures a little apart, reduced by
+// netresult.FileServeMedians as netbench.FileServe does. faster scales the
+// GB/s of sendfile at 1 MiB in every round.
+func fileServeRounds(faster float64) *netresult.FileServeReport {
+	jitter := []float64{0.97, 1.01, 1.0, 1.03, 0.99}
+	var rs []netresult.FileServe
+	for round, j := range jitter {
+		for _, size := range []int64{4096, 1 << 20} {
+			for i, m := range netresult.FileServeMethods() {
+				gbps := (1 + float64(i)/4) * j * 0.2
+				if size == 1<<20 {
+					gbps *= 10
+				}
+				if m == netresult.Sendfile && size == 1<<20 {
+					gbps *= faster
+				}
+				rs = append(rs, netresult.FileServe{Method: m, FileSize: size, Conns: 1, Runs: 1, Responses: 100,
+					Bytes: 100 * size, Elapsed: time.Second, GBps: gbps, CPUSecPerGB: (0.5 + float64(i+round%2)/10) * j,
+					SyscallsPerMB: 3, SyscallsPerResp: 2, Verified: true})
+			}
+		}
+	}
+	return fileServeReport(netresult.FileServeMedians(rs))
+}
+
+// writevRounds is a writev report of five rounds; better scales the CPU
+// per response of coalesced at k=16 in every round.
+func writevRounds(better float64) *netresult.WritevReport {
+	jitter := []float64{0.97, 1.01, 1.0, 1.03, 0.99}
+	var rs []netresult.Writev
+	for _, j := range jitter {
+		for _, k := range []int{1, 16} {
+			for i, w := range netresult.WritevWays() {
+				cpu := float64(500+100*i) * float64(k) * j
+				if w == netresult.Coalesced && k == 16 {
+					cpu *= better
+				}
+				rs = append(rs, netresult.Writev{Way: w, K: k, RespBytes: 500 * k, Runs: 1, Responses: 20000,
+					NsPerResp: 2 * cpu, SyscallsPerResp: 1, CPUNsPerResp: cpu, Verified: true})
+			}
+		}
+	}
+	return writevReport(netresult.WritevMedians(rs))
+}
+
+// writeSideJSON writes a report with write into dir/name.
+func writeSideJSON(t *testing.T, dir, name string, write func(io.Writer) error) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cmpVerdicts returns each matched row's headline verdict with its test,
+// as "name @ group: verdict (test)", and fails on a row added, removed or
+// in error.
+func cmpVerdicts(t *testing.T, c *Comparison) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, r := range c.Rows {
+		if r.Status != StatusMatched {
+			t.Errorf("%s (%s): %s", r.Name(), r.Group, r.Status)
+			continue
+		}
+		for _, d := range r.Deltas {
+			out[r.Name()+" @ "+r.Group+" "+d.Metric] = fmt.Sprintf("%s (%s)", d.Verdict, d.Test)
+		}
+	}
+	return out
+}
+
+// TestCompareFileServe: a file-serving report compared with itself is
+// noise everywhere; with a copy where sendfile at 1 MiB served faster in
+// every one of its 5 rounds, that row alone is faster by Mann–Whitney.
+func TestCompareFileServe(t *testing.T) {
+	dir := t.TempDir()
+	old := writeSideJSON(t, dir, "old.json", func(w io.Writer) error { return FileServeJSON(w, fileServeRounds(1)) })
+	same := writeSideJSON(t, dir, "same.json", func(w io.Writer) error { return FileServeJSON(w, fileServeRounds(1)) })
+	fast := writeSideJSON(t, dir, "fast.json", func(w io.Writer) error { return FileServeJSON(w, fileServeRounds(1.3)) })
+
+	c, err := CompareFiles(old, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != "file-serve" || len(c.Metrics) != 2 || c.Metrics[0].Key != "gb_per_s" || c.Metrics[1].Key != "server_cpu_s_per_gb" {
+		t.Fatalf("kind %q, metrics %+v", c.Kind, c.Metrics)
+	}
+	verdicts := cmpVerdicts(t, c)
+	if len(verdicts) != 2*2*len(netresult.FileServeMethods()) {
+		t.Errorf("%d deltas, want one per metric, size and method: %v", len(verdicts), verdicts)
+	}
+	for k, v := range verdicts {
+		if v != "noise (mann-whitney)" {
+			t.Errorf("%s: %s comparing a report with its copy", k, v)
+		}
+	}
+	if len(c.Differences) != 0 {
+		t.Errorf("differences between a report and its copy: %+v", c.Differences)
+	}
+
+	c, err = CompareFiles(old, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range cmpVerdicts(t, c) {
+		want := "noise (mann-whitney)"
+		if k == "sendfile @ 1MiB file gb_per_s" {
+			want = "faster (mann-whitney)"
+		}
+		if v != want {
+			t.Errorf("%s: %s, want %s", k, v, want)
+		}
+	}
+	// Every format renders it; the table fits 100 columns.
+	c.Old.Path, c.New.Path = "old.json", "fast.json"
+	for _, f := range KindFormats {
+		var b bytes.Buffer
+		if err := WriteCompare(&b, f, c, DocOptions{}); err != nil || !strings.Contains(b.String(), "sendfile") {
+			t.Errorf("%s: %v\n%s", f, err, b.String())
+		}
+		if f == "table" {
+			for _, l := range strings.Split(b.String(), "\n") {
+				if width(l) > docWrap && !strings.HasPrefix(l, "command") {
+					t.Errorf("table line of %d columns: %q", width(l), l)
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := CompareHTML(&b, c); err != nil || !strings.Contains(b.String(), "<svg") {
+		t.Errorf("html: %v", err)
+	}
+}
+
+// TestCompareWritev: the same for writev, whose headline is the CPU per
+// response: coalesced at k=16 using less in every round is better.
+func TestCompareWritev(t *testing.T) {
+	dir := t.TempDir()
+	old := writeSideJSON(t, dir, "old.json", func(w io.Writer) error { return WritevJSON(w, writevRounds(1)) })
+	same := writeSideJSON(t, dir, "same.json", func(w io.Writer) error { return WritevJSON(w, writevRounds(1)) })
+	less := writeSideJSON(t, dir, "less.json", func(w io.Writer) error { return WritevJSON(w, writevRounds(0.7)) })
+
+	c, err := CompareFiles(old, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != "writev" || len(c.Metrics) != 1 || c.Metrics[0].Key != "cpu_ns_per_response" {
+		t.Fatalf("kind %q, metrics %+v", c.Kind, c.Metrics)
+	}
+	verdicts := cmpVerdicts(t, c)
+	if len(verdicts) != 2*len(netresult.WritevWays()) {
+		t.Errorf("%d deltas, want one per part count and way: %v", len(verdicts), verdicts)
+	}
+	for k, v := range verdicts {
+		if v != "noise (mann-whitney)" {
+			t.Errorf("%s: %s comparing a report with its copy", k, v)
+		}
+	}
+	c, err = CompareFiles(old, less)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range cmpVerdicts(t, c) {
+		want := "noise (mann-whitney)"
+		if k == "coalesced @ k=16, 8000 B per response cpu_ns_per_response" {
+			want = "better (mann-whitney)"
+		}
+		if v != want {
+			t.Errorf("%s: %s, want %s", k, v, want)
+		}
+	}
+}
+
+// TestCompareSideVersions: a version 1 report (medians and extremes, no
+// runs) still compares, each figure "?" (one run's worth of evidence) or
+// an error row; a report newer than this iopath reads, another kind's or
+// a broken one is refused in one line naming the path; the props that
+// differ are listed.
+func TestCompareSideVersions(t *testing.T) {
+	for _, kind := range []string{"file-serve", "writev"} {
+		v1 := filepath.Join("testdata", kind+".v1.json")
+		c, err := CompareFiles(v1, v1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Old.SchemaVersion != 1 {
+			t.Errorf("%s: schema_version %d, want 1", kind, c.Old.SchemaVersion)
+		}
+		for _, r := range c.Rows {
+			switch {
+			case r.Status == StatusError:
+			case r.Status != StatusMatched:
+				t.Errorf("%s: %s (%s): %s", kind, r.Name(), r.Group, r.Status)
+			default:
+				for _, d := range r.Deltas {
+					if d.Verdict != VerdictUnknown {
+						t.Errorf("%s: %s (%s) %s: %s from a version 1 report", kind, r.Name(), r.Group, d.Metric, d.Verdict)
+					}
+				}
+			}
+		}
+		data, err := os.ReadFile(v1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		for _, tc := range []struct{ name, old, new, want string }{
+			{"newer", `"schema_version": 1`, `"schema_version": 3`, "report schema_version 3 is newer than this iopath reads (2); upgrade iopath"},
+			{"zero", `"schema_version": 1`, `"schema_version": 0`, "schema_version 0 is not a positive whole number"},
+			{"broken", `"results": [`, `"results": 7, "x": [`, "not a valid iopath " + kind + " report"},
+		} {
+			p := filepath.Join(dir, tc.name+".json")
+			if err := os.WriteFile(p, []byte(strings.Replace(string(data), tc.old, tc.new, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := CompareFiles(v1, p)
+			if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s %s: %v, want one line starting with the path and containing %q", kind, tc.name, err, tc.want)
+			}
+		}
+	}
+	if _, err := CompareFiles(filepath.Join("testdata", "file-serve.v1.json"), filepath.Join("testdata", "writev.v1.json")); err == nil ||
+		!strings.Contains(err.Error(), "is a file-serve report and") {
+		t.Errorf("a file-serve and a writev report: %v", err)
+	}
+	dir := t.TempDir()
+	small := fileServeRounds(1)
+	small.Results = slices.DeleteFunc(small.Results, func(r netresult.FileServe) bool { return r.FileSize > 4096 })
+	small.Config.DurationNs = int64(2 * time.Second)
+	c, err := CompareFiles(writeSideJSON(t, dir, "a.json", func(w io.Writer) error { return FileServeJSON(w, fileServeRounds(1)) }),
+		writeSideJSON(t, dir, "b.json", func(w io.Writer) error { return FileServeJSON(w, small) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diffs []string
+	for _, d := range c.Differences {
+		diffs = append(diffs, d.What+": "+d.Old+" -> "+d.New)
+	}
+	if want := []string{"file sizes: 4KiB, 1MiB -> 4KiB", "duration: 1s -> 2s"}; !slices.Equal(diffs, want) {
+		t.Errorf("differences %q, want %q", diffs, want)
 	}
 }

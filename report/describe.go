@@ -12,7 +12,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // Descriptions shared by the renderers, so that every output names a
@@ -310,7 +310,7 @@ func mdCode(s string) string {
 // the min and max of the runs.
 type netStat struct{ med, lo, hi float64 }
 
-func netSpan(med float64, runs []netbench.Run, f func(*netbench.Run) float64) netStat {
+func netSpan(med float64, runs []netresult.Run, f func(*netresult.Run) float64) netStat {
 	s := netStat{med: med, lo: math.Inf(1), hi: math.Inf(-1)}
 	for i := range runs {
 		if x := f(&runs[i]); finite(x) {
@@ -323,16 +323,16 @@ func netSpan(med float64, runs []netbench.Run, f func(*netbench.Run) float64) ne
 	return s
 }
 
-func netServerCPU(p *netbench.Point) netStat {
-	return netSpan(p.ServerCPUPerReqUs, p.Runs, func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs })
+func netServerCPU(p *netresult.Point) netStat {
+	return netSpan(p.ServerCPUPerReqUs, p.Runs, func(r *netresult.Run) float64 { return r.ServerCPUPerReqUs })
 }
 
-func netQPS(p *netbench.Point) netStat {
-	return netSpan(p.QPS, p.Runs, func(r *netbench.Run) float64 { return r.QPS })
+func netQPS(p *netresult.Point) netStat {
+	return netSpan(p.QPS, p.Runs, func(r *netresult.Run) float64 { return r.QPS })
 }
 
-func netP99(p *netbench.Point) netStat {
-	return netSpan(float64(p.P99Ns), p.Runs, func(r *netbench.Run) float64 { return float64(r.P99Ns) })
+func netP99(p *netresult.Point) netStat {
+	return netSpan(float64(p.P99Ns), p.Runs, func(r *netresult.Run) float64 { return float64(r.P99Ns) })
 }
 
 // netSpreadPct is half the min–max range of the runs as a percentage of the

@@ -25,6 +25,9 @@
 // each headline figure's change: with 5 runs a side by a Mann–Whitney U
 // test, with fewer by the runs' min–max spread.
 //
+// Of netio, report imports only netio/netresult, the network results'
+// types: never server or load-generator code (layering_test.go).
+//
 // Renderers only read their input; they never change it. Each writes its
 // whole output with one Write call, so a failed writer leaves no
 // half-table behind it.

@@ -3,13 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"github.com/iopath/iopath/bench"
-	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/jsondoc"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // JSON writes r as indented JSON followed by a newline, of kind "file" or
@@ -21,39 +20,54 @@ func JSON(w io.Writer, r *bench.Report) error {
 	return jsondoc.Write(w, r.Kind(), bench.SchemaVersion, r)
 }
 
-// Schema versions of the kinds whose results are not read back.
-const (
-	// FileServeSchemaVersion is the schema_version of `iopath net bench
-	// --serve-file --format json` (docs/schema/file-serve.schema.json).
-	FileServeSchemaVersion = 1
-	// WritevSchemaVersion is the schema_version of `iopath net bench
-	// --writev --format json` (docs/schema/writev.schema.json).
-	WritevSchemaVersion = 1
-)
-
-// SideRun says what ran a side benchmark (--serve-file, --writev): the
-// command line and the machine, written before the results.
-type SideRun struct {
-	Command string           `json:"command"`
-	Machine features.Machine `json:"machine"`
+// FileServeJSON writes the report of `net bench --serve-file` (one
+// result per method and file size, the medians over the runs with each
+// run's figures) as the kind "file-serve" at
+// netresult.FileServeSchemaVersion (docs/schema/file-serve.schema.json).
+func FileServeJSON(w io.Writer, r *netresult.FileServeReport) error {
+	return jsondoc.Write(w, netresult.FileServeKind, netresult.FileServeSchemaVersion, r)
 }
 
-// FileServeJSON writes the results of `net bench --serve-file` (one per
-// method and file size, medians over the runs) as the kind "file-serve".
-func FileServeJSON(w io.Writer, run SideRun, rs []filesrv.Result) error {
-	return jsondoc.Write(w, "file-serve", FileServeSchemaVersion, struct {
-		SideRun
-		Results []filesrv.Result `json:"results"`
-	}{run, rs})
+// WritevJSON writes the report of `net bench --writev` (one result per
+// way and part count, the medians over the runs with each run's figures)
+// as the kind "writev" at netresult.WritevSchemaVersion
+// (docs/schema/writev.schema.json).
+func WritevJSON(w io.Writer, r *netresult.WritevReport) error {
+	return jsondoc.Write(w, netresult.WritevKind, netresult.WritevSchemaVersion, r)
 }
 
-// WritevJSON writes the results of `net bench --writev` (one per way and
-// part count, medians over the runs) as the kind "writev".
-func WritevJSON(w io.Writer, run SideRun, rs []writev.Result) error {
-	return jsondoc.Write(w, "writev", WritevSchemaVersion, struct {
-		SideRun
-		Results []writev.Result `json:"results"`
-	}{run, rs})
+// decodeSide decodes data, read from path, as a report of kind (the JSON
+// of `net bench --serve-file` or `--writev`, compare's loaders) into v,
+// and returns its schema_version. Version 1 (no per-run figures, no start time or
+// config) decodes into the current types as it is; a newer version than
+// current, another kind or a report that is not an object is an error
+// naming path.
+func decodeSide(path string, data []byte, kind string, current int, v any) (int, error) {
+	want := "want the output of iopath net bench --serve-file --format json"
+	if kind == netresult.WritevKind {
+		want = "want the output of iopath net bench --writev --format json"
+	}
+	var probe struct {
+		Kind          string          `json:"kind"`
+		SchemaVersion json.RawMessage `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return 0, fmt.Errorf("%s: not an iopath report (%s)", path, want)
+	}
+	if probe.Kind != kind {
+		return 0, fmt.Errorf("%s: not an iopath %s report (its \"kind\" is %q; %s)", path, kind, probe.Kind, want)
+	}
+	var version int
+	if err := json.Unmarshal(probe.SchemaVersion, &version); err != nil || version < 1 {
+		return 0, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(probe.SchemaVersion)))
+	}
+	if version > current {
+		return 0, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, current)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return 0, fmt.Errorf("%s: not a valid iopath %s report: %v", path, kind, oneLine(err.Error()))
+	}
+	return version, nil
 }
 
 // keyRenames maps the keys of an older schema_version to the current ones:

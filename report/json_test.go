@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // TestLoadNetJSONVersions: a net bench report of schema version 1
@@ -36,7 +36,7 @@ func TestLoadNetJSONVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v1.SchemaVersion != netbench.SchemaVersion || v1.Machine.PageSize != 4096 || !reflect.DeepEqual(v1, cur) {
+	if v1.SchemaVersion != netresult.EchoSchemaVersion || v1.Machine.PageSize != 4096 || !reflect.DeepEqual(v1, cur) {
 		a, _ := json.Marshal(v1)
 		c, _ := json.Marshal(cur)
 		t.Errorf("version 1 loads as\n%s\nwant\n%s", a, c)
@@ -65,13 +65,12 @@ func TestKeyRenames(t *testing.T) {
 // TestKindJSONGolden: the JSON of the kinds without a golden of their own
 // elsewhere, each read by eye when it changes.
 func TestKindJSONGolden(t *testing.T) {
-	side := SideRun{Command: "iopath net bench --serve-file", Machine: netMachineFixture}
 	for _, tc := range []struct {
 		name  string
 		write func(*bytes.Buffer) error
 	}{
-		{"file-serve", func(b *bytes.Buffer) error { return FileServeJSON(b, side, fileServeFixture()) }},
-		{"writev", func(b *bytes.Buffer) error { return WritevJSON(b, side, writevFixture()) }},
+		{"file-serve", func(b *bytes.Buffer) error { return FileServeJSON(b, fileServeReport(fileServeFixture())) }},
+		{"writev", func(b *bytes.Buffer) error { return WritevJSON(b, writevReport(writevFixture())) }},
 		{"compare", func(b *bytes.Buffer) error {
 			old, cur := compareReports()
 			return WriteCompare(b, "json", compareBench(t, old, cur), DocOptions{})
@@ -82,11 +81,9 @@ func TestKindJSONGolden(t *testing.T) {
 			if err := tc.write(&b); err != nil {
 				t.Fatal(err)
 			}
-			version := "1"
-			if tc.name == "compare" {
-				version = strconv.Itoa(CompareSchemaVersion)
-			}
-			want := "{\n  \"schema_version\": " + version + ",\n  \"kind\": \"" + tc.name + "\",\n"
+			version := map[string]int{"file-serve": netresult.FileServeSchemaVersion, "writev": netresult.WritevSchemaVersion,
+				"compare": CompareSchemaVersion}[tc.name]
+			want := "{\n  \"schema_version\": " + strconv.Itoa(version) + ",\n  \"kind\": \"" + tc.name + "\",\n"
 			if !json.Valid(b.Bytes()) || !strings.HasPrefix(b.String(), want) {
 				t.Errorf("not JSON starting with schema_version and kind:\n%.300s", b.String())
 			}

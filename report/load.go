@@ -8,16 +8,12 @@ import (
 
 	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/load"
+	"github.com/iopath/iopath/netio/netresult"
 )
-
-// LoadSchemaVersion is the schema_version of `iopath net load --format
-// json` (docs/schema/net-load.schema.json).
-const LoadSchemaVersion = 1
 
 // Load is one `net load` run and what it ran against.
 type Load struct {
-	*load.Result
+	Result *netresult.Load
 	// Addr is the server's address; ServerPID the process whose CPU was
 	// read (0: none).
 	Addr      string
@@ -87,7 +83,7 @@ func LoadDoc(l Load) *Doc {
 	return d
 }
 
-func loadIntegrity(r *load.Result) string {
+func loadIntegrity(r *netresult.Load) string {
 	if r.Corrupted == 0 && r.Lost == 0 && r.ConnErrors == 0 {
 		return "every byte verified: 0 corrupted, 0 lost, 0 failed connections"
 	}
@@ -104,7 +100,7 @@ func loadIntegrity(r *load.Result) string {
 // WriteLoad writes a load run in one of KindFormats.
 func WriteLoad(w io.Writer, format string, l Load, o DocOptions) error {
 	if format == "json" {
-		return jsondoc.Write(w, "net-load", LoadSchemaVersion, l.Result)
+		return jsondoc.Write(w, netresult.LoadKind, netresult.LoadSchemaVersion, l.Result)
 	}
 	return WriteDoc(w, format, LoadDoc(l), o)
 }

@@ -117,8 +117,8 @@ type Cell struct {
 	// Value is the figure (the median over Runs when there are several).
 	Value float64
 	// Min and Max are the runs' extremes (equal to Value for one run).
-	// A result that keeps only its median and extremes (file serving,
-	// writev) sets them without Runs.
+	// A result that keeps only its median and extremes (a file-serving
+	// or writev report of schema_version 1) sets them without Runs.
 	Min, Max float64
 	// Runs holds each run's figure, for a comparison's test.
 	Runs []float64

@@ -16,29 +16,28 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
-// What every output of netbench.Report (`iopath net bench`) shares: one
+// What every output of netresult.Report (`iopath net bench`) shares: one
 // view of the report (netView: the points in a fixed order, one row per
 // engine, the ratios to the reference engines and the integrity summary),
 // the header lines, and the JSON. NetDoc (net_doc.go) maps the view into
 // a Doc for the text formats; NetHTML (net_html.go) draws it.
 
-// netTool is the Tool of a netbench.Report, which LoadNetJSON checks
-// (netbench has no constant for it, and cannot import this package).
-const netTool = netbench.Tool
+// netTool is the Tool of a netresult.Report, which LoadNetJSON checks.
+const netTool = netresult.EchoTool
 
 // The reference engines the headline figure is divided by, in column
 // order: epoll is io_uring's like-for-like baseline, net is Go's.
 var netRefs = []string{"epoll", "net"}
 
 // NetJSON writes r as indented JSON followed by a newline, of kind
-// "net-echo" at netbench.SchemaVersion (docs/schema/net-echo.schema.json).
+// "net-echo" at netresult.EchoSchemaVersion (docs/schema/net-echo.schema.json).
 // The output is always valid JSON: a float that is NaN or infinite is
 // written as 0. r itself is not modified.
-func NetJSON(w io.Writer, r *netbench.Report) error {
-	return jsondoc.Write(w, netbench.Kind, netbench.SchemaVersion, r)
+func NetJSON(w io.Writer, r *netresult.Report) error {
+	return jsondoc.Write(w, netresult.EchoKind, netresult.EchoSchemaVersion, r)
 }
 
 // LoadNetJSON reads a report written by NetJSON (`iopath net bench
@@ -47,7 +46,7 @@ func NetJSON(w io.Writer, r *netbench.Report) error {
 // file that is not JSON, not a net bench report (its "tool"), or of a
 // schema_version newer than this package reads is an error naming the
 // path and what is wrong.
-func LoadNetJSON(path string) (*netbench.Report, error) {
+func LoadNetJSON(path string) (*netresult.Report, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -56,7 +55,7 @@ func LoadNetJSON(path string) (*netbench.Report, error) {
 }
 
 // decodeNet decodes data, read from path, as LoadNetJSON does.
-func decodeNet(path string, data []byte) (*netbench.Report, error) {
+func decodeNet(path string, data []byte) (*netresult.Report, error) {
 	const want = "want the output of iopath net bench --format json"
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty file, not an iopath net bench report (%s)", path, want)
@@ -85,9 +84,9 @@ func decodeNet(path string, data []byte) (*netbench.Report, error) {
 	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
 		return nil, fmt.Errorf("%s: schema_version %s is not a positive whole number", path, oneLine(string(raw)))
 	}
-	if version > netbench.SchemaVersion {
+	if version > netresult.EchoSchemaVersion {
 		return nil, fmt.Errorf("%s: net report schema_version %d is newer than this iopath reads (%d); upgrade iopath",
-			path, version, netbench.SchemaVersion)
+			path, version, netresult.EchoSchemaVersion)
 	}
 	if version < 2 {
 		// Version 1 differs in key names only.
@@ -96,11 +95,11 @@ func decodeNet(path string, data []byte) (*netbench.Report, error) {
 			return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
 		}
 	}
-	var r netbench.Report
+	var r netresult.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
 	}
-	r.SchemaVersion = netbench.SchemaVersion
+	r.SchemaVersion = netresult.EchoSchemaVersion
 	return &r, nil
 }
 
@@ -120,14 +119,14 @@ func (k netKey) label() string {
 // netGroup is one point: its rows, one per engine in display order.
 type netGroup struct {
 	key  netKey
-	rows []*netbench.Point
+	rows []*netresult.Point
 	// byEngine is each engine's (first) row at this point.
-	byEngine map[string]*netbench.Point
+	byEngine map[string]*netresult.Point
 }
 
 // netView is what every renderer shows of a net report.
 type netView struct {
-	r       *netbench.Report
+	r       *netresult.Report
 	engines []string // display order: Config.Engines, then any other
 	modes   []string // in order
 	groups  []netGroup
@@ -151,7 +150,7 @@ type netIntegrity struct {
 	failed     int      // points not measured (Err)
 }
 
-func newNetView(r *netbench.Report) *netView {
+func newNetView(r *netresult.Report) *netView {
 	v := &netView{r: r}
 	seen := map[string]bool{}
 	addEngine := func(e string) {
@@ -183,7 +182,7 @@ func newNetView(r *netbench.Report) *netView {
 		if !ok {
 			j = len(v.groups)
 			index[k] = j
-			v.groups = append(v.groups, netGroup{key: k, byEngine: map[string]*netbench.Point{}})
+			v.groups = append(v.groups, netGroup{key: k, byEngine: map[string]*netresult.Point{}})
 		}
 		g := &v.groups[j]
 		g.rows = append(g.rows, p)
@@ -214,7 +213,7 @@ func newNetView(r *netbench.Report) *netView {
 	hasRow := map[string]bool{}
 	for gi := range v.groups {
 		g := &v.groups[gi]
-		slices.SortStableFunc(g.rows, func(a, b *netbench.Point) int { return engIdx[a.Engine] - engIdx[b.Engine] })
+		slices.SortStableFunc(g.rows, func(a, b *netresult.Point) int { return engIdx[a.Engine] - engIdx[b.Engine] })
 		for _, p := range g.rows {
 			hasRow[p.Engine] = true
 			v.integ.add(p, g.key)
@@ -240,7 +239,7 @@ func newNetView(r *netbench.Report) *netView {
 	return v
 }
 
-func (in *netIntegrity) add(p *netbench.Point, k netKey) {
+func (in *netIntegrity) add(p *netresult.Point, k netKey) {
 	if p.Err != "" {
 		in.failed++
 	}
@@ -299,7 +298,7 @@ func (in *netIntegrity) summary() []string {
 // refRatio is p's server CPU-µs per request divided by ref's at the same
 // point: "" when p is the reference or it has no row there, n/a when one
 // of the two was not measured.
-func (g *netGroup) refRatio(p *netbench.Point, ref string) (float64, string) {
+func (g *netGroup) refRatio(p *netresult.Point, ref string) (float64, string) {
 	rp := g.byEngine[ref]
 	if rp == nil || p.Engine == ref {
 		return 0, ""
@@ -355,7 +354,7 @@ func netCPUList(cpus []int) string {
 }
 
 // netPinLine says where the server and the load generator ran.
-func netPinLine(c netbench.Config) string {
+func netPinLine(c netresult.Config) string {
 	where := func(who string, cpus []int) string {
 		switch len(cpus) {
 		case 0:
@@ -387,7 +386,7 @@ func netIntList(v []int, f func(int) string) string {
 
 // netMatrixLine describes the matrix: "conns 1, 1000 × sizes 64B, 16KiB ×
 // modes pingpong".
-func netMatrixLine(c netbench.Config) string {
+func netMatrixLine(c netresult.Config) string {
 	var parts []string
 	if len(c.Conns) > 0 {
 		parts = append(parts, "conns "+netIntList(c.Conns, strconv.Itoa))
@@ -402,7 +401,7 @@ func netMatrixLine(c netbench.Config) string {
 }
 
 // netRunsLine says how each point was measured.
-func netRunsLine(c netbench.Config) string {
+func netRunsLine(c netresult.Config) string {
 	if c.Runs <= 0 {
 		return ""
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // NetDoc maps a `net bench` report (the echo servers) into a Doc: the
@@ -17,7 +17,7 @@ import (
 // them; the skipped engines, the report's notes and what went wrong in
 // the notes. The headline figures are QPS, P99 and the server's CPU per
 // request; every figure built from runs carries them, for compare's test.
-func NetDoc(r *netbench.Report) *Doc {
+func NetDoc(r *netresult.Report) *Doc {
 	v := newNetView(r)
 	d := &Doc{Kind: "net-bench", Title: "iopath net bench: echo servers"}
 	for _, f := range []Field{
@@ -84,7 +84,7 @@ func NetDoc(r *netbench.Report) *Doc {
 		for _, p := range g.rows {
 			if p.Err != "" {
 				why := "error: " + oneLine(p.Err)
-				if p.Err == netbench.NotRun {
+				if p.Err == netresult.NotRun {
 					why = p.Err // an interruption is not the engine's error
 				}
 				grp.Rows = append(grp.Rows, Row{Cells: []Cell{TextCell(p.Engine)}, Err: why})
@@ -92,12 +92,12 @@ func NetDoc(r *netbench.Report) *Doc {
 			}
 			cells := []Cell{
 				TextCell(p.Engine),
-				netRuns(p, func(r *netbench.Run) float64 { return r.QPS }, false),
-				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P50Ns) / 1e3 }, true),
-				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P99Ns) / 1e3 }, true),
-				netRuns(p, func(r *netbench.Run) float64 { return float64(r.P999Ns) / 1e3 }, true),
-				netRuns(p, func(r *netbench.Run) float64 { return float64(r.MaxNs) / 1e3 }, true),
-				netRuns(p, func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return r.QPS }, false),
+				netRuns(p, func(r *netresult.Run) float64 { return float64(r.P50Ns) / 1e3 }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return float64(r.P99Ns) / 1e3 }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return float64(r.P999Ns) / 1e3 }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return float64(r.MaxNs) / 1e3 }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return r.ServerCPUPerReqUs }, true),
 			}
 			for _, ref := range v.refs {
 				c := TextCell("")
@@ -113,8 +113,8 @@ func NetDoc(r *netbench.Report) *Doc {
 				integrity = "BAD"
 			}
 			cells = append(cells,
-				netRuns(p, func(r *netbench.Run) float64 { return r.ClientCPUPerReqUs }, true),
-				netRuns(p, func(r *netbench.Run) float64 { return r.MBps }, false),
+				netRuns(p, func(r *netresult.Run) float64 { return r.ClientCPUPerReqUs }, true),
+				netRuns(p, func(r *netresult.Run) float64 { return r.MBps }, false),
 				Figure(float64(p.Conns)), Figure(float64(p.Size)), TextCell(p.Mode), Figure(float64(len(p.Runs))),
 				Figure(float64(p.Corrupted)), Figure(float64(p.Lost)), Figure(float64(p.ConnErrors)),
 				TextCell(integrity))
@@ -141,7 +141,7 @@ func NetDoc(r *netbench.Report) *Doc {
 // netRuns is a figure over p's runs. positive says that 0 means "not
 // measured" (a latency in stream mode, a CPU time not read): such runs
 // are left out, and a figure none of the runs has is "–".
-func netRuns(p *netbench.Point, f func(*netbench.Run) float64, positive bool) Cell {
+func netRuns(p *netresult.Point, f func(*netresult.Run) float64, positive bool) Cell {
 	var vals []float64
 	for i := range p.Runs {
 		x := f(&p.Runs[i])
@@ -171,7 +171,7 @@ func splitField(f Field) []Field {
 }
 
 // netVersion is the Go and iopath versions of a report.
-func netVersion(r *netbench.Report) string {
+func netVersion(r *netresult.Report) string {
 	var ver []string
 	if r.Machine.GoVersion != "" {
 		ver = append(ver, r.Machine.GoVersion)
@@ -188,7 +188,7 @@ func netVersion(r *netbench.Report) string {
 
 // WriteNet writes r in one of KindFormats: JSON is the report itself
 // (NetJSON), the others its Doc (NetDoc).
-func WriteNet(w io.Writer, format string, r *netbench.Report, o DocOptions) error {
+func WriteNet(w io.Writer, format string, r *netresult.Report, o DocOptions) error {
 	if format == "json" {
 		return NetJSON(w, r)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // NetHTML writes r as one self-contained HTML page for people: the
@@ -30,7 +30,7 @@ import (
 //	integrity-MODE     a tile per engine and point: ok, or the bytes corrupted or lost
 //
 // MODE is the mode made into a slug: pingpong, pipeline-8, stream.
-func NetHTML(w io.Writer, r *netbench.Report) error {
+func NetHTML(w io.Writer, r *netresult.Report) error {
 	return renderPage(w, newNetHTML(r).page())
 }
 
@@ -41,7 +41,7 @@ type netHTML struct {
 	ids    chartIDs
 }
 
-func newNetHTML(r *netbench.Report) *netHTML {
+func newNetHTML(r *netresult.Report) *netHTML {
 	m := &netHTML{v: newNetView(r), ids: chartIDs{}}
 	has := map[string]bool{}
 	for _, p := range r.Points {
@@ -69,7 +69,7 @@ func (m *netHTML) groupsOf(mode string) []*netGroup {
 }
 
 // netTip is the tooltip of a row's mark in a chart.
-func netTip(p *netbench.Point, lines ...string) string {
+func netTip(p *netresult.Point, lines ...string) string {
 	head := fmt.Sprintf("%s · %s", p.Engine, netKey{p.Conns, p.Size, p.Mode}.label())
 	if p.Err != "" {
 		return head + "\nerror: " + oneLine(p.Err)
@@ -88,7 +88,7 @@ func netRunsNote(s netStat, n int, f func(float64) string) string {
 // cells builds one chart's groups: a bar per engine with a row at each
 // point of mode, the connections under each point and the message size
 // under each run of points that share it.
-func (m *netHTML) cells(mode string, cell func(g *netGroup, p *netbench.Point) hBar) []hBarGroup {
+func (m *netHTML) cells(mode string, cell func(g *netGroup, p *netresult.Point) hBar) []hBarGroup {
 	var out []hBarGroup
 	for _, g := range m.groupsOf(mode) {
 		ng := hBarGroup{label: strconv.Itoa(g.key.conns), super: units.FormatSize(int64(g.key.size))}
@@ -118,7 +118,7 @@ func (m *netHTML) netBars(kind, mode, title, caption, unit string, groups []hBar
 }
 
 func (m *netHTML) cpuChart(mode string) chart {
-	groups := m.cells(mode, func(g *netGroup, p *netbench.Point) hBar {
+	groups := m.cells(mode, func(g *netGroup, p *netresult.Point) hBar {
 		s := netServerCPU(p)
 		line := fmt.Sprintf("server %s CPU-µs per request, %s", netPerReq(p.ServerCPUPerReqUs), netRunsNote(s, len(p.Runs), hSig3))
 		var vs []string
@@ -145,7 +145,7 @@ func (m *netHTML) cpuChart(mode string) chart {
 }
 
 func (m *netHTML) qpsChart(mode string) chart {
-	groups := m.cells(mode, func(_ *netGroup, p *netbench.Point) hBar {
+	groups := m.cells(mode, func(_ *netGroup, p *netresult.Point) hBar {
 		s := netQPS(p)
 		c := hBar{v: hFiniteOr0(p.QPS) / 1e3, tip: netTip(p,
 			fmt.Sprintf("%s requests per second, %s", netFmtQPS(p.QPS), netRunsNote(s, len(p.Runs), netFmtQPS)),
@@ -165,7 +165,7 @@ func (m *netHTML) qpsChart(mode string) chart {
 // measured a latency.
 func (m *netHTML) p99Chart(mode string) (c chart, ok bool) {
 	any := false
-	groups := m.cells(mode, func(_ *netGroup, p *netbench.Point) hBar {
+	groups := m.cells(mode, func(_ *netGroup, p *netresult.Point) hBar {
 		s := netP99(p)
 		c := hBar{v: float64(max(p.P99Ns, 0)), tip: netTip(p,
 			fmt.Sprintf("P99 %s, %s", latency(p.P99Ns), netRunsNote(s, len(p.Runs), func(f float64) string { return latency(int64(f)) })),
@@ -233,7 +233,7 @@ func (m *netHTML) integrityChart(mode string) chart {
 
 // netBadTile is the text of a point's red tile: the bytes corrupted or
 // lost, or the connections that failed.
-func netBadTile(p *netbench.Point) string {
+func netBadTile(p *netresult.Point) string {
 	switch n := p.Corrupted + p.Lost; {
 	case n == 0:
 		return fmt.Sprintf("%d conn err", p.ConnErrors)
@@ -260,7 +260,7 @@ var netColumns = []cell{
 
 const netErrCol = 4 // cells before the error message in a failed row
 
-func (m *netHTML) row(g *netGroup, p *netbench.Point) trow {
+func (m *netHTML) row(g *netGroup, p *netresult.Point) trow {
 	out := trow{Cells: []cell{
 		{Text: p.Engine, Class: "l eng", Swatch: m.byName[p.Engine].swatch()},
 		{Text: strconv.Itoa(p.Conns)}, {Text: units.FormatSize(int64(p.Size))}, {Text: p.Mode, Class: "l"},

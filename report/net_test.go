@@ -19,15 +19,15 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/netio/netbench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // --- fixtures
 
 // netRun is one measured window of 2 s.
-func netRun(qps, serverUs, clientUs float64, size int, p50, p99, p999, maxNs int64) netbench.Run {
+func netRun(qps, serverUs, clientUs float64, size int, p50, p99, p999, maxNs int64) netresult.Run {
 	req := int64(qps * 2)
-	return netbench.Run{Requests: req, Bytes: req * int64(size), ElapsedNs: 2e9, QPS: qps, MBps: qps * float64(size) / 1e6,
+	return netresult.Run{Requests: req, Bytes: req * int64(size), ElapsedNs: 2e9, QPS: qps, MBps: qps * float64(size) / 1e6,
 		ServerCPUNs: int64(serverUs * 1e3 * float64(req)), ClientCPUNs: int64(clientUs * 1e3 * float64(req)),
 		ServerCPUPerReqUs: serverUs, ClientCPUPerReqUs: clientUs,
 		P50Ns: p50, P90Ns: (p50 + p99) / 2, P99Ns: p99, P999Ns: p999, MaxNs: maxNs, DialNs: 120e6}
@@ -35,9 +35,9 @@ func netRun(qps, serverUs, clientUs float64, size int, p50, p99, p999, maxNs int
 
 // netPoint makes a point of runs, with the medians and sums the runner
 // would compute.
-func netPoint(engine string, conns, size int, mode string, runs ...netbench.Run) netbench.Point {
-	p := netbench.Point{Engine: engine, Conns: conns, Size: size, Mode: mode, Runs: runs}
-	med := func(f func(r *netbench.Run) float64) float64 {
+func netPoint(engine string, conns, size int, mode string, runs ...netresult.Run) netresult.Point {
+	p := netresult.Point{Engine: engine, Conns: conns, Size: size, Mode: mode, Runs: runs}
+	med := func(f func(r *netresult.Run) float64) float64 {
 		var v []float64
 		for i := range runs {
 			v = append(v, f(&runs[i]))
@@ -51,14 +51,14 @@ func netPoint(engine string, conns, size int, mode string, runs ...netbench.Run)
 		}
 		return (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
-	p.QPS = med(func(r *netbench.Run) float64 { return r.QPS })
-	p.MBps = med(func(r *netbench.Run) float64 { return r.MBps })
-	p.ServerCPUPerReqUs = med(func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs })
-	p.ClientCPUPerReqUs = med(func(r *netbench.Run) float64 { return r.ClientCPUPerReqUs })
-	p.P50Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P50Ns) }))
-	p.P99Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P99Ns) }))
-	p.P999Ns = int64(med(func(r *netbench.Run) float64 { return float64(r.P999Ns) }))
-	p.MaxNs = int64(med(func(r *netbench.Run) float64 { return float64(r.MaxNs) }))
+	p.QPS = med(func(r *netresult.Run) float64 { return r.QPS })
+	p.MBps = med(func(r *netresult.Run) float64 { return r.MBps })
+	p.ServerCPUPerReqUs = med(func(r *netresult.Run) float64 { return r.ServerCPUPerReqUs })
+	p.ClientCPUPerReqUs = med(func(r *netresult.Run) float64 { return r.ClientCPUPerReqUs })
+	p.P50Ns = int64(med(func(r *netresult.Run) float64 { return float64(r.P50Ns) }))
+	p.P99Ns = int64(med(func(r *netresult.Run) float64 { return float64(r.P99Ns) }))
+	p.P999Ns = int64(med(func(r *netresult.Run) float64 { return float64(r.P999Ns) }))
+	p.MaxNs = int64(med(func(r *netresult.Run) float64 { return float64(r.MaxNs) }))
 	for _, r := range runs {
 		p.Corrupted += r.Corrupted
 		p.Lost += r.Lost
@@ -74,21 +74,21 @@ var netMachineFixture = features.Machine{Kernel: "6.18.44", Arch: "amd64", CPUMo
 // point that failed (io_uring at 16KiB) and corrupted bytes (epoll at
 // 16KiB, run 2). The points are not in display order: the renderers
 // order them.
-func netSample() *netbench.Report {
+func netSample() *netresult.Report {
 	const ms = 1_000_000
 	bad := netRun(64_000, 17.9, 13.9, 16384, 15*ms, 29*ms, 40*ms, 71*ms)
 	bad.Corrupted = 4096
-	return &netbench.Report{
-		SchemaVersion: netbench.SchemaVersion,
+	return &netresult.Report{
+		SchemaVersion: netresult.EchoSchemaVersion,
 		Tool:          netTool,
 		Version:       "devel",
 		Command:       "iopath net bench --engines net,epoll,io_uring,io_uring-sqpoll --conns 1000 --size 64,16k --runs 2 --duration 2s",
 		Started:       time.Date(2026, 11, 23, 9, 15, 2, 0, time.UTC),
 		Machine:       netMachineFixture,
-		Config: netbench.Config{Engines: []string{"net", "epoll", "io_uring", "io_uring-sqpoll"}, Conns: []int{1000},
+		Config: netresult.Config{Engines: []string{"net", "epoll", "io_uring", "io_uring-sqpoll"}, Conns: []int{1000},
 			Sizes: []int{64, 16384}, Modes: []string{"pingpong"}, DurationNs: 2e9, WarmupNs: 5e8, Runs: 2,
 			ServerCPUs: []int{0}, ClientCPUs: []int{1}, Addr: "127.0.0.1:0"},
-		Points: []netbench.Point{
+		Points: []netresult.Point{
 			{Engine: "io_uring", Conns: 1000, Size: 16384, Mode: "pingpong",
 				Err: "server child exited: signal: killed\n(out of memory?)"},
 			netPoint("net", 1000, 16384, "pingpong",
@@ -106,7 +106,7 @@ func netSample() *netbench.Report {
 				netRun(181_000, 6.4, 4.9, 64, 5_300_000, 9_600_000, 14_000_000, 22_000_000),
 				netRun(185_000, 6.0, 4.8, 64, 5_200_000, 9_200_000, 13_100_000, 25_000_000)),
 		},
-		Skipped: []netbench.Skip{{Engine: "io_uring-sqpoll", Reason: "SQPOLL: io_uring_setup: operation not permitted"}},
+		Skipped: []netresult.Skip{{Engine: "io_uring-sqpoll", Reason: "SQPOLL: io_uring_setup: operation not permitted"}},
 		Notes: []string{
 			"server CPU is read from /proc/PID/stat at 10 ms resolution",
 			"loopback: the kernel copies every byte anyway, so SEND_ZC cannot win here",
@@ -117,11 +117,11 @@ func netSample() *netbench.Report {
 // netBig is the full matrix of the issue for one pinned machine: 3
 // engines × conns {1, 100, 1000, 10000} × sizes {64B, 1KiB, 16KiB} ×
 // modes {pingpong, stream}, 3 runs each; stream measures no latency.
-func netBig() *netbench.Report {
-	r := &netbench.Report{SchemaVersion: netbench.SchemaVersion, Tool: netTool, Version: "devel",
+func netBig() *netresult.Report {
+	r := &netresult.Report{SchemaVersion: netresult.EchoSchemaVersion, Tool: netTool, Version: "devel",
 		Command: "iopath net bench --modes pingpong,stream", Machine: netMachineFixture,
 		Started: time.Date(2026, 11, 23, 9, 15, 2, 0, time.UTC),
-		Config: netbench.Config{Engines: []string{"net", "epoll", "io_uring"}, Conns: []int{1, 100, 1000, 10000},
+		Config: netresult.Config{Engines: []string{"net", "epoll", "io_uring"}, Conns: []int{1, 100, 1000, 10000},
 			Sizes: []int{64, 1024, 16384}, Modes: []string{"pingpong", "stream"}, DurationNs: 5e9, WarmupNs: 1e9,
 			Runs: 3, PinNote: "2 CPUs: server and load generator share them", Addr: "127.0.0.1:0"}}
 	cost := map[string]float64{"net": 1, "epoll": 0.7, "io_uring": 0.6}
@@ -131,7 +131,7 @@ func netBig() *netbench.Report {
 				for _, e := range r.Config.Engines {
 					base := (3 + float64(size)/2048) * cost[e] * (1 + math.Log10(float64(conns))/8)
 					q := 40_000 / cost[e] * (1 + math.Log10(float64(conns))) / (1 + float64(size)/8192)
-					var runs []netbench.Run
+					var runs []netresult.Run
 					for i, f := range []float64{0.97, 1, 1.04} {
 						lat := int64(float64(conns) * 1e9 / q * f)
 						run := netRun(q*f, base/f, base/2, size, lat, 3*lat, 5*lat, 9*lat+int64(i))
@@ -148,7 +148,7 @@ func netBig() *netbench.Report {
 	return r
 }
 
-func netRender(t testing.TB, format string, r *netbench.Report) []byte {
+func netRender(t testing.TB, format string, r *netresult.Report) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteNet(&b, format, r, DocOptions{}); err != nil {
@@ -157,7 +157,7 @@ func netRender(t testing.TB, format string, r *netbench.Report) []byte {
 	return b.Bytes()
 }
 
-func netRenderHTML(t testing.TB, r *netbench.Report) string {
+func netRenderHTML(t testing.TB, r *netresult.Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := NetHTML(&b, r); err != nil {
@@ -329,7 +329,7 @@ func TestNetDoc(t *testing.T) {
 
 	// A point an interruption left unmeasured says so, not "error".
 	r = netSample()
-	r.Points[0].Err = netbench.NotRun
+	r.Points[0].Err = netresult.NotRun
 	if _, row := docCell(t, NetDoc(r), p16k, "io_uring", "engine"); row.Err != "not run: interrupted" {
 		t.Errorf("interrupted row %q", row.Err)
 	}
@@ -338,7 +338,7 @@ func TestNetDoc(t *testing.T) {
 // Without epoll or net there is nothing to divide by: no ratio column.
 func TestNetTableNoReference(t *testing.T) {
 	r := netSample()
-	var pts []netbench.Point
+	var pts []netresult.Point
 	for _, p := range r.Points {
 		if p.Engine != "epoll" {
 			pts = append(pts, p)
@@ -439,7 +439,7 @@ func TestNetCSV(t *testing.T) {
 	}
 	// CSV names that are JSON keys of a point mean the same.
 	keys := map[string]bool{}
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[netbench.Point]()) {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[netresult.Point]()) {
 		keys[strings.Split(f.Tag.Get("json"), ",")[0]] = true
 	}
 	for _, k := range []string{"engine", "conns", "size_bytes", "mode", "qps", "mb_per_s", "server_cpu_us_per_req",
@@ -473,7 +473,7 @@ func TestNetJSONNonFinite(t *testing.T) {
 	r.Points[3].ServerCPUPerReqUs = math.Inf(1)
 	r.Points[4].Runs[0].MBps = math.Inf(-1)
 	out := netRender(t, "json", r)
-	var back netbench.Report
+	var back netresult.Report
 	if err := json.Unmarshal(out, &back); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -513,7 +513,7 @@ func TestLoadNetJSONErrors(t *testing.T) {
 		{"no schema", `{"tool": "iopath net bench"}`, "no schema_version"},
 		{"schema text", `{"tool": "iopath net bench", "schema_version": "1"}`, `schema_version "1" is not a positive whole number`},
 		{"schema 0", `{"tool": "iopath net bench", "schema_version": 0}`, "schema_version 0 is not a positive whole number"},
-		{"newer", `{"tool": "iopath net bench", "schema_version": 99}`, "schema_version 99 is newer than this iopath reads (" + strconv.Itoa(netbench.SchemaVersion) + "); upgrade iopath"},
+		{"newer", `{"tool": "iopath net bench", "schema_version": 99}`, "schema_version 99 is newer than this iopath reads (" + strconv.Itoa(netresult.EchoSchemaVersion) + "); upgrade iopath"},
 		{"bad field", `{"tool": "iopath net bench", "schema_version": 1, "points": {"x": 1}}`, "not a valid iopath net bench report"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -557,7 +557,7 @@ func TestNetWriterError(t *testing.T) {
 }
 
 func TestNetEmpty(t *testing.T) {
-	for _, r := range []*netbench.Report{{}, {Tool: netTool, Points: []netbench.Point{}, Config: netbench.Config{Engines: []string{"net"}}}} {
+	for _, r := range []*netresult.Report{{}, {Tool: netTool, Points: []netresult.Point{}, Config: netresult.Config{Engines: []string{"net"}}}} {
 		for _, f := range KindFormats {
 			if out := netRender(t, f, r); len(out) == 0 {
 				t.Errorf("%s: nothing written for an empty report", f)
@@ -607,9 +607,9 @@ func TestNetFormatHelpers(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{netCPUList([]int{0}), "0"}, {netCPUList([]int{1, 2, 3}), "1-3"}, {netCPUList([]int{0, 2, 4, 5}), "0,2,4,5"},
 		{netCPUList([]int{0, 1, 2, 5, 7, 8, 9}), "0-2,5,7-9"},
-		{netPinLine(netbench.Config{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2, 3}}), "server on CPU 0, load generator on CPUs 1-3"},
-		{netPinLine(netbench.Config{ServerCPUs: []int{3}}), "server on CPU 3, load generator not pinned"},
-		{netPinLine(netbench.Config{PinNote: "1 CPU"}), "not pinned: 1 CPU"},
+		{netPinLine(netresult.Config{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2, 3}}), "server on CPU 0, load generator on CPUs 1-3"},
+		{netPinLine(netresult.Config{ServerCPUs: []int{3}}), "server on CPU 3, load generator not pinned"},
+		{netPinLine(netresult.Config{PinNote: "1 CPU"}), "not pinned: 1 CPU"},
 		{netFmtQPS(0), "0"}, {netFmtQPS(950.4), "950"}, {netFmtQPS(999.6), "1.00k"}, {netFmtQPS(8_214), "8.21k"}, {netFmtQPS(172_345), "172k"},
 		{netFmtQPS(1_234_567), "1.23M"}, {netFmtQPS(math.NaN()), "n/a"},
 		{netPerReq(0), "-"}, {netPerReq(3.214), "3.21"}, {netPerReq(12.35), "12.3"}, {netPerReq(0.8534), "0.853"},
@@ -634,7 +634,7 @@ var (
 func TestNetHTMLCharts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		r    *netbench.Report
+		r    *netresult.Report
 		want map[string]int
 	}{{"sample", netSample(), netSampleCharts}, {"big", netBig(), netBigCharts}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -836,7 +836,7 @@ func TestBrowserNetHTML(t *testing.T) {
 	bin := findChromium(t)
 	for _, tc := range []struct {
 		name string
-		r    *netbench.Report
+		r    *netresult.Report
 		want map[string]int
 	}{{"sample", netSample(), netSampleCharts}, {"big", netBig(), netBigCharts}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,8 +18,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // nfOrdered returns the names in want's order, then any others in order
@@ -42,8 +41,8 @@ func nfOrdered(want []string, have []string) []string {
 // --- file serving
 
 // nfFileRows sorts rs by file size, then method (Methods order), stably.
-func nfFileRows(rs []filesrv.Result) []filesrv.Result {
-	order := filesrv.Methods()
+func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
+	order := netresult.FileServeMethods()
 	idx := func(m string) int {
 		if i := slices.Index(order, m); i >= 0 {
 			return i
@@ -51,17 +50,17 @@ func nfFileRows(rs []filesrv.Result) []filesrv.Result {
 		return len(order)
 	}
 	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b filesrv.Result) int {
+	slices.SortStableFunc(out, func(a, b netresult.FileServe) int {
 		return cmp.Or(cmp.Compare(a.FileSize, b.FileSize), cmp.Compare(a.Conns, b.Conns), cmp.Compare(idx(a.Method), idx(b.Method)))
 	})
 	return out
 }
 
 // nfBaseline is readwrite's CPU-s/GB for r's size and connections, or 0.
-func nfBaseline(rs []filesrv.Result, r *filesrv.Result) float64 {
+func nfBaseline(rs []netresult.FileServe, r *netresult.FileServe) float64 {
 	for i := range rs {
 		b := &rs[i]
-		if b.Method == filesrv.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
+		if b.Method == netresult.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
 			return b.CPUSecPerGB
 		}
 	}
@@ -98,10 +97,10 @@ const (
 
 // nfTargetLine says how the 1 MiB rows did against the target, or "" when
 // they were not all measured.
-func nfTargetLine(rs []filesrv.Result) string {
+func nfTargetLine(rs []netresult.FileServe) string {
 	var parts []string
 	met := true
-	for _, m := range []string{filesrv.Sendfile, filesrv.Splice} {
+	for _, m := range []string{netresult.Sendfile, netresult.Splice} {
 		for i := range rs {
 			r := &rs[i]
 			if r.Method != m || r.FileSize != nfTargetSize || r.Err != "" {
@@ -143,25 +142,25 @@ verified       ok: every response complete and byte-exact; else how many bytes d
 `
 
 // nfFileHeader describes the server's setup when the rows share it.
-func nfFileHeader(rows []filesrv.Result) string {
+func nfFileHeader(rows []netresult.FileServe) string {
 	if len(rows) == 0 {
 		return ""
 	}
 	var p []string
-	if !nfVaries(rows, func(r filesrv.Result) string { return strconv.FormatBool(r.InProcess) }) {
+	if !nfVaries(rows, func(r netresult.FileServe) string { return strconv.FormatBool(r.InProcess) }) {
 		if rows[0].InProcess {
 			p = append(p, "server in the client's process (CPU from its own threads)")
 		} else {
 			p = append(p, "server in a child process")
 		}
 	}
-	if !nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) }) {
+	if !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) }) {
 		p = append(p, plural(rows[0].Conns, "connection")+", one request at a time each")
 	}
-	if c := rows[0].Chunk; c > 0 && !nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Chunk) }) {
+	if c := rows[0].Chunk; c > 0 && !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Chunk) }) {
 		p = append(p, "chunk "+units.FormatSize(int64(c)))
 	}
-	if d := rows[0].Depth; d > 0 && !nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Depth) }) {
+	if d := rows[0].Depth; d > 0 && !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Depth) }) {
 		p = append(p, fmt.Sprintf("io_uring depth %d", d))
 	}
 	return strings.Join(p, "; ")
@@ -170,8 +169,8 @@ func nfFileHeader(rows []filesrv.Result) string {
 // --- writev
 
 // nfWritevRows sorts rs by k, then way (Ways order), stably.
-func nfWritevRows(rs []writev.Result) []writev.Result {
-	order := writev.Ways()
+func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
+	order := netresult.WritevWays()
 	idx := func(w string) int {
 		if i := slices.Index(order, w); i >= 0 {
 			return i
@@ -179,15 +178,15 @@ func nfWritevRows(rs []writev.Result) []writev.Result {
 		return len(order)
 	}
 	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b writev.Result) int {
+	slices.SortStableFunc(out, func(a, b netresult.Writev) int {
 		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(idx(a.Way), idx(b.Way)))
 	})
 	return out
 }
 
-func nfWritesCPU(rs []writev.Result, k int) float64 {
+func nfWritesCPU(rs []netresult.Writev, k int) float64 {
 	for _, r := range rs {
-		if r.Way == writev.Writes && r.K == k && r.Err == "" {
+		if r.Way == netresult.Writes && r.K == k && r.Err == "" {
 			return r.CPUNsPerResp
 		}
 	}
@@ -253,8 +252,8 @@ type NetFilePage struct {
 	Title     string // default "iopath net bench: file serving and writev"
 	Command   string // the command line that produced it
 	Machine   features.Machine
-	FileServe []filesrv.Result
-	Writev    []writev.Result
+	FileServe []netresult.FileServe
+	Writev    []netresult.Writev
 	Notes     []string
 }
 
@@ -284,12 +283,12 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 
 // FileServeHTML writes the file-serving section alone (a <section
 // id="file-serving"> fragment), for a page that has the report's styles.
-func FileServeHTML(w io.Writer, rs []filesrv.Result) error {
+func FileServeHTML(w io.Writer, rs []netresult.FileServe) error {
 	return renderSection(w, nfFileSection(rs))
 }
 
 // WritevHTML writes the writev section alone (<section id="writev">).
-func WritevHTML(w io.Writer, rs []writev.Result) error {
+func WritevHTML(w io.Writer, rs []netresult.Writev) error {
 	return renderSection(w, nfWritevSection(rs))
 }
 
@@ -320,7 +319,7 @@ func nfTableOf(heads []string, left func(h string) bool) (t *table, add func(cel
 	}
 }
 
-func nfFileSection(in []filesrv.Result) section {
+func nfFileSection(in []netresult.FileServe) section {
 	rows := nfFileRows(in)
 	s := section{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
 	intro := "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
@@ -329,31 +328,31 @@ func nfFileSection(in []filesrv.Result) section {
 	}
 	s.Intro = []string{intro}
 
-	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
-	tip := func(r filesrv.Result) string {
+	conns := nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) })
+	tip := func(r netresult.FileServe) string {
 		return fmt.Sprintf("%s, %s: %s GB/s, %s CPU-s/GB (%s readwrite), %s syscalls/MB, %d runs",
 			r.Method, units.FormatSize(r.FileSize), nfNum(r.GBps), nfNum(r.CPUSecPerGB),
 			nfRatio(r.CPUSecPerGB, nfBaseline(rows, &r)), nfNum(r.SyscallsPerMB), r.Runs)
 	}
-	p := newNFPlot(rows, filesrv.Methods(), func(r filesrv.Result) string { return r.Method }, tip,
-		func(r filesrv.Result) string { return units.FormatSize(r.FileSize) },
-		func(r filesrv.Result) string {
+	p := newNFPlot(rows, netresult.FileServeMethods(), func(r netresult.FileServe) string { return r.Method }, tip,
+		func(r netresult.FileServe) string { return units.FormatSize(r.FileSize) },
+		func(r netresult.FileServe) string {
 			if conns {
 				return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
 			}
 			return units.FormatSize(r.FileSize)
 		},
-		func(r filesrv.Result) string {
+		func(r netresult.FileServe) string {
 			if r.Responses == 0 {
 				return r.Err
 			}
 			return ""
 		})
 	gbps := p.bars("fs-gbps", "Throughput", "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.",
-		"GB/s", decimals(2), func(r filesrv.Result) hBar { return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)} })
+		"GB/s", decimals(2), func(r netresult.FileServe) hBar { return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)} })
 	s.Charts = append(s.Charts, p.bars("fs-cpu-ratio", "Server CPU per GB, relative to readwrite",
 		"Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
-		"× readwrite", decimals(2), func(r filesrv.Result) hBar {
+		"× readwrite", decimals(2), func(r netresult.FileServe) hBar {
 			base := nfBaseline(rows, &r)
 			if base <= 0 || !(r.CPUSecPerGB > 0) {
 				return hBar{tip: tip(r) + " (no readwrite figure to compare with)"}
@@ -367,20 +366,20 @@ func nfFileSection(in []filesrv.Result) section {
 	if !conns && len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
 			p.lines("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
-				"file size", "CPU-s/GB", func(r filesrv.Result) float64 { return r.CPUSecPerGB }),
+				"file size", "CPU-s/GB", func(r netresult.FileServe) float64 { return r.CPUSecPerGB }),
 			gbps,
 			p.lines("fs-syscalls", "System calls per MB", "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
-				"file size", "syscalls/MB", func(r filesrv.Result) float64 { return r.SyscallsPerMB }))
+				"file size", "syscalls/MB", func(r netresult.FileServe) float64 { return r.SyscallsPerMB }))
 	} else {
 		s.Charts = append(s.Charts,
 			p.bars("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.",
-				"CPU-s/GB", decimals(3), func(r filesrv.Result) hBar {
+				"CPU-s/GB", decimals(3), func(r netresult.FileServe) hBar {
 					return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r)}
 				}),
 			gbps)
 	}
 
-	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
+	proc := slices.ContainsFunc(rows, func(r netresult.FileServe) bool { return r.ProcCPUSecPerGB > 0 })
 	heads := []string{"size", "conns", "method", "GB/s", "min–max", "CPU-s/GB", "min–max", "×readwrite", "syscalls/MB", "sys/resp"}
 	if proc {
 		heads = append(heads, "proc CPU-s/GB")
@@ -416,18 +415,18 @@ func nfFileSection(in []filesrv.Result) section {
 	return s
 }
 
-func nfWritevSection(in []writev.Result) section {
+func nfWritevSection(in []netresult.Writev) section {
 	rows := nfWritevRows(in)
 	s := section{ID: "writev", Title: "writev batching",
 		Intro: []string{"A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}}
-	tip := func(r writev.Result) string {
+	tip := func(r netresult.Writev) string {
 		return fmt.Sprintf("%s, k=%d (%d B): %s CPU ns/resp (%s writes), %.2f syscalls/resp, %d runs",
 			r.Way, r.K, r.RespBytes, nfInt(r.CPUNsPerResp), nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), r.SyscallsPerResp, r.Runs)
 	}
-	p := newNFPlot(rows, writev.Ways(), func(r writev.Result) string { return r.Way }, tip,
-		func(r writev.Result) string { return strconv.Itoa(r.K) },
-		func(r writev.Result) string { return fmt.Sprintf("k=%d", r.K) },
-		func(r writev.Result) string {
+	p := newNFPlot(rows, netresult.WritevWays(), func(r netresult.Writev) string { return r.Way }, tip,
+		func(r netresult.Writev) string { return strconv.Itoa(r.K) },
+		func(r netresult.Writev) string { return fmt.Sprintf("k=%d", r.K) },
+		func(r netresult.Writev) string {
 			if r.Responses == 0 {
 				return r.Err
 			}
@@ -435,7 +434,7 @@ func nfWritevSection(in []writev.Result) section {
 		})
 	s.Charts = append(s.Charts, p.bars("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
 		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
-		"× writes", decimals(2), func(r writev.Result) hBar {
+		"× writes", decimals(2), func(r netresult.Writev) hBar {
 			base := nfWritesCPU(rows, r.K)
 			if base <= 0 || !(r.CPUNsPerResp > 0) {
 				return hBar{tip: tip(r) + " (no writes figure to compare with)"}
@@ -445,12 +444,12 @@ func nfWritevSection(in []writev.Result) section {
 	if len(p.cats) > 1 {
 		s.Charts = append(s.Charts,
 			p.lines("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
-				"parts per response (k)", "CPU ns/resp", func(r writev.Result) float64 { return r.CPUNsPerResp }),
+				"parts per response (k)", "CPU ns/resp", func(r netresult.Writev) float64 { return r.CPUNsPerResp }),
 			p.lines("wv-syscalls", "System calls per response", "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
-				"parts per response (k)", "syscalls/resp", func(r writev.Result) float64 { return r.SyscallsPerResp }))
+				"parts per response (k)", "syscalls/resp", func(r netresult.Writev) float64 { return r.SyscallsPerResp }))
 	} else {
 		s.Charts = append(s.Charts, p.bars("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.",
-			"CPU ns/resp", decimals(0), func(r writev.Result) hBar {
+			"CPU ns/resp", decimals(0), func(r netresult.Writev) hBar {
 				return hBar{v: r.CPUNsPerResp, lo: r.CPUNsPerRespMin, hi: r.CPUNsPerRespMax, tip: tip(r)}
 			}))
 	}

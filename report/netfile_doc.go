@@ -7,26 +7,30 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
-// FileServeDoc maps file-serving results (filesrv.Median's, or single
-// runs) into a Doc: one group per file size (and connection count, when
-// it varies), a row per method. The headline figures are GB/s and the
-// server's CPU-s per GB; ×readwrite divides the latter by readwrite's
-// at the same size. The 1 MiB target and the runs that failed beside
-// others that did not are notes. A result keeps its runs' median and
-// extremes only: its cells carry no runs.
-func FileServeDoc(rs []filesrv.Result) *Doc {
-	rows := nfFileRows(rs)
+// FileServeDoc maps a file-serving report (`net bench --serve-file`)
+// into a Doc: one group per file size (and connection count, when it
+// varies), a row per method. The headline figures are GB/s and the
+// server's CPU-s per GB; ×readwrite divides the latter by readwrite's at
+// the same size. The 1 MiB target, the methods skipped and the runs that
+// failed beside others that did not are notes. The figures' cells carry
+// each run's value (Cell.Runs, for compare's test) when the results keep
+// them (schema_version 2 on).
+func FileServeDoc(rep *netresult.FileServeReport) *Doc {
+	rows := nfFileRows(rep.Results)
 	d := &Doc{Kind: "net-bench-serve-file", Title: "File serving from the page cache over loopback TCP, every byte verified"}
 	d.Header = splitField(Field{"setup", nfFileHeader(rows)})
+	for _, k := range rep.Skipped {
+		d.Notes = append(d.Notes, fmt.Sprintf("%s skipped: %s", k.Engine, oneLine(k.Reason)))
+	}
 	if len(rows) == 0 {
 		return d
 	}
-	conns := nfVaries(rows, func(r filesrv.Result) string { return strconv.Itoa(r.Conns) })
+	conns := nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) })
 	d.Columns = []Column{
 		{Key: "method", Title: "method", Left: true},
 		{Key: "gb_per_s", Title: "GB/s", Unit: "GB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
@@ -35,7 +39,7 @@ func FileServeDoc(rs []filesrv.Result) *Doc {
 		{Key: "syscalls_per_mb", Title: "syscalls/MB", Better: Lower, Prec: 1},
 		{Key: "syscalls_per_response", Title: "sys/resp", Better: Lower, Prec: 2, Wide: true},
 	}
-	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
+	proc := slices.ContainsFunc(rows, func(r netresult.FileServe) bool { return r.ProcCPUSecPerGB > 0 })
 	if proc {
 		d.Columns = append(d.Columns, Column{Key: "process_cpu_s_per_gb", Title: "proc CPU-s/GB", Unit: "s/GB", Better: Lower, Prec: 3, Wide: true})
 	}
@@ -61,15 +65,17 @@ func FileServeDoc(rs []filesrv.Result) *Doc {
 		if r.Err != "" {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s %s: %s", r.Method, units.FormatSize(r.FileSize), oneLine(r.Err)))
 		}
+		per := func(f func(netresult.FileServeRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		cells := []Cell{
 			TextCell(r.Method),
-			spanCell(r.GBps, r.GBpsMin, r.GBpsMax),
-			spanCell(r.CPUSecPerGB, r.CPUSecPerGBMin, r.CPUSecPerGBMax),
+			withRuns(spanCell(r.GBps, r.GBpsMin, r.GBpsMax), per(func(x netresult.FileServeRun) float64 { return x.GBps })),
+			withRuns(spanCell(r.CPUSecPerGB, r.CPUSecPerGBMin, r.CPUSecPerGBMax), per(func(x netresult.FileServeRun) float64 { return x.CPUSecPerGB })),
 			ratioCell(r.CPUSecPerGB, nfBaseline(rows, r)),
-			measured(r.SyscallsPerMB), measured(r.SyscallsPerResp),
+			withRuns(measured(r.SyscallsPerMB), per(func(x netresult.FileServeRun) float64 { return x.SyscallsPerMB })),
+			withRuns(measured(r.SyscallsPerResp), per(func(x netresult.FileServeRun) float64 { return x.SyscallsPerResp })),
 		}
 		if proc {
-			cells = append(cells, measured(r.ProcCPUSecPerGB))
+			cells = append(cells, withRuns(measured(r.ProcCPUSecPerGB), per(func(x netresult.FileServeRun) float64 { return x.ProcCPUSecPerGB })))
 		}
 		cells = append(cells, Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)),
 			TextCell(nfVerified(r.Verified, r.Corrupted)))
@@ -82,13 +88,13 @@ func FileServeDoc(rs []filesrv.Result) *Doc {
 	return d
 }
 
-// WritevDoc maps writev results (writev.Median's, or single runs) into
-// a Doc: one group per part count k, a row per way. The headline figure
-// is the sending thread's CPU per response; ×writes divides it by that
-// of k separate writes. A result keeps its runs' median and extremes
-// only: its cells carry no runs.
-func WritevDoc(rs []writev.Result) *Doc {
-	rows := nfWritevRows(rs)
+// WritevDoc maps a writev report (`net bench --writev`) into a Doc: one
+// group per part count k, a row per way. The headline figure is the
+// sending thread's CPU per response; ×writes divides it by that of k
+// separate writes. The figures' cells carry each run's value (Cell.Runs,
+// for compare's test) when the results keep them (schema_version 2 on).
+func WritevDoc(rep *netresult.WritevReport) *Doc {
+	rows := nfWritevRows(rep.Results)
 	d := &Doc{Kind: "net-bench-writev", Title: "A response of k parts sent over loopback TCP four ways, every byte verified by the reader"}
 	if len(rows) == 0 {
 		return d
@@ -118,12 +124,13 @@ func WritevDoc(rs []writev.Result) *Doc {
 		if r.Err != "" {
 			d.Notes = append(d.Notes, fmt.Sprintf("%s k=%d: %s", r.Way, r.K, oneLine(r.Err)))
 		}
+		per := func(f func(netresult.WritevRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		g.Rows = append(g.Rows, Row{Cells: []Cell{
 			TextCell(r.Way),
-			Figure(r.SyscallsPerResp),
-			spanCell(r.CPUNsPerResp, r.CPUNsPerRespMin, r.CPUNsPerRespMax),
+			withRuns(Figure(r.SyscallsPerResp), per(func(x netresult.WritevRun) float64 { return x.SyscallsPerResp })),
+			withRuns(spanCell(r.CPUNsPerResp, r.CPUNsPerRespMin, r.CPUNsPerRespMax), per(func(x netresult.WritevRun) float64 { return x.CPUNsPerResp })),
 			ratioCell(r.CPUNsPerResp, nfWritesCPU(rows, r.K)),
-			measured(r.NsPerResp),
+			withRuns(measured(r.NsPerResp), per(func(x netresult.WritevRun) float64 { return x.NsPerResp })),
 			Figure(float64(r.K)), Figure(float64(r.RespBytes)), Figure(float64(r.Runs)),
 			TextCell(nfVerified(r.Verified, 0)),
 		}})
@@ -140,8 +147,17 @@ func measured(v float64) Cell {
 	return Figure(v)
 }
 
-// spanCell is a median with its runs' extremes, from a result that kept
-// no more of them.
+// withRuns gives c, a result's median, its runs' values (none: a version
+// 1 report kept none): the figure shown stays the one the result holds,
+// and compare tests the runs.
+func withRuns(c Cell, runs []float64) Cell {
+	if c.Num && finite(c.Value) && len(runs) > 0 {
+		c.Runs = runs
+	}
+	return c
+}
+
+// spanCell is a median with its runs' extremes.
 func spanCell(med, lo, hi float64) Cell {
 	c := measured(med)
 	if c.Num && finite(c.Value) && lo > 0 && hi > 0 {
@@ -168,12 +184,20 @@ func legendFields(legend string) []Field {
 	return out
 }
 
-// WriteFileServe writes file-serving results in one of DocFormats.
-func WriteFileServe(w io.Writer, format string, rs []filesrv.Result, o DocOptions) error {
-	return WriteDoc(w, format, FileServeDoc(rs), o)
+// WriteFileServe writes a file-serving report in one of KindFormats:
+// JSON is the report itself (FileServeJSON), the others its Doc.
+func WriteFileServe(w io.Writer, format string, r *netresult.FileServeReport, o DocOptions) error {
+	if format == "json" {
+		return FileServeJSON(w, r)
+	}
+	return WriteDoc(w, format, FileServeDoc(r), o)
 }
 
-// WriteWritev writes writev results in one of DocFormats.
-func WriteWritev(w io.Writer, format string, rs []writev.Result, o DocOptions) error {
-	return WriteDoc(w, format, WritevDoc(rs), o)
+// WriteWritev writes a writev report in one of KindFormats: JSON is the
+// report itself (WritevJSON), the others its Doc.
+func WriteWritev(w io.Writer, format string, r *netresult.WritevReport, o DocOptions) error {
+	if format == "json" {
+		return WritevJSON(w, r)
+	}
+	return WriteDoc(w, format, WritevDoc(r), o)
 }

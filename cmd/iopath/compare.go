@@ -28,15 +28,18 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "compare OLD.json NEW.json",
 		Short: "Compare two reports of one kind: what got faster or slower beyond the noise",
 		Long: `compare reads two JSON reports of one kind — iopath bench (one file),
-bench --tree, or net bench (echo) — and matches their rows by workload and
-by the row's name (engine and cache state for files and trees, engine for
-echo). For each pair it prints the old and new median of the kind's first
+bench --tree, net bench (echo), net bench --serve-file or net bench --writev
+— and matches their rows by workload and by the row's name (engine and cache
+state for files and trees, engine for echo, method for file serving, way for
+writev). For each pair it prints the old and new median of the kind's first
 headline figure and the change (Δ%) of every headline figure, each with a
 verdict:
 
-  file      GiB/s, CPU-s per GiB
-  tree      files/s, CPU-s per 1k files
-  net-echo  QPS, P99 latency, server CPU-µs per request
+  file        GiB/s, CPU-s per GiB
+  tree        files/s, CPU-s per 1k files
+  net-echo    QPS, P99 latency, server CPU-µs per request
+  file-serve  GB/s, server CPU-s per GB (per file size)
+  writev      sending thread's CPU-ns per response (per part count k)
 
 faster or slower (better or worse where lower is better), or noise. With at
 least 5 runs on each side the verdict comes from a Mann–Whitney U test of the

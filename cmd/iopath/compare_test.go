@@ -221,4 +221,10 @@ func TestCompareHelp(t *testing.T) {
 			t.Errorf("help lacks %q", want)
 		}
 	}
+	// Every kind compare reads is listed with its headline figures.
+	for _, kind := range report.CompareKinds() {
+		if !strings.Contains(out, "\n  "+kind+" ") {
+			t.Errorf("help does not list the kind %q", kind)
+		}
+	}
 }

@@ -16,14 +16,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/load"
 	"github.com/iopath/iopath/netio/netbench"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 	"github.com/iopath/iopath/report"
 )
 
@@ -476,74 +475,46 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 	if err != nil {
 		return fmt.Errorf("net bench: cannot find this program to start its children: %w", err)
 	}
-	runs := o.runs
-	if !runsSet {
-		runs = 3
-	}
-	p := newProgress(stderr)
-	sizes := o.fileSizes
-	if len(sizes) == 0 {
-		sizes = filesrv.DefaultSizes
-	}
-	methods := filesrv.Methods()
-	if r := features.Probe(); !r.IOURing.Available {
-		// Each server runs in a child, whose refusal would read as a
-		// failure: leave io_uring out, and say so.
-		methods = slices.DeleteFunc(slices.Clone(methods), func(m string) bool { return m == filesrv.IOURing })
-		fmt.Fprintf(stderr, "iopath: net bench --serve-file: skipping io_uring: %s\n", r.IOURing.Reason)
-	}
-	total := runs * len(sizes) * len(methods)
-	done := 0
-	step := p.steps()
-	bc := filesrv.BenchConfig{
-		Dir: defaultTempDir(), Sizes: sizes, Methods: methods, Rounds: runs, Duration: o.duration,
-		Start: netbench.FileServerStart(func(args ...string) *exec.Cmd { return exec.Command(exe, args...) }),
-		Progress: func(r filesrv.Result) {
-			done++
-			if step != nil {
-				step(done, total, fmt.Sprintf("%s %s", r.Method, units.FormatSize(r.FileSize)))
-			}
+	fo := netbench.FileServeOptions{
+		Sizes: o.fileSizes, Duration: o.duration, Dir: defaultTempDir(),
+		Command: func(args ...string) *exec.Cmd { return exec.Command(exe, args...) },
+		Log: func(format string, args ...any) {
+			fmt.Fprintf(stderr, "iopath: net bench --serve-file: "+format+"\n", args...)
 		},
 	}
-	// The client runs in this process: pin it away from the server's CPU,
-	// as the echo bench pins its load generator.
-	if _, cli, _ := netbench.Pinning(); cli != nil {
-		if old, err := sys.Affinity(); err == nil && sys.SetProcessAffinity(0, cli) == nil {
-			defer sys.SetProcessAffinity(0, old)
-		}
+	if runsSet {
+		fo.Rounds = o.runs
 	}
-	rs, berr := filesrv.Bench(ctx, bc)
+	p := newProgress(stderr)
+	fo.Progress = p.steps()
+	rep, berr := netbench.FileServe(ctx, fo)
 	p.done()
 	if berr != nil && ctx.Err() != nil {
 		// The runs so far are not a result: some sizes and methods
 		// would be missing from every comparison.
 		return errors.New("net bench --serve-file: interrupted; nothing written")
 	}
-	if rs == nil && berr != nil {
+	if rep == nil || (len(rep.Results) == 0 && berr != nil) {
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
-	med := filesrv.Median(rs)
-	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
-	js := func(w io.Writer) error { return report.FileServeJSON(w, side, med) }
-	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
-		return report.WriteFileServe(w, o.format, med, report.DocOptions{Wide: o.wide})
-	}); err != nil {
+	rep.Command, rep.Machine.IopathVersion = cmdline, version
+	if err := report.WriteFileServe(stdout, o.format, rep, report.DocOptions{Wide: o.wide}); err != nil {
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: features.DescribeMachine("", version), FileServe: med}
+		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, FileServe: rep.Results}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.FileServeJSON(w, rep) }); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if berr != nil {
 		return fmt.Errorf("net bench --serve-file: %w", berr)
 	}
-	for _, r := range med {
+	for _, r := range rep.Results {
 		if r.Err == "" && !r.Verified {
 			return fmt.Errorf("net bench --serve-file: %s at %s: responses did not verify", r.Method, units.FormatSize(r.FileSize))
 		}
@@ -560,48 +531,35 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 			return usagef("net bench: --parts %d: want 1 to %d", k, maxWritevParts)
 		}
 	}
-	runs := o.runs
-	if !runsSet {
-		runs = 3
+	wo := netbench.WritevOptions{Parts: o.parts}
+	if runsSet {
+		wo.Rounds = o.runs
 	}
-	rs, werr := writev.Run(ctx, writev.Config{Parts: o.parts, Rounds: runs})
+	rep, werr := netbench.Writev(ctx, wo)
 	if werr != nil && ctx.Err() != nil {
 		return errors.New("net bench --writev: interrupted; nothing written")
 	}
-	if rs == nil && werr != nil {
+	if rep == nil || (len(rep.Results) == 0 && werr != nil) {
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
-	med := writev.Median(rs)
-	side := report.SideRun{Command: cmdline, Machine: features.DescribeMachine("", version)}
-	js := func(w io.Writer) error { return report.WritevJSON(w, side, med) }
-	if err := writeSide(stdout, o.format, js, func(w io.Writer) error {
-		return report.WriteWritev(w, o.format, med, report.DocOptions{Wide: o.wide})
-	}); err != nil {
+	rep.Command, rep.Machine.IopathVersion = cmdline, version
+	if err := report.WriteWritev(stdout, o.format, rep, report.DocOptions{Wide: o.wide}); err != nil {
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: features.DescribeMachine("", version), Writev: med}
+		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, Writev: rep.Results}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
 		fmt.Fprintf(stderr, "iopath: wrote %s\n", o.html)
 	}
-	if err := writeOutput(stderr, o.json, o.force, js); err != nil {
+	if err := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.WritevJSON(w, rep) }); err != nil {
 		return fmt.Errorf("net bench: --json: %w", err)
 	}
 	if werr != nil {
 		return fmt.Errorf("net bench --writev: %w", werr)
 	}
 	return nil
-}
-
-// writeSide writes the results of --serve-file or --writev: as JSON
-// through json, in another format through text.
-func writeSide(w io.Writer, format string, json, text func(io.Writer) error) error {
-	if format == "json" {
-		return json(w)
-	}
-	return text(w)
 }
 
 func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout, stderr io.Writer) error {
@@ -643,7 +601,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	rep, err := netbench.Bench(ctx, opts)
 	p.done()
 	if err != nil && ctx.Err() != nil {
-		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netbench.Point) bool { return len(p.Runs) > 0 }) {
+		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netresult.Point) bool { return len(p.Runs) > 0 }) {
 			return errors.New("net bench: interrupted; nothing measured")
 		}
 		// What was measured is shown, on stdout only: an interrupted
@@ -695,7 +653,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 
 // integrityFailures names the points where bytes were corrupted or lost,
 // connections failed, or no run could be measured.
-func integrityFailures(r *netbench.Report) string {
+func integrityFailures(r *netresult.Report) string {
 	var bad, failed []string
 	for _, p := range r.Points {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)

@@ -22,10 +22,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
-	"github.com/iopath/iopath/netio/filesrv"
-	"github.com/iopath/iopath/netio/load"
-	"github.com/iopath/iopath/netio/netbench"
-	"github.com/iopath/iopath/netio/writev"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 func TestNetBadFlags(t *testing.T) {
@@ -178,7 +175,7 @@ func TestNetServeLoad(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("net load: exit %d: %s", code, errOut)
 			}
-			var r load.Result
+			var r netresult.Load
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatalf("net load json: %v\n%s", err, out)
 			}
@@ -234,7 +231,7 @@ func TestNetBenchSmoke(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var rep netbench.Report
+	var rep netresult.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("json: %v\n%s", err, out)
 	}
@@ -262,13 +259,13 @@ func TestNetBenchServeFile(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var doc struct {
-		Results []filesrv.Result `json:"results"`
+		Results []netresult.FileServe `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, out)
 	}
 	rs := doc.Results
-	want := len(filesrv.Methods())
+	want := len(netresult.FileServeMethods())
 	if !features.Probe().IOURing.Available {
 		want-- // skipped, and said so
 		if !strings.Contains(errOut, "skipping io_uring") {
@@ -286,7 +283,7 @@ func TestNetBenchServeFile(t *testing.T) {
 			t.Errorf("%s %d: %s", r.Method, r.FileSize, r.Err)
 			continue
 		}
-		if !r.Verified || r.GBps <= 0 || r.CPUSecPerGB <= 0 || r.ProcessCPU <= 0 {
+		if !r.Verified || r.GBps <= 0 || r.CPUSecPerGB <= 0 || r.ProcessCPU <= 0 || len(r.PerRun) != r.Runs {
 			t.Errorf("%+v", r)
 		}
 	}
@@ -301,7 +298,7 @@ func TestNetBenchWritev(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, way := range writev.Ways() {
+	for _, way := range netresult.WritevWays() {
 		if way == "io_uring" && !features.Probe().IOURing.Available {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/gen"
-	"github.com/iopath/iopath/internal/stats"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // DefaultSizes are the file sizes `iopath net bench --serve-file` serves.
@@ -42,17 +42,17 @@ type BenchConfig struct {
 	// Start starts each run's server; nil: Run's in-process server.
 	Start StartFunc
 	// Progress, when set, is called after each run with its result.
-	Progress func(Result)
+	Progress func(netresult.FileServe)
 }
 
 // Bench writes a file of each size (pseudo-random, package gen), then
 // measures every (method, size) Rounds times, interleaved: each round
 // runs every size, and for each size every method in turn (A B C D, A B
 // C D, ...), so that a machine that slows down mid-way hurts every method
-// alike. It returns every run's Result (Median reduces them); a run that
-// fails has Err set. Bench's error is a setup failure, ctx's, or the
+// alike. It returns every run's result (netresult.FileServeMedians
+// reduces them); a run that fails has Err set. Bench's error is a setup failure, ctx's, or the
 // joined failures of runs other than unsupported methods.
-func Bench(ctx context.Context, bc BenchConfig) ([]Result, error) {
+func Bench(ctx context.Context, bc BenchConfig) ([]netresult.FileServe, error) {
 	if len(bc.Sizes) == 0 {
 		bc.Sizes = DefaultSizes
 	}
@@ -91,7 +91,7 @@ func Bench(ctx context.Context, bc BenchConfig) ([]Result, error) {
 		}
 	}
 
-	var out []Result
+	var out []netresult.FileServe
 	var errs []error
 	for range bc.Rounds {
 		for i, size := range bc.Sizes {
@@ -104,7 +104,7 @@ func Bench(ctx context.Context, bc BenchConfig) ([]Result, error) {
 					if ctx.Err() != nil {
 						return out, ctx.Err()
 					}
-					r = Result{Method: m, FileSize: size, Conns: max(bc.Conns, 1), Runs: 1, Err: err.Error(),
+					r = netresult.FileServe{Method: m, FileSize: size, Conns: max(bc.Conns, 1), Runs: 1, Err: err.Error(),
 						Chunk: cmp.Or(bc.Chunk, DefaultChunk), Depth: cmp.Or(bc.Depth, DefaultDepth), InProcess: bc.Start == nil}
 					if !errors.Is(err, ErrNotSupported) {
 						errs = append(errs, fmt.Errorf("%s, %d bytes: %w", m, size, err))
@@ -121,7 +121,7 @@ func Bench(ctx context.Context, bc BenchConfig) ([]Result, error) {
 }
 
 // benchRun is one run of Bench.
-func benchRun(ctx context.Context, bc BenchConfig, path, method string) (Result, error) {
+func benchRun(ctx context.Context, bc BenchConfig, path, method string) (netresult.FileServe, error) {
 	cfg := Config{Path: path, Method: method, Conns: bc.Conns, Duration: bc.Duration, Count: bc.Count,
 		Chunk: bc.Chunk, Depth: bc.Depth}
 	if bc.Count > 0 {
@@ -130,7 +130,7 @@ func benchRun(ctx context.Context, bc BenchConfig, path, method string) (Result,
 	if bc.Start != nil {
 		addr, stop, err := bc.Start(ctx, ServerConfig{Path: path, Method: method, Chunk: bc.Chunk, Depth: bc.Depth})
 		if err != nil {
-			return Result{}, err
+			return netresult.FileServe{}, err
 		}
 		cfg.Addr = addr
 		r, err := Run(ctx, cfg)
@@ -138,90 +138,13 @@ func benchRun(ctx context.Context, bc BenchConfig, path, method string) (Result,
 			err = errors.Join(serr, err)
 		}
 		if r == nil {
-			return Result{}, err
+			return netresult.FileServe{}, err
 		}
 		return *r, err
 	}
 	r, err := Run(ctx, cfg)
 	if r == nil {
-		return Result{}, err
+		return netresult.FileServe{}, err
 	}
 	return *r, err
-}
-
-// Median reduces rs to one Result per (method, file size, conns, chunk,
-// depth, in process), in the order of first appearance: the median of
-// each rate over the runs that succeeded, the min and max of GB/s and
-// CPU-s/GB, and the totals (responses, bytes, CPU, system calls,
-// corrupted bytes). A group whose runs all failed keeps the first
-// failure; one where some failed notes how many in Err and is not
-// Verified.
-func Median(rs []Result) []Result {
-	type key struct {
-		method              string
-		size                int64
-		conns, chunk, depth int
-		inProcess           bool
-	}
-	var order []key
-	groups := map[key][]Result{}
-	for _, r := range rs {
-		k := key{r.Method, r.FileSize, r.Conns, r.Chunk, r.Depth, r.InProcess}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], r)
-	}
-	out := make([]Result, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		var ok []Result
-		var firstErr string
-		for _, r := range g {
-			if r.Err == "" {
-				ok = append(ok, r)
-			} else if firstErr == "" {
-				firstErr = r.Err
-			}
-		}
-		if len(ok) == 0 {
-			m := g[0]
-			m.Runs = len(g)
-			m.Verified = false
-			out = append(out, m)
-			continue
-		}
-		m := ok[0]
-		m.Runs = len(ok)
-		m.Responses, m.Bytes, m.Elapsed, m.ServerCPU, m.IOThreadCPU, m.ProcessCPU, m.Syscalls, m.SyscallRetries, m.Corrupted = 0, 0, 0, 0, 0, 0, 0, 0, 0
-		m.Verified = true
-		var gbps, cpu, pcpu, spm, spr []float64
-		for _, r := range ok {
-			m.Responses += r.Responses
-			m.Bytes += r.Bytes
-			m.Elapsed += r.Elapsed
-			m.ServerCPU += r.ServerCPU
-			m.IOThreadCPU += r.IOThreadCPU
-			m.ProcessCPU += r.ProcessCPU
-			m.Syscalls += r.Syscalls
-			m.SyscallRetries += r.SyscallRetries
-			m.Corrupted += r.Corrupted
-			m.Verified = m.Verified && r.Verified
-			gbps = append(gbps, r.GBps)
-			cpu = append(cpu, r.CPUSecPerGB)
-			pcpu = append(pcpu, r.ProcCPUSecPerGB)
-			spm = append(spm, r.SyscallsPerMB)
-			spr = append(spr, r.SyscallsPerResp)
-		}
-		m.GBps, m.CPUSecPerGB, m.ProcCPUSecPerGB = stats.Median(gbps), stats.Median(cpu), stats.Median(pcpu)
-		m.SyscallsPerMB, m.SyscallsPerResp = stats.Median(spm), stats.Median(spr)
-		m.GBpsMin, m.GBpsMax = stats.MinMax(gbps)
-		m.CPUSecPerGBMin, m.CPUSecPerGBMax = stats.MinMax(cpu)
-		if len(ok) < len(g) {
-			m.Err = fmt.Sprintf("%d of %d runs failed: %s", len(g)-len(ok), len(g), firstErr)
-			m.Verified = false
-		}
-		out = append(out, m)
-	}
-	return out
 }

@@ -45,7 +45,7 @@
 // System calls are counted at the call sites: every recv of a request,
 // pread, send, sendfile, splice and io_uring_enter a response costs,
 // retries included. Retries are also counted apart (Stats.Retries,
-// Result.SyscallRetries): a call a signal cut short (EINTR, or a send,
+// netresult.FileServe.SyscallRetries): a call a signal cut short (EINTR, or a send,
 // sendfile or splice to the socket that moved less than asked, which on a
 // blocking socket only a signal does) is made again, and how often that
 // happens depends on the scheduling (Go's runtime signals its threads to
@@ -66,8 +66,10 @@
 // of the child process. Run drives one measurement: it dials Config.Conns
 // connections (to Config.Addr, or to a server it starts in this process),
 // verifies every byte of every response against the file's content, and
-// returns a Result. Bench runs Run over a matrix of sizes and methods,
-// interleaved (A B C D, A B C D, ...), and Median reduces the runs.
+// returns a netresult.FileServe. Bench runs Run over a matrix of sizes
+// and methods, interleaved (A B C D, A B C D, ...), and
+// netresult.FileServeMedians reduces the runs; package netbench runs
+// Bench for `iopath net bench --serve-file`, with each server in a child.
 //
 // Linux only; io_uring needs Linux 6.1 (SINGLE_ISSUER, DEFER_TASKRUN are
 // stepped down when refused, READ_FIXED 5.1, SEND 5.6, MSG_WAITALL retries

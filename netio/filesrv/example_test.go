@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/netio/filesrv"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // A child process's main: serve a file on the listener inherited as fd 3
@@ -51,7 +52,7 @@ func ExampleBench() {
 	if err != nil {
 		fmt.Println(err)
 	}
-	for _, r := range filesrv.Median(rs) {
+	for _, r := range netresult.FileServeMedians(rs) {
 		fmt.Printf("%-9s %9d B: %.3f CPU-s/GB\n", r.Method, r.FileSize, r.CPUSecPerGB)
 	}
 }

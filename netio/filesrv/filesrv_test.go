@@ -26,6 +26,7 @@ import (
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/netio/internal/starve"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 const childEnv = "FILESRV_TEST_CHILD" // "method:path": be a server child
@@ -639,34 +640,13 @@ func TestStatsRecord(t *testing.T) {
 	}
 }
 
-func TestMedian(t *testing.T) {
-	rs := []Result{
-		{Method: ReadWrite, FileSize: 10, Runs: 1, Bytes: 100, Responses: 10, GBps: 1, CPUSecPerGB: 3, Verified: true},
-		{Method: Sendfile, FileSize: 10, Runs: 1, Err: "boom"},
-		{Method: ReadWrite, FileSize: 10, Runs: 1, Bytes: 100, Responses: 10, GBps: 5, CPUSecPerGB: 1, Verified: true},
-		{Method: ReadWrite, FileSize: 10, Runs: 1, Bytes: 100, Responses: 10, GBps: 2, CPUSecPerGB: 2, Verified: true},
-	}
-	got := Median(rs)
-	if len(got) != 2 {
-		t.Fatalf("%d groups, want 2", len(got))
-	}
-	m := got[0]
-	if m.Method != ReadWrite || m.Runs != 3 || m.GBps != 2 || m.GBpsMin != 1 || m.GBpsMax != 5 ||
-		m.CPUSecPerGB != 2 || m.CPUSecPerGBMin != 1 || m.CPUSecPerGBMax != 3 || m.Bytes != 300 || !m.Verified {
-		t.Errorf("median %+v", m)
-	}
-	if got[1].Err != "boom" || got[1].Verified {
-		t.Errorf("failed group %+v", got[1])
-	}
-}
-
 func TestBench(t *testing.T) {
 	noFdLeak(t)
 	var seen []string
 	rs, err := Bench(context.Background(), BenchConfig{
 		Dir: t.TempDir(), Sizes: []int64{4096, 100_000}, Methods: []string{ReadWrite, Sendfile},
 		Rounds: 2, Count: 3,
-		Progress: func(r Result) { seen = append(seen, fmt.Sprintf("%s/%d", r.Method, r.FileSize)) },
+		Progress: func(r netresult.FileServe) { seen = append(seen, fmt.Sprintf("%s/%d", r.Method, r.FileSize)) },
 	})
 	if err != nil {
 		t.Fatal(err)

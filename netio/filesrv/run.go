@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // Config says how Run measures.
@@ -39,54 +41,6 @@ type Config struct {
 	Chunk, Depth int
 }
 
-// Result is one measurement, or (from Median) the median of several.
-// GB and MB are decimal (10⁹ and 10⁶ bytes); bytes are the files'
-// (headers are not counted).
-type Result struct {
-	Method    string `json:"method"`
-	FileSize  int64  `json:"file_size_bytes"`
-	Conns     int    `json:"conns"`
-	Chunk     int    `json:"chunk_bytes"`
-	Depth     int    `json:"depth"`
-	InProcess bool   `json:"in_process"` // the server ran in the client's process
-	Runs      int    `json:"runs"`       // 1, or how many Median took the median of
-
-	Responses int64         `json:"responses"` // complete and verified (summed over runs)
-	Bytes     int64         `json:"bytes"`     // file bytes received and verified (summed)
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	GBps      float64       `json:"gb_per_s"`
-
-	// ServerCPU is the CPU time of the threads serving the data
-	// connections plus io_uring's kernel threads (summed over runs).
-	ServerCPU   time.Duration `json:"server_cpu_ns"`
-	IOThreadCPU time.Duration `json:"io_thread_cpu_ns"` // the io_uring threads' part of it
-	CPUSecPerGB float64       `json:"server_cpu_s_per_gb"`
-	// ProcessCPU is the server process's whole CPU time (RUSAGE_SELF),
-	// runtime and control connection included; 0 in process, where it
-	// would include the client.
-	ProcessCPU      time.Duration `json:"process_cpu_ns,omitempty"`
-	ProcCPUSecPerGB float64       `json:"process_cpu_s_per_gb,omitempty"`
-
-	Syscalls        int64   `json:"syscalls"` // the server's, per the package doc (summed)
-	SyscallsPerMB   float64 `json:"syscalls_per_mb"`
-	SyscallsPerResp float64 `json:"syscalls_per_response"`
-	// SyscallRetries is the part of Syscalls that only repeated or
-	// continued calls a signal cut short (Stats.Retries; summed).
-	SyscallRetries int64 `json:"syscall_retries"`
-
-	Corrupted int64 `json:"corrupted_bytes"` // bytes that differed from the file (summed)
-	Verified  bool  `json:"verified"`        // every response complete and byte-exact
-
-	// Min and max over the runs (Median), else the run's own figure.
-	GBpsMin        float64 `json:"gb_per_s_min"`
-	GBpsMax        float64 `json:"gb_per_s_max"`
-	CPUSecPerGBMin float64 `json:"server_cpu_s_per_gb_min"`
-	CPUSecPerGBMax float64 `json:"server_cpu_s_per_gb_max"`
-
-	// Err is why the run failed (Bench); the figures are then zero.
-	Err string `json:"error,omitempty"`
-}
-
 // acceptWait bounds the wait for the server to accept every connection.
 const acceptWait = 5 * time.Second
 
@@ -100,11 +54,11 @@ var ErrCorrupted = errors.New("corrupted bytes")
 // with them and takes the counters again.
 //
 // It returns an error naming the path when the file cannot be read, and
-// an error when a response is cut short or wrong (with the Result so far
+// an error when a response is cut short or wrong (with the result so far
 // when there is one: Corrupted says how many bytes differed), when the
 // server's counters do not add up with what the client saw, or when ctx
 // ends.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*netresult.FileServe, error) {
 	if cfg.Conns == 0 {
 		cfg.Conns = 1
 	}
@@ -164,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // measure is Run's client side.
-func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Result, error) {
+func measure(ctx context.Context, cfg Config, addr string, content []byte) (*netresult.FileServe, error) {
 	ctl, err := Dial(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -191,7 +145,7 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 	// A cancelled ctx closes the connections under the requests.
 	stopWatch := context.AfterFunc(ctx, func() { ctl.Close(); closeAll() })
 	defer stopWatch()
-	fail := func(err error) (*Result, error) {
+	fail := func(err error) (*netresult.FileServe, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -314,7 +268,7 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 		time.Sleep(time.Millisecond)
 	}
 
-	r := &Result{Method: st2.Method, FileSize: int64(len(content)), Conns: cfg.Conns,
+	r := &netresult.FileServe{Method: st2.Method, FileSize: int64(len(content)), Conns: cfg.Conns,
 		Chunk: st2.Chunk, Depth: st2.Depth, Runs: 1, Elapsed: elapsed}
 	var werr error
 	for i := range workers {
@@ -332,7 +286,7 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 	r.ProcessCPU = d.ProcessCPU
 	r.Syscalls = d.Syscalls
 	r.SyscallRetries = d.Retries
-	r.derive()
+	derive(r)
 	r.Verified = werr == nil && r.Corrupted == 0
 	if werr != nil {
 		return r, werr
@@ -350,7 +304,9 @@ func measure(ctx context.Context, cfg Config, addr string, content []byte) (*Res
 }
 
 // derive computes the rates from the totals.
-func (r *Result) derive() {
+// derive computes r's rates from its counts; a single run is its own
+// min and max.
+func derive(r *netresult.FileServe) {
 	per := func(num, den float64) float64 {
 		if den <= 0 {
 			return 0

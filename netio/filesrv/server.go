@@ -20,18 +20,20 @@ import (
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 	"github.com/iopath/iopath/netio/internal/accepts"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
-// The four ways of serving a file; see the package doc.
+// The four ways of serving a file; see the package doc. Their names and
+// order are netresult's, which the reports share.
 const (
-	ReadWrite = "readwrite"
-	Sendfile  = "sendfile"
-	Splice    = "splice"
-	IOURing   = "io_uring"
+	ReadWrite = netresult.ReadWrite
+	Sendfile  = netresult.Sendfile
+	Splice    = netresult.Splice
+	IOURing   = netresult.IOURing
 )
 
 // methods is the order of Methods, and the index a Stats record carries.
-var methods = []string{ReadWrite, Sendfile, Splice, IOURing}
+var methods = netresult.FileServeMethods()
 
 // Methods returns the names of the ways to serve a file, in the order
 // the reports show them.

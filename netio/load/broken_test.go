@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // fault is what a brokenServer does wrong, on the first connection it
@@ -216,59 +217,59 @@ func TestBrokenServers(t *testing.T) {
 func testBroken(t *testing.T, client, mode string) {
 	for _, c := range []struct {
 		kind  string
-		check func(t *testing.T, r *Result)
+		check func(t *testing.T, r *netresult.Load)
 	}{
-		{"corrupt", func(t *testing.T, r *Result) {
+		{"corrupt", func(t *testing.T, r *netresult.Load) {
 			if r.Corrupted != 1 || r.Lost != 0 || r.ConnErrors != 0 {
 				t.Errorf("one flipped byte: corrupted %d lost %d conn errors %d", r.Corrupted, r.Lost, r.ConnErrors)
 			}
 		}},
-		{"drop", func(t *testing.T, r *Result) {
+		{"drop", func(t *testing.T, r *netresult.Load) {
 			// The stream is one byte short: it never completes,
 			// and every byte after the hole is out of place.
 			if r.Lost < 1 || r.Corrupted < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within") {
 				t.Errorf("one dropped byte: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"dup", func(t *testing.T, r *Result) {
+		{"dup", func(t *testing.T, r *netresult.Load) {
 			if r.Corrupted < 1 {
 				t.Errorf("one duplicated byte: corrupted %d", r.Corrupted)
 			}
 		}},
-		{"extra", func(t *testing.T, r *Result) {
+		{"extra", func(t *testing.T, r *netresult.Load) {
 			if r.Corrupted < 1 {
 				t.Errorf("one byte never sent: corrupted %d", r.Corrupted)
 			}
 		}},
-		{"close", func(t *testing.T, r *Result) {
+		{"close", func(t *testing.T, r *netresult.Load) {
 			if r.ConnErrors != 1 || !serverClosed(mode, r.FirstError) {
 				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"closefin", func(t *testing.T, r *Result) {
+		{"closefin", func(t *testing.T, r *netresult.Load) {
 			if r.ConnErrors != 1 || !serverClosed(mode, r.FirstError) {
 				t.Errorf("server closed: conn errors %d (%s)", r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"dup-last", func(t *testing.T, r *Result) {
+		{"dup-last", func(t *testing.T, r *netresult.Load) {
 			// The last 1000 bytes once more after the client's FIN.
 			if r.Corrupted != 1000 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 1000 bytes after the last echo") {
 				t.Errorf("last message echoed twice: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"junk-after", func(t *testing.T, r *Result) {
+		{"junk-after", func(t *testing.T, r *netresult.Load) {
 			if r.Corrupted != 7 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 7 bytes after the last echo") {
 				t.Errorf("junk after the last echo: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"junk-nofin", func(t *testing.T, r *Result) {
+		{"junk-nofin", func(t *testing.T, r *netresult.Load) {
 			// The junk arrives; the FIN never does, and the drain
 			// ends the wait without calling anything lost.
 			if r.Corrupted != 7 || r.Lost != 0 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, ": 7 bytes after the last echo") {
 				t.Errorf("junk after the last echo, no FIN: corrupted %d lost %d conn errors %d (%s)", r.Corrupted, r.Lost, r.ConnErrors, r.FirstError)
 			}
 		}},
-		{"reset", func(t *testing.T, r *Result) {
+		{"reset", func(t *testing.T, r *netresult.Load) {
 			// The kernel reports a reset once, to the first call on
 			// the socket; a split connection's other half (pipeline,
 			// stream) then sees EOF or a broken pipe, and may record
@@ -282,7 +283,7 @@ func testBroken(t *testing.T, client, mode string) {
 				t.Logf("lost %d", r.Lost)
 			}
 		}},
-		{"stall", func(t *testing.T, r *Result) {
+		{"stall", func(t *testing.T, r *netresult.Load) {
 			if r.Lost < 1 || r.ConnErrors != 1 || !strings.Contains(r.FirstError, "not echoed within the 400ms drain") {
 				t.Errorf("server stalled: lost %d conn errors %d (%s)", r.Lost, r.ConnErrors, r.FirstError)
 			}
@@ -486,7 +487,7 @@ func TestReplayedMessage(t *testing.T) {
 			// try has a server of its own.
 			cfg := Config{Conns: 1, Size: size, Mode: mustMode(t, "pingpong"), Client: client,
 				Duration: 300 * time.Millisecond, Drain: time.Second}
-			var res *Result
+			var res *netresult.Load
 			var err error
 			for {
 				cfg.Addr = startBroken(t, fault{kind: "replay", at: size}).addr()

@@ -26,7 +26,7 @@
 // message due in the window that has not come back by its end (the
 // server's backpressure kept it from going, or its echo is late) is
 // counted too: it enters the histogram with the window's end minus the
-// time it was due, a lower bound of its latency, and Result.Unfinished
+// time it was due, a lower bound of its latency, and netresult.Load.Unfinished
 // says how many did; otherwise a server that stalls for the last part of
 // the window would leave no trace in the latency figures.
 //
@@ -47,8 +47,8 @@
 // against RLIMIT_NOFILE first), runs Config.Warmup + Config.Duration, then
 // waits at most Config.Drain (≤ 2 s) for outstanding echoes, closes every
 // connection and returns. Connections that fail, bytes that never come
-// back and bytes that come back wrong are counted in the Result, and
-// Result.Err reports them.
+// back and bytes that come back wrong are counted in the netresult.Load, and
+// netresult.Load.Err reports them.
 //
 // The end of a connection is checked too: once it owes and is owed
 // nothing it sends its FIN (shutdown SHUT_WR) and reads until the
@@ -67,14 +67,14 @@
 // pass as a server that serves fewer connections fast: a connection that
 // has had no byte echoed by the end of the warm-up (or 1 s from the start,
 // if that is later; a shorter run is not checked) fails, even if the
-// server serves it later, and Result.NoEcho says how many did. Result.Carried
+// server serves it later, and netresult.Load.NoEcho says how many did. netresult.Load.Carried
 // counts the connections that had bytes echoed within the window, the ones
 // its figures come from.
 //
 // With Config.ServerPID the server's CPU over the window is read from the
 // kernel's CPU clock of that process (nanoseconds, every thread, exited
 // ones too), or from /proc/PID/stat (10 ms ticks) when the kernel refuses
-// the clock; Result.ServerCPUSource says which. A pid that is not the
+// the clock; netresult.Load.ServerCPUSource says which. A pid that is not the
 // server's is an error rather than a figure: Run checks before the run
 // that the process holds a socket listening on the port (when it can see
 // that), and after it that the process used CPU time while the requests
@@ -91,7 +91,7 @@
 // a read that finds nothing, a netpoller wakeup and a goroutine park and
 // unpark. By default Run takes epoll for closed loop with at most 32 KiB
 // in flight per connection (where that overhead is most of the client's
-// cost) and net otherwise; Result.Client says which ran. Both check the
+// cost) and net otherwise; netresult.Load.Client says which ran. Both check the
 // same bytes the same way and time the same span. Neither allocates per
 // message, and latencies go into shared histograms in batches of 32,
 // under a lock per batch.

@@ -14,7 +14,7 @@ import (
 
 // TestClientChoice: an empty Config.Client picks epoll exactly where the
 // net client would drive a connection from one goroutine in closed loop,
-// and Result.Client says which ran.
+// and netresult.Load.Client says which ran.
 func TestClientChoice(t *testing.T) {
 	for _, c := range []struct {
 		mode string

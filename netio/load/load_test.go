@@ -20,6 +20,7 @@ import (
 	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/metrics"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 func TestMain(m *testing.M) {
@@ -89,7 +90,7 @@ func mustMode(t testing.TB, s string) Mode {
 }
 
 // clean fails unless the run saw no fault and measured something.
-func clean(t *testing.T, res *Result, err error) {
+func clean(t *testing.T, res *netresult.Load, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func clean(t *testing.T, res *Result, err error) {
 // -race, another test binary) may complete few messages, or none, in a
 // short window, and the tests need a number of them, not a speed.
 // The Duration of the last run is left in cfg.
-func runUntil(t *testing.T, cfg *Config, enough func(*Result, error) bool) (*Result, error) {
+func runUntil(t *testing.T, cfg *Config, enough func(*netresult.Load, error) bool) (*netresult.Load, error) {
 	t.Helper()
 	for {
 		res, err := Run(context.Background(), *cfg)
@@ -120,7 +121,7 @@ func runUntil(t *testing.T, cfg *Config, enough func(*Result, error) bool) (*Res
 }
 
 // measured: the run has failed or completed a message.
-func measured(res *Result, err error) bool {
+func measured(res *netresult.Load, err error) bool {
 	return err != nil || res.Err() != nil || res.Requests > 0
 }
 
@@ -192,7 +193,7 @@ func testManyConns(t *testing.T, addr, client string) {
 			mu.Unlock()
 		},
 	}
-	res, err := runUntil(t, &cfg, func(res *Result, err error) bool {
+	res, err := runUntil(t, &cfg, func(res *netresult.Load, err error) bool {
 		if measured(res, err) {
 			return true
 		}
@@ -400,7 +401,7 @@ func TestServerPID(t *testing.T) {
 }
 
 // TestServerPIDFallback: where the kernel refuses the process CPU clock,
-// the server's CPU comes from /proc/PID/stat, and the Result says so.
+// the server's CPU comes from /proc/PID/stat, and the netresult.Load says so.
 func TestServerPIDFallback(t *testing.T) {
 	defer func(f func(int) (time.Duration, error)) { processCPUClock = f }(processCPUClock)
 	processCPUClock = func(pid int) (time.Duration, error) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // fewServer is an echo server that serves at most k connections at once
@@ -276,7 +277,7 @@ func TestServerPIDNotTheServer(t *testing.T) {
 	}
 	cfg.ServerPID = sleeper(t, f)
 	f.Close()
-	res, err := runUntil(t, &cfg, func(res *Result, err error) bool {
+	res, err := runUntil(t, &cfg, func(res *netresult.Load, err error) bool {
 		return err != nil || res.Requests >= minServerCPUReqs["clock"]
 	})
 	if err == nil || !strings.Contains(err.Error(), "used no CPU time (clock)") || !strings.Contains(err.Error(), "it is not that server's process") {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // Run dials cfg.Conns connections to the echo server at cfg.Addr, drives
@@ -23,10 +24,10 @@ import (
 // The error is for a run that could not happen (a bad Config, too few
 // file descriptors, a failed dial, an unreadable ServerPID) or that ctx
 // cut short; the server's faults (wrong bytes, lost bytes, failed
-// connections) are counted in the Result, and Result.Err reports them.
+// connections) are counted in the netresult.Load, and netresult.Load.Err reports them.
 // When ctx ends during the run, Run stops at once, closes the connections
-// and returns the Result of the window so far together with ctx's error.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// and returns the netresult.Load of the window so far together with ctx's error.
+func Run(ctx context.Context, cfg Config) (*netresult.Load, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
@@ -57,7 +58,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{
+	res := &netresult.Load{
 		Mode:            cfg.Mode.String(),
 		Conns:           cfg.Conns,
 		Size:            cfg.Size,
@@ -98,7 +99,7 @@ var minServerCPUReqs = map[string]int64{"clock": 1000, "proc": 100_000}
 // requests went through into an error (a pid that is not the server's,
 // which no check before the run caught), rather than a figure of
 // 0.00 µs per request; err is the run's error so far.
-func (r *runner) checkServerCPU(res *Result, err error) error {
+func (r *runner) checkServerCPU(res *netresult.Load, err error) error {
 	if r.serverCPU == nil || err != nil || res.ServerCPU > 0 || res.Requests < minServerCPUReqs[res.ServerCPUSource] {
 		return err
 	}
@@ -193,7 +194,7 @@ func (r *runner) start(ncs []*net.TCPConn) {
 // window figures; abort is the driver's way to close every connection
 // (runner.abort, epollClient.abort). It returns ctx's error when ctx cut
 // the run short.
-func (r *runner) drive(ctx context.Context, res *Result, abort func()) error {
+func (r *runner) drive(ctx context.Context, res *netresult.Load, abort func()) error {
 	cfg := r.cfg
 	// A panic in Progress (the caller's function, called here while the
 	// connections run) goes on once every connection is closed and its
@@ -380,7 +381,7 @@ func (r *runner) abort() {
 }
 
 // collect adds up the connections' counts once they are all gone.
-func (r *runner) collect(res *Result) {
+func (r *runner) collect(res *netresult.Load) {
 	// The no-echo check's timer may have fired as the run ended, and
 	// its check may be running still: wait for it, and keep a later
 	// one from running at all.
@@ -458,7 +459,7 @@ func (r *runner) collect(res *Result) {
 	}
 	res.Hist = h.Export()
 	res.LatencyBuckets = h.Buckets()
-	res.LatencyNs = Latency{
+	res.LatencyNs = netresult.Latency{
 		P50:  h.Quantile(50),
 		P90:  h.Quantile(90),
 		P99:  h.Quantile(99),
@@ -476,7 +477,7 @@ func nBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// describe words a connection error for Result.FirstError.
+// describe words a connection error for netresult.Load.FirstError.
 func describe(err error) string {
 	if errors.Is(err, io.EOF) {
 		return "the server closed the connection (EOF)"

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/load"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 // Options say what to run. The zero value of a field takes the default,
@@ -277,14 +277,10 @@ func (t *tailBuffer) last() string {
 	return "no message"
 }
 
-// NotRun is the Err of a point that Bench did not get to because ctx
-// ended: a report never shows zeros for a figure it did not measure.
-const NotRun = "not run: interrupted"
-
 // Bench runs the whole matrix and returns the report. A failed run is
 // recorded in its point (Err) and the bench goes on; Bench fails only on
 // bad options, or when ctx ends (with the report so far).
-func Bench(ctx context.Context, o Options) (*Report, error) {
+func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -293,12 +289,12 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 		logf = func(string, ...any) {}
 	}
 	srvCPUs, cliCPUs, note := Pinning()
-	rep := &Report{
-		SchemaVersion: SchemaVersion,
-		Tool:          Tool,
+	rep := &netresult.Report{
+		SchemaVersion: netresult.EchoSchemaVersion,
+		Tool:          netresult.EchoTool,
 		Started:       time.Now().UTC(),
 		Machine:       features.DescribeMachine("", ""),
-		Config: Config{
+		Config: netresult.Config{
 			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
 			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
@@ -318,7 +314,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
-			rep.Skipped = append(rep.Skipped, Skip{Engine: e, Reason: err.Error()})
+			rep.Skipped = append(rep.Skipped, netresult.Skip{Engine: e, Reason: err.Error()})
 			logf("skipping %s: %v", e, err)
 			continue
 		}
@@ -330,14 +326,14 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 		return rep, errors.New("no server engine could start: " + skipReasons(rep.Skipped))
 	}
 
-	points := map[key]*Point{}
+	points := map[key]*netresult.Point{}
 	var order []key
 	for _, m := range o.Modes {
 		for _, c := range o.Conns {
 			for _, sz := range o.Sizes {
 				for _, e := range engines {
 					k := key{e, m, c, sz}
-					points[k] = &Point{Engine: e, Conns: c, Size: sz, Mode: m}
+					points[k] = &netresult.Point{Engine: e, Conns: c, Size: sz, Mode: m}
 					order = append(order, k)
 				}
 			}
@@ -377,7 +373,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 							rep.Points = collect(points, order)
 							for i := range rep.Points {
 								if p := &rep.Points[i]; len(p.Runs) == 0 && p.Err == "" {
-									p.Err = NotRun
+									p.Err = netresult.NotRun
 								}
 							}
 							return rep, ctx.Err()
@@ -397,7 +393,7 @@ func Bench(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func skipReasons(s []Skip) string {
+func skipReasons(s []netresult.Skip) string {
 	var parts []string
 	for _, k := range s {
 		parts = append(parts, k.Engine+": "+k.Reason)
@@ -425,7 +421,7 @@ const windowTries = 3
 // in which no request completed is measured again, four times as long
 // (windowTries in all), before it counts as an error: the figures are
 // per second of the window that ran, whatever its length.
-func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*Run, error) {
+func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*netresult.Run, error) {
 	d := o.Duration
 	for try := 1; ; try++ {
 		res, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
@@ -445,7 +441,7 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 }
 
 // loadWindow runs one window of d in a load-generator child.
-func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string, d time.Duration) (*load.Result, error) {
+func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string, d time.Duration) (*netresult.Load, error) {
 	gmp := len(cpus)
 	if gmp == 0 {
 		gmp = runtime.NumCPU()
@@ -478,7 +474,7 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 		<-waited
 		return nil, fmt.Errorf("load generator did not finish within %v", limit)
 	}
-	var res load.Result
+	var res netresult.Load
 	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
 		if werr != nil {
 			return nil, fmt.Errorf("load generator: %v: %s", werr, errb.last())
@@ -496,8 +492,8 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	return &res, nil
 }
 
-func toRun(r *load.Result) *Run {
-	run := &Run{
+func toRun(r *netresult.Load) *netresult.Run {
+	run := &netresult.Run{
 		Requests:    r.Requests,
 		Bytes:       r.Bytes,
 		ElapsedNs:   int64(r.Elapsed),
@@ -530,30 +526,13 @@ type key struct {
 	conns, size  int
 }
 
-// collect fills every point's medians and sums, in matrix order.
-func collect(points map[key]*Point, order []key) []Point {
-	out := make([]Point, 0, len(order))
+// collect fills every point's medians and sums (Point.Summarize), in
+// matrix order.
+func collect(points map[key]*netresult.Point, order []key) []netresult.Point {
+	out := make([]netresult.Point, 0, len(order))
 	for _, k := range order {
 		p := *points[k]
-		var qps, mbps, srv, cli, p50, p99, p999, mx []float64
-		for _, r := range p.Runs {
-			qps = append(qps, r.QPS)
-			mbps = append(mbps, r.MBps)
-			srv = append(srv, r.ServerCPUPerReqUs)
-			cli = append(cli, r.ClientCPUPerReqUs)
-			p50 = append(p50, float64(r.P50Ns))
-			p99 = append(p99, float64(r.P99Ns))
-			p999 = append(p999, float64(r.P999Ns))
-			mx = append(mx, float64(r.MaxNs))
-			p.Corrupted += r.Corrupted
-			p.Lost += r.Lost
-			p.ConnErrors += r.ConnErrors
-			p.NoEcho += r.NoEcho
-		}
-		p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
-		p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
-		p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
-		p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
+		p.Summarize()
 		out = append(out, p)
 	}
 	return out

@@ -51,19 +51,6 @@ func TestValidateErrors(t *testing.T) {
 	}
 }
 
-func TestCollect(t *testing.T) {
-	k := key{"epoll", "pingpong", 10, 64}
-	p := &Point{Engine: "epoll", Conns: 10, Size: 64, Mode: "pingpong", Runs: []Run{
-		{QPS: 100, ServerCPUPerReqUs: 3, P99Ns: 50, Lost: 1},
-		{QPS: 300, ServerCPUPerReqUs: 1, P99Ns: 10, Corrupted: 2},
-		{QPS: 200, ServerCPUPerReqUs: 2, P99Ns: 30, ConnErrors: 3, NoEcho: 2},
-	}}
-	got := collect(map[key]*Point{k: p}, []key{k})[0]
-	if got.QPS != 200 || got.ServerCPUPerReqUs != 2 || got.P99Ns != 30 || got.Lost != 1 || got.Corrupted != 2 || got.ConnErrors != 3 || got.NoEcho != 2 {
-		t.Errorf("collect: %+v", got)
-	}
-}
-
 // TestStartPinned: the child runs on the CPUs asked for, and the parent's
 // own mask is left as it was.
 func TestStartPinned(t *testing.T) {

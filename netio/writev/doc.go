@@ -40,7 +40,10 @@
 //     reader competing for a core.
 //
 // Run measures a matrix of ways and part counts, interleaved (A B C D,
-// A B C D, ...), each run on a fresh connection; Median reduces the runs.
+// A B C D, ...), each run on a fresh connection; netresult.WritevMedians
+// reduces the runs, and package netbench runs it for `iopath net bench
+// --writev`.
+//
 // Linux only; io_uring needs Linux 5.18 for MSG_WAITALL on SENDMSG
 // (partial sends finished by the kernel).
 package writev

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/iopath/iopath/netio/netresult"
 	"github.com/iopath/iopath/netio/writev"
 )
 
@@ -14,7 +15,7 @@ func ExampleRun() {
 	if err != nil {
 		fmt.Println(err)
 	}
-	for _, r := range writev.Median(rs) {
+	for _, r := range netresult.WritevMedians(rs) {
 		fmt.Printf("k=%-2d %-11s %5.0f CPU ns, %.2f syscalls per response\n", r.K, r.Way, r.CPUNsPerResp, r.SyscallsPerResp)
 	}
 }

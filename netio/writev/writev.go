@@ -18,20 +18,21 @@ import (
 	"unsafe"
 
 	"github.com/iopath/iopath/features"
-	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
-// The four ways; see the package doc.
+// The four ways; see the package doc. Their names and order are
+// netresult's, which the reports share.
 const (
-	Writes     = "writes"
-	Coalesced  = "coalesced"
-	NetBuffers = "net.Buffers"
-	IOURing    = "io_uring"
+	Writes     = netresult.Writes
+	Coalesced  = netresult.Coalesced
+	NetBuffers = netresult.NetBuffers
+	IOURing    = netresult.IOURing
 )
 
-var ways = []string{Writes, Coalesced, NetBuffers, IOURing}
+var ways = netresult.WritevWays()
 
 // Ways returns the names of the ways to send a response, in the order the
 // reports show them.
@@ -109,49 +110,17 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Result is one run, or (from Median) the median of several.
-type Result struct {
-	Way       string `json:"way"`
-	K         int    `json:"parts"`
-	RespBytes int    `json:"response_bytes"`
-	Runs      int    `json:"runs"`
-
-	Responses int64         `json:"responses"` // summed over runs
-	Elapsed   time.Duration `json:"elapsed_ns"`
-	NsPerResp float64       `json:"ns_per_response"`
-
-	// Calls is what the sender asked for: Write or WriteTo calls, or
-	// SENDMSG requests (summed over runs).
-	Calls int64 `json:"calls"`
-	// Syscalls is the system calls the sending thread made for them:
-	// write(2)/writev(2) counted by the kernel (syscw), or io_uring_enter
-	// (summed over runs).
-	Syscalls        int64   `json:"syscalls"`
-	SyscallsPerResp float64 `json:"syscalls_per_response"`
-
-	CPU          time.Duration `json:"cpu_ns"` // the sending thread's (summed)
-	CPUNsPerResp float64       `json:"cpu_ns_per_response"`
-
-	Verified bool `json:"verified"` // the reader got exactly the bytes sent
-
-	// Min and max over the runs (Median), else the run's own figure.
-	CPUNsPerRespMin float64 `json:"cpu_ns_per_response_min"`
-	CPUNsPerRespMax float64 `json:"cpu_ns_per_response_max"`
-
-	Err string `json:"error,omitempty"`
-}
-
 // Run measures cfg's ways and part counts, interleaved: for each round,
 // for each k, every way once, each on a fresh loopback connection. It
-// returns every run's Result. A run that fails has Err set and
-// Verified false; Run's error joins those failures (except ways that are
+// returns every run's result (netresult.WritevMedians reduces them). A
+// run that fails has Err set and Verified false; Run's error joins those failures (except ways that are
 // not supported here), or is ctx's.
-func Run(ctx context.Context, cfg Config) ([]Result, error) {
+func Run(ctx context.Context, cfg Config) ([]netresult.Writev, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	var out []Result
+	var out []netresult.Writev
 	var errs []error
 	for range cfg.Rounds {
 		for _, k := range cfg.Parts {
@@ -318,9 +287,9 @@ func drain(c io.Reader, r response) (int64, error) {
 }
 
 // runOne measures one way with k parts on a fresh connection.
-func runOne(ctx context.Context, cfg Config, way string, k int) (Result, error) {
+func runOne(ctx context.Context, cfg Config, way string, k int) (netresult.Writev, error) {
 	resp := newResponse(cfg, k)
-	res := Result{Way: way, K: k, RespBytes: resp.total, Runs: 1}
+	res := netresult.Writev{Way: way, K: k, RespBytes: resp.total, Runs: 1}
 	if way == IOURing {
 		if err := uringSupported(); err != nil {
 			return res, err
@@ -349,7 +318,7 @@ func runOne(ctx context.Context, cfg Config, way string, k int) (Result, error) 
 	}
 	<-rd.done
 	res.Responses, res.Elapsed, res.Calls, res.Syscalls, res.CPU = m.responses, m.elapsed, m.calls, m.syscalls, m.cpu
-	res.derive()
+	derive(&res)
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -366,7 +335,9 @@ func runOne(ctx context.Context, cfg Config, way string, k int) (Result, error) 
 	return res, nil
 }
 
-func (r *Result) derive() {
+// derive computes r's figures per response from its counts; a single
+// run is its own min and max.
+func derive(r *netresult.Writev) {
 	per := func(a, b float64) float64 {
 		if b <= 0 {
 			return 0
@@ -636,66 +607,4 @@ func sendURing(ctx context.Context, c *net.TCPConn, r response, n int, d time.Du
 		return m, fmt.Errorf("writev: %s: %w", IOURing, err)
 	}
 	return m, nil
-}
-
-// Median reduces rs to one Result per (way, k), in the order of first
-// appearance: the median of the per-response figures over the runs that
-// succeeded, their min and max, and the totals. A (way, k) whose runs all
-// failed keeps the first failure's Err.
-func Median(rs []Result) []Result {
-	type key struct {
-		way string
-		k   int
-	}
-	var order []key
-	groups := map[key][]Result{}
-	for _, r := range rs {
-		kk := key{r.Way, r.K}
-		if _, ok := groups[kk]; !ok {
-			order = append(order, kk)
-		}
-		groups[kk] = append(groups[kk], r)
-	}
-	out := make([]Result, 0, len(order))
-	for _, kk := range order {
-		g := groups[kk]
-		var ok []Result
-		for _, r := range g {
-			if r.Err == "" {
-				ok = append(ok, r)
-			}
-		}
-		if len(ok) == 0 {
-			m := g[0]
-			m.Runs = len(g)
-			out = append(out, m)
-			continue
-		}
-		m := Result{Way: kk.way, K: kk.k, RespBytes: ok[0].RespBytes, Runs: len(ok), Verified: true}
-		var ns, sc, cpu []float64
-		for _, r := range ok {
-			m.Responses += r.Responses
-			m.Elapsed += r.Elapsed
-			m.Calls += r.Calls
-			m.Syscalls += r.Syscalls
-			m.CPU += r.CPU
-			m.Verified = m.Verified && r.Verified
-			ns = append(ns, r.NsPerResp)
-			sc = append(sc, r.SyscallsPerResp)
-			cpu = append(cpu, r.CPUNsPerResp)
-		}
-		m.NsPerResp, m.SyscallsPerResp, m.CPUNsPerResp = stats.Median(ns), stats.Median(sc), stats.Median(cpu)
-		m.CPUNsPerRespMin, m.CPUNsPerRespMax = stats.MinMax(cpu)
-		if len(ok) < len(g) {
-			for _, r := range g {
-				if r.Err != "" {
-					m.Err = fmt.Sprintf("%d of %d runs failed: %s", len(g)-len(ok), len(g), r.Err)
-					m.Verified = false
-					break
-				}
-			}
-		}
-		out = append(out, m)
-	}
-	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/testenv"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 func TestMain(m *testing.M) {
@@ -189,7 +190,7 @@ func TestDurationAndRounds(t *testing.T) {
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("runs %q, want %q (interleaved)", got, want)
 	}
-	m := Median(rs)
+	m := netresult.WritevMedians(rs)
 	if len(m) != 4 || m[0].Runs != 2 || m[0].Responses != rs[0].Responses+rs[4].Responses {
 		t.Errorf("median %+v", m)
 	}
@@ -208,23 +209,6 @@ func TestShortWindow(t *testing.T) {
 		if r.Responses < 1 || !r.Verified {
 			t.Errorf("%+v: want some responses, verified", r)
 		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	rs := []Result{
-		{Way: Writes, K: 2, Responses: 10, CPUNsPerResp: 300, SyscallsPerResp: 2, Verified: true},
-		{Way: IOURing, K: 2, Err: "not supported"},
-		{Way: Writes, K: 2, Responses: 10, CPUNsPerResp: 100, SyscallsPerResp: 2, Verified: true},
-		{Way: Writes, K: 2, Responses: 10, CPUNsPerResp: 200, SyscallsPerResp: 3, Verified: true},
-	}
-	m := Median(rs)
-	if len(m) != 2 || m[0].CPUNsPerResp != 200 || m[0].CPUNsPerRespMin != 100 || m[0].CPUNsPerRespMax != 300 ||
-		m[0].SyscallsPerResp != 2 || m[0].Runs != 3 || m[0].Responses != 30 || !m[0].Verified {
-		t.Errorf("median %+v", m)
-	}
-	if m[1].Err == "" || m[1].Verified {
-		t.Errorf("failed group %+v", m[1])
 	}
 }
 

@@ -1,33 +1,40 @@
-package netbench
+package netresult
 
 import (
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 )
 
-// SchemaVersion is the version of the JSON form of Report (the kind
+// EchoSchemaVersion is the version of the JSON form of Report (the kind
 // "net-echo", docs/schema/net-echo.schema.json). It changes when a key is
 // renamed or removed or a field changes meaning.
 //
 // Version 2: the report starts with "kind"; machine.page_size is
 // page_size_bytes. report.LoadNetJSON reads version 1 too.
-const SchemaVersion = 2
+const EchoSchemaVersion = 2
 
-// Kind is the "kind" of the JSON form of Report.
-const Kind = "net-echo"
+// EchoKind is the "kind" of the JSON form of Report.
+const EchoKind = "net-echo"
 
-// Tool is Report.Tool: it tells a net bench report from a file bench one.
-const Tool = "iopath net bench"
+// EchoTool is Report.Tool: it tells a net bench report from a file bench
+// one.
+const EchoTool = "iopath net bench"
 
-// Report is the result of one `iopath net bench`: every point of the
-// matrix, for every server engine, with every run.
+// NotRun is the Err of a point that the bench did not get to because it
+// was interrupted: a report never shows zeros for a figure it did not
+// measure.
+const NotRun = "not run: interrupted"
+
+// Report is the result of one `iopath net bench` of the echo servers:
+// every point of the matrix, for every server engine, with every run.
 type Report struct {
 	// SchemaVersion is the version of the format the report was read
 	// from or is written in. report.NetJSON writes it, with Kind, as the
 	// first keys ("schema_version", "kind").
 	SchemaVersion int              `json:"-"`
-	Tool          string           `json:"tool"` // Tool
+	Tool          string           `json:"tool"` // EchoTool
 	Version       string           `json:"version"`
 	Command       string           `json:"command"`
 	Started       time.Time        `json:"started"`
@@ -86,7 +93,7 @@ type Point struct {
 	Lost       int64 `json:"lost_bytes"`
 	ConnErrors int64 `json:"conn_errors"`
 	// NoEcho is the part of ConnErrors the server left unserved: no echo
-	// within the warm-up (load.Result.NoEcho).
+	// within the warm-up (Load.NoEcho).
 	NoEcho int64 `json:"no_echo_conns,omitempty"`
 	// Err is set when the point could not be measured (the server died,
 	// the dial ramp failed); its figures are then 0.
@@ -116,4 +123,30 @@ type Run struct {
 	DialNs            int64   `json:"dial_ns"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
+}
+
+// Summarize sets p's medians over its Runs and its integrity counts, the
+// sums over them. A point without runs gets zeros (and has Err set by
+// whoever could not measure it).
+func (p *Point) Summarize() {
+	var qps, mbps, srv, cli, p50, p99, p999, mx []float64
+	p.Corrupted, p.Lost, p.ConnErrors, p.NoEcho = 0, 0, 0, 0
+	for _, r := range p.Runs {
+		qps = append(qps, r.QPS)
+		mbps = append(mbps, r.MBps)
+		srv = append(srv, r.ServerCPUPerReqUs)
+		cli = append(cli, r.ClientCPUPerReqUs)
+		p50 = append(p50, float64(r.P50Ns))
+		p99 = append(p99, float64(r.P99Ns))
+		p999 = append(p999, float64(r.P999Ns))
+		mx = append(mx, float64(r.MaxNs))
+		p.Corrupted += r.Corrupted
+		p.Lost += r.Lost
+		p.ConnErrors += r.ConnErrors
+		p.NoEcho += r.NoEcho
+	}
+	p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
+	p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
+	p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
+	p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
 }
