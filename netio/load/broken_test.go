@@ -344,7 +344,7 @@ func TestServerKeepsHalfOpen(t *testing.T) {
 			}
 			t.Run(client+"/"+mode, func(t *testing.T) {
 				srv := startBroken(t, fault{kind: "nofin"})
-				res, err := Run(context.Background(), Config{
+				res, err := measure(t, Config{
 					Addr: srv.addr(), Conns: 3, Size: 1000, Mode: mustMode(t, mode), Client: client,
 					Duration: 100 * time.Millisecond, Drain: time.Second,
 				})

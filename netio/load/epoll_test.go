@@ -45,7 +45,7 @@ func TestClientChoice(t *testing.T) {
 	}
 	addr := echoServer(t)
 	for mode, want := range map[string]string{"pingpong": ClientEpoll, "stream": ClientNet} {
-		res, err := Run(context.Background(), Config{
+		res, err := measure(t, Config{
 			Addr: addr, Conns: 2, Size: 64, Mode: mustMode(t, mode), Duration: 50 * time.Millisecond,
 		})
 		clean(t, res, err)
@@ -63,7 +63,7 @@ func TestEpollLoops(t *testing.T) {
 	addr := echoServer(t)
 	for _, conns := range []int{1, 4, 7, 23} {
 		t.Run(strconv.Itoa(conns), func(t *testing.T) {
-			res, err := Run(context.Background(), Config{
+			res, err := measure(t, Config{
 				Addr: addr, Conns: conns, Size: 100, Mode: mustMode(t, "pipeline:3"), Client: ClientEpoll,
 				Duration: 100 * time.Millisecond, Warmup: 10 * time.Millisecond,
 			})

@@ -120,6 +120,13 @@ func runUntil(t *testing.T, cfg *Config, enough func(*netresult.Load, error) boo
 	}
 }
 
+// measure runs cfg until it has failed or completed a message (runUntil):
+// for the tests that need a measurement, not a number of messages.
+func measure(t *testing.T, cfg Config) (*netresult.Load, error) {
+	t.Helper()
+	return runUntil(t, &cfg, measured)
+}
+
 // measured: the run has failed or completed a message.
 func measured(res *netresult.Load, err error) bool {
 	return err != nil || res.Err() != nil || res.Requests > 0
@@ -220,7 +227,7 @@ func testManyConns(t *testing.T, addr, client string) {
 func TestDialRate(t *testing.T) {
 	addr := echoServer(t)
 	for _, client := range clients {
-		res, err := Run(context.Background(), Config{
+		res, err := measure(t, Config{
 			Addr: addr, Conns: 20, Size: 64, Mode: mustMode(t, "pingpong"), Client: client,
 			Duration: 50 * time.Millisecond, DialRate: 100,
 		})
@@ -237,7 +244,7 @@ func TestOpenLoop(t *testing.T) {
 	for _, mode := range []string{"pingpong", "pipeline:8"} {
 		t.Run(mode, func(t *testing.T) {
 			const rate, conns = 400.0, 4
-			res, err := Run(context.Background(), Config{
+			res, err := measure(t, Config{
 				Addr: addr, Conns: conns, Size: 100, Mode: mustMode(t, mode),
 				Duration: 300 * time.Millisecond, Rate: rate,
 			})
@@ -295,7 +302,7 @@ func TestCoordinatedOmission(t *testing.T) {
 			if open {
 				cfg.Rate = 1000
 			}
-			res, err := Run(context.Background(), cfg)
+			res, err := measure(t, cfg)
 			clean(t, res, err)
 			var slow int64
 			for _, b := range metrics.Import(res.Hist).Buckets() {
@@ -363,7 +370,7 @@ func TestStallAtEnd(t *testing.T) {
 
 func TestServerPID(t *testing.T) {
 	addr := echoServer(t)
-	res, err := Run(context.Background(), Config{
+	res, err := measure(t, Config{
 		Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, "pingpong"),
 		Duration: 300 * time.Millisecond, ServerPID: os.Getpid(),
 	})
@@ -408,7 +415,7 @@ func TestServerPIDFallback(t *testing.T) {
 		return 0, fmt.Errorf("process CPU clock of pid %d: refused: %w", pid, errors.ErrUnsupported)
 	}
 	addr := echoServer(t)
-	res, err := Run(context.Background(), Config{
+	res, err := measure(t, Config{
 		Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, "pingpong"),
 		Duration: 300 * time.Millisecond, ServerPID: os.Getpid(),
 	})
@@ -583,7 +590,7 @@ func TestSmallServerBuffer(t *testing.T) {
 				window = time.Second
 			}
 			t.Run(fmt.Sprintf("%s/%s/%d", client, c.mode, c.size), func(t *testing.T) {
-				res, err := Run(context.Background(), Config{
+				res, err := measure(t, Config{
 					Addr: s.Addr().String(), Conns: 4, Size: c.size, Mode: mustMode(t, c.mode), Client: client,
 					// The longest drain: a client whose writes wait on
 					// its reads never finishes it, and a busy machine
