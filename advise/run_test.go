@@ -117,8 +117,14 @@ func TestRunTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkResult(t, res, ManyFiles)
-	if res.Inventory.Files != 300 || res.Sample.Files != 300 {
+	// The sample is every file, unless a busy machine could not warm
+	// them all within the budget's share: then it is the files warmed,
+	// and a note says so (a budget, not a speed, is what is tested).
+	if res.Inventory.Files != 300 || res.Sample.Files < 1 || res.Sample.Files > 300 {
 		t.Errorf("%d files, sample %d", res.Inventory.Files, res.Sample.Files)
+	}
+	if cut := slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "the sample was cut from 300") }); cut != (res.Sample.Files < 300) {
+		t.Errorf("sample of %d files, notes %q: a cut sample and only a cut one says so", res.Sample.Files, res.Notes)
 	}
 	want := []string{"readfile", "pool ×128", "raw", "raw ×2", "io_uring", "io_uring ×2"}
 	if !slices.Equal(res.Candidates[:len(want)], want) {
