@@ -127,9 +127,6 @@ func fixed(f float64, prec int) string {
 
 func gibps(bytesPerS float64) string { return fixed(bytesPerS/(1<<30), 2) }
 
-// headerField is one line of a report's header.
-type headerField struct{ label, value string }
-
 // latency formats nanoseconds with three significant figures at most:
 // 850ns, 1.2µs, 15.3µs, 153µs, 2.1ms, 1.25s. Zero (not measured) is "-".
 func latency(ns int64) string {
@@ -152,20 +149,6 @@ func latency(ns int64) string {
 	default:
 		return fmt.Sprintf("%.0f%s", v, unit)
 	}
-}
-
-// legendEntry explains one column or mark.
-type legendEntry struct{ term, text string }
-
-// legendText lays the legend out in two columns, wrapped.
-func legendText(entries []legendEntry) string {
-	const indent = 15
-	var b strings.Builder
-	for _, e := range entries {
-		lead := e.term + strings.Repeat(" ", max(indent-width(e.term), 1))
-		b.WriteString(wrapText(lead, e.text, indent, 88))
-	}
-	return b.String()
 }
 
 // machineLine describes the machine in one line.
@@ -205,9 +188,6 @@ func ratio(f float64) string {
 	}
 	return fmt.Sprintf("%.2f×", f)
 }
-
-// textWrap is the column before which the header and the notes wrap.
-const textWrap = 120
 
 // versionLine gives the Go and iopath versions.
 func versionLine(r *bench.Report) string {
@@ -283,27 +263,6 @@ func mdEscape(s string) string {
 	return b.String()
 }
 
-// mdCode makes s an inline code span, with a fence longer than any run of
-// backticks in it. Inside a table a | would still need escaping; code
-// spans are used outside tables only.
-func mdCode(s string) string {
-	s = oneLine(s)
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
-}
-
 // Figures of a net bench point as the HTML page shows them.
 
 // netStat is a figure over a row's runs: the median the model holds and
@@ -333,15 +292,6 @@ func netQPS(p *netbench.Point) netStat {
 
 func netP99(p *netbench.Point) netStat {
 	return netSpan(float64(p.P99Ns), p.Runs, func(r *netbench.Run) float64 { return float64(r.P99Ns) })
-}
-
-// netSpreadPct is half the min–max range of the runs as a percentage of the
-// median: "±4%". Empty with fewer than two runs.
-func netSpreadPct(s netStat, runs int) string {
-	if runs < 2 || !(s.med > 0) || !finite(s.med) || s.hi < s.lo {
-		return ""
-	}
-	return fmt.Sprintf("±%.0f%%", 50*(s.hi-s.lo)/s.med)
 }
 
 // netPerReq formats a CPU-µs per request figure; 0 is "not measured".

@@ -246,57 +246,6 @@ func netBadTile(p *netbench.Point) string {
 
 // --- page
 
-var netColumns = []cell{
-	{Text: "engine", Class: "l"}, {Text: "conns"}, {Text: "size"}, {Text: "mode", Class: "l"},
-	{Text: "integrity", Class: "l", Title: "every echoed byte checked: ok, or bytes corrupted and lost and connections failed, over the runs"},
-	{Text: "server CPU-µs/req", Title: "the headline: server CPU time per request, median over the runs"},
-	{Text: "±", Class: "l", Title: "half the min–max range of the runs, as % of the median"},
-	{Text: "vs epoll", Title: "server CPU-µs/req ÷ epoll's at the same point"},
-	{Text: "vs net", Title: "server CPU-µs/req ÷ net's at the same point"},
-	{Text: "QPS"}, {Text: "client CPU-µs/req"},
-	{Text: "P50"}, {Text: "P99"}, {Text: "P99.9"}, {Text: "max"}, {Text: "MB/s", Title: "1 MB = 10⁶ bytes"},
-	{Text: "runs"},
-}
-
-const netErrCol = 4 // cells before the error message in a failed row
-
-func (m *netHTML) row(g *netGroup, p *netbench.Point) trow {
-	out := trow{Cells: []cell{
-		{Text: p.Engine, Class: "l eng", Swatch: m.byName[p.Engine].swatch()},
-		{Text: strconv.Itoa(p.Conns)}, {Text: units.FormatSize(int64(p.Size))}, {Text: p.Mode, Class: "l"},
-	}}
-	if p.Err != "" {
-		out.Class = "failed"
-		out.Cells = append(out.Cells, cell{Text: "error: " + oneLine(p.Err), Class: "error", Span: len(netColumns) - netErrCol})
-		return out
-	}
-	_, vsEpoll := g.refRatio(p, "epoll")
-	_, vsNet := g.refRatio(p, "net")
-	in := cell{Text: "ok", Class: "l ok"}
-	if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 {
-		in = cell{Text: fmt.Sprintf("BAD: %d corrupted, %d lost B, %d conn err", p.Corrupted, p.Lost, p.ConnErrors), Class: "l bad"}
-	}
-	out.Cells = append(out.Cells, in,
-		cell{Text: netPerReq(p.ServerCPUPerReqUs), Class: "strong"},
-		cell{Text: netSpreadPct(netServerCPU(p), len(p.Runs)), Class: "l muted"},
-		cell{Text: vsEpoll}, cell{Text: vsNet},
-		cell{Text: netFmtQPS(p.QPS)}, cell{Text: netPerReq(p.ClientCPUPerReqUs)},
-		cell{Text: latency(p.P50Ns)}, cell{Text: latency(p.P99Ns)}, cell{Text: latency(p.P999Ns)}, cell{Text: latency(p.MaxNs)},
-		cell{Text: netFmtMBps(p.MBps)}, cell{Text: strconv.Itoa(len(p.Runs))})
-	return out
-}
-
-var netDefs = []kv{
-	{"server CPU-µs/req", "the headline: CPU time (user + system, every thread) the server process used per request, read from the kernel's process CPU clock around each measured window; lower is better. Median over the runs; ± and the whiskers give the runs' spread."},
-	{"vs epoll, vs net", "the server CPU-µs per request divided by that engine's at the same point: below 1.00× costs less CPU per request."},
-	{"QPS", "requests (messages echoed whole and verified) per second of the measured window, median over the runs."},
-	{"client CPU-µs/req", "CPU time of the load generator per request."},
-	{"P50 … max", "latency per request: from its send to the last byte of its echo; “-” when not measured (stream mode)."},
-	{"MB/s", "echoed bytes per second; 1 MB = 10⁶ bytes."},
-	{"integrity", "the load generator checks every echoed byte against what it sent: ok when no byte was corrupted or lost and no connection failed, in every run."},
-	{"point", "one cell of the matrix: connections × message size × mode, every engine measured at it, interleaved run by run."},
-}
-
 func (m *netHTML) page() page {
 	r := m.v.r
 	ver := r.Version
@@ -337,37 +286,12 @@ func (m *netHTML) page() page {
 	if len(noLat) > 0 {
 		lat.Intro = []string{"No latency was measured in mode " + strings.Join(noLat, ", ") + "."}
 	}
-	results := section{ID: "results", Title: "Results"}
-	for gi := range m.v.groups {
-		g := &m.v.groups[gi]
-		for _, pt := range g.rows {
-			if results.Table == nil {
-				results.Table = &table{Head: [][]cell{netColumns}}
-			}
-			results.Table.Rows = append(results.Table.Rows, m.row(g, pt))
-		}
-	}
 	p.Sections = []section{
 		{ID: "cpu", Title: "Server CPU per request", Charts: cpuC},
 		{ID: "qps", Title: "Requests per second", Charts: qpsC},
 		lat,
 		{ID: "integrity", Title: "Integrity", Charts: integC},
-		results,
 	}
-	if len(r.Skipped) > 0 {
-		sk := section{ID: "skipped", Title: "Skipped engines"}
-		for _, s := range r.Skipped {
-			sk.Defs = append(sk.Defs, kv{s.Engine, oneLine(s.Reason)})
-		}
-		p.Sections = append(p.Sections, sk)
-	}
-	if len(r.Notes) > 0 {
-		n := section{ID: "notes", Title: "Notes"}
-		for _, s := range r.Notes {
-			n.List = append(n.List, oneLine(s))
-		}
-		p.Sections = append(p.Sections, n)
-	}
-	p.Sections = append(p.Sections, section{ID: "definitions", Title: "Definitions", Defs: netDefs})
+	p.Sections = append(p.Sections, docSections("results", "Results", NetDoc(r), m.series...)...)
 	return p
 }

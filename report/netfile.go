@@ -215,20 +215,6 @@ func nfVaries[T any](rs []T, f func(T) string) bool {
 	return len(seen) > 1
 }
 
-func nfSpread(lo, hi float64, runs int) string {
-	if runs < 2 || !(hi > 0) {
-		return ""
-	}
-	return "(" + nfNum(lo) + "–" + nfNum(hi) + ")"
-}
-
-func nfSpreadInt(lo, hi float64, runs int) string {
-	if runs < 2 || !(hi > 0) {
-		return ""
-	}
-	return "(" + nfInt(lo) + "–" + nfInt(hi) + ")"
-}
-
 func nfInt(v float64) string {
 	if !(v > 0) || math.IsInf(v, 0) {
 		return "-"
@@ -268,10 +254,10 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 	d := page{Title: p.Title, Subtitle: subtitle(time.Time{}, p.Machine), Command: p.Command,
 		Machine: machineKV(p.Machine, ""), Generator: strings.TrimSpace("iopath " + p.Machine.IopathVersion)}
 	if len(p.FileServe) > 0 {
-		d.Sections = append(d.Sections, nfFileSection(p.FileServe))
+		d.Sections = append(d.Sections, nfFileSections(p.FileServe)...)
 	}
 	if len(p.Writev) > 0 {
-		d.Sections = append(d.Sections, nfWritevSection(p.Writev))
+		d.Sections = append(d.Sections, nfWritevSections(p.Writev)...)
 	}
 	if len(d.Sections) == 0 {
 		d.Sections = append(d.Sections, section{ID: "results", Title: "Results"})
@@ -282,45 +268,29 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 	return renderPage(w, d)
 }
 
-// FileServeHTML writes the file-serving section alone (a <section
-// id="file-serving"> fragment), for a page that has the report's styles.
+// FileServeHTML writes the file-serving sections alone (<section
+// id="file-serving"> with the charts, then the results table, its notes
+// and definitions), for a page that has the report's styles.
 func FileServeHTML(w io.Writer, rs []filesrv.Result) error {
-	return renderSection(w, nfFileSection(rs))
+	return renderSections(w, nfFileSections(rs))
 }
 
-// WritevHTML writes the writev section alone (<section id="writev">).
+// WritevHTML writes the writev sections alone (<section id="writev">...).
 func WritevHTML(w io.Writer, rs []writev.Result) error {
-	return renderSection(w, nfWritevSection(rs))
+	return renderSections(w, nfWritevSections(rs))
 }
 
-// nfTableOf makes a results table of heads (those in left aligned left)
-// and rows of cells; a row with err has an error cell in place of its
-// figures, and a row with sep starts a block.
-func nfTableOf(heads []string, left func(h string) bool) (t *table, add func(cells []string, err string, sep bool)) {
-	t = &table{Head: [][]cell{nil}}
-	for _, h := range heads {
-		c := cell{Text: h}
-		if left(h) {
-			c.Class = "l"
-		}
-		t.Head[0] = append(t.Head[0], c)
+// nfDocSections are the results table of a side benchmark's Doc, its
+// notes and definitions, titled for a page that may hold both sides.
+func nfDocSections(id, title string, d *Doc, series []*hSeries) []section {
+	out := docSections(id+"-results", title+" results", d, series...)
+	for i := range out[1:] {
+		out[i+1].Title = title + ": " + strings.ToLower(out[i+1].Title)
 	}
-	return t, func(cells []string, err string, sep bool) {
-		var r trow
-		if sep {
-			r.Class = "sep"
-		}
-		for i, c := range cells {
-			r.Cells = append(r.Cells, cell{Text: c, Class: t.Head[0][i].Class})
-		}
-		if err != "" {
-			r.Cells = append(r.Cells, cell{Text: "error: " + err, Class: "error", Span: len(heads) - len(cells)})
-		}
-		t.Rows = append(t.Rows, r)
-	}
+	return out
 }
 
-func nfFileSection(in []filesrv.Result) section {
+func nfFileSections(in []filesrv.Result) []section {
 	rows := nfFileRows(in)
 	s := section{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
 	intro := "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
@@ -380,43 +350,10 @@ func nfFileSection(in []filesrv.Result) section {
 			gbps)
 	}
 
-	proc := slices.ContainsFunc(rows, func(r filesrv.Result) bool { return r.ProcCPUSecPerGB > 0 })
-	heads := []string{"size", "conns", "method", "GB/s", "min–max", "CPU-s/GB", "min–max", "×readwrite", "syscalls/MB", "sys/resp"}
-	if proc {
-		heads = append(heads, "proc CPU-s/GB")
-	}
-	t, add := nfTableOf(append(heads, "runs", "verified"), func(h string) bool {
-		return h == "size" || h == "method" || h == "verified" || h == "min–max"
-	})
-	last := ""
-	for i := range rows {
-		r := &rows[i]
-		key := units.FormatSize(r.FileSize) + "/" + strconv.Itoa(r.Conns)
-		sep := key != last && last != ""
-		last = key
-		row := []string{units.FormatSize(r.FileSize), strconv.Itoa(r.Conns), r.Method}
-		if r.Responses == 0 && r.Err != "" {
-			add(row, r.Err, sep)
-			continue
-		}
-		row = append(row, nfNum(r.GBps), strings.Trim(nfSpread(r.GBpsMin, r.GBpsMax, r.Runs), "()"),
-			nfNum(r.CPUSecPerGB), strings.Trim(nfSpread(r.CPUSecPerGBMin, r.CPUSecPerGBMax, r.Runs), "()"),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), nfNum(r.SyscallsPerResp))
-		if proc {
-			row = append(row, nfNum(r.ProcCPUSecPerGB))
-		}
-		row = append(row, strconv.Itoa(r.Runs), nfVerified(r.Verified, r.Corrupted))
-		if r.Err != "" {
-			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
-		}
-		add(row, "", sep)
-	}
-	s.Table = t
-	s.Defs = nfDefs(fileServeLegend)
-	return s
+	return append([]section{s}, nfDocSections("file-serving", "File serving", FileServeDoc(rows), p.order)...)
 }
 
-func nfWritevSection(in []writev.Result) section {
+func nfWritevSections(in []writev.Result) []section {
 	rows := nfWritevRows(in)
 	s := section{ID: "writev", Title: "writev batching",
 		Intro: []string{"A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}}
@@ -454,28 +391,7 @@ func nfWritevSection(in []writev.Result) section {
 				return hBar{v: r.CPUNsPerResp, lo: r.CPUNsPerRespMin, hi: r.CPUNsPerRespMax, tip: tip(r)}
 			}))
 	}
-	t, add := nfTableOf([]string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "min–max", "×writes", "wall ns/resp", "runs", "verified"},
-		func(h string) bool { return h == "way" || h == "verified" || h == "min–max" })
-	last := -1
-	for _, r := range rows {
-		sep := r.K != last && last >= 0
-		last = r.K
-		row := []string{strconv.Itoa(r.K), strconv.Itoa(r.RespBytes), r.Way}
-		if r.Responses == 0 && r.Err != "" {
-			add(row, r.Err, sep)
-			continue
-		}
-		row = append(row, fixed(r.SyscallsPerResp, 2), nfInt(r.CPUNsPerResp),
-			strings.Trim(nfSpreadInt(r.CPUNsPerRespMin, r.CPUNsPerRespMax, r.Runs), "()"),
-			nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), nfInt(r.NsPerResp), strconv.Itoa(r.Runs), nfVerified(r.Verified, 0))
-		if r.Err != "" {
-			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
-		}
-		add(row, "", sep)
-	}
-	s.Table = t
-	s.Defs = nfDefs(writevLegend)
-	return s
+	return append([]section{s}, nfDocSections("writev", "writev", WritevDoc(rows), p.order)...)
 }
 
 // nfPlot draws a side benchmark's rows: bars in groups (a file size, a

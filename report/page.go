@@ -68,7 +68,7 @@ type table struct {
 }
 
 type trow struct {
-	Class string // fio, failed, sep (starts a block), group
+	Class string // sub (a fio twin under its row), failed, group
 	Cells []cell
 }
 
@@ -112,9 +112,16 @@ func renderPage(w io.Writer, p page) error {
 	return execute(w, "page", p)
 }
 
-// renderSection writes s alone, a <section> for a page that has the
+// renderSections writes ss alone, <section>s for a page that has the
 // stylesheet.
-func renderSection(w io.Writer, s section) error { return execute(w, "section", s) }
+func renderSections(w io.Writer, ss []section) error {
+	for _, s := range ss {
+		if err := execute(w, "section", s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func execute(w io.Writer, name string, data any) error {
 	var b bytes.Buffer
@@ -279,8 +286,8 @@ th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px soli
 th{position:sticky;top:0;background:#f0f2f5;font-weight:600;color:#39424c;border-bottom:1px solid var(--line)}
 th.l,td.l{text-align:left}
 tr.group th{text-align:left;background:#fafbfc}
-tr.sep td{border-top:2px solid var(--line)}
-tr.fio td{background:#fafbfc;color:#4a535d}
+tr.sub td{background:#fafbfc;color:#4a535d}
+tr.sub td:first-child{padding-left:24px}
 tr:hover td{background:#f3f6fa}
 td.strong{font-weight:650}
 td.muted{color:var(--muted)}
@@ -310,7 +317,7 @@ h2{break-after:avoid}
 table{font-size:6.5pt}
 th,td{padding:1px 3px}
 th{position:static}
-tr.fio td,tr:hover td{background:none}
+tr.sub td,tr:hover td{background:none}
 }
 </style>
 </head>
@@ -361,50 +368,18 @@ tr.fio td,tr:hover td{background:none}
 // docSections draws a Doc (model.go) on a page: its table (every column,
 // with a min–max beside the figures that have one, as the text table
 // shows it with --wide) in a section with id, then its notes and its
-// legend. d.Header belongs in the page's header cards, d.After in an
-// intro.
-func docSections(id, title string, d *Doc) []section {
+// legend. A group's title is a row of its own; a sub-row (a fio twin) is
+// indented under its row; a failed row shows its error after its name; a
+// noisy row says why in its name's tooltip; the headline figures are
+// bold, and a verdict ("ok", "BAD", "MISMATCH") is green or red. When
+// series are given, a row's name has the swatch of its series, the one
+// whose name it is or starts (docSeries), as in the charts.
+//
+// d.Header belongs in the page's header cards, d.After in an intro.
+func docSections(id, title string, d *Doc, series ...*hSeries) []section {
 	res := section{ID: id, Title: title}
 	if len(d.Columns) > 0 && len(d.Groups) > 0 {
-		cols := d.shown(DocOptions{Wide: true})
-		spread := make([]bool, len(cols))
-		t := &table{Head: [][]cell{nil}}
-		lefts := 0
-		for k, i := range cols {
-			c := d.Columns[i]
-			h := cell{Text: c.Title}
-			if c.Left {
-				h.Class = "l"
-				lefts++
-			}
-			t.Head[0] = append(t.Head[0], h)
-			if spread[k] = d.hasSpread(i); spread[k] {
-				t.Head[0] = append(t.Head[0], cell{Text: "min–max", Class: "l"})
-			}
-		}
-		for _, g := range d.Groups {
-			if g.Title != "" {
-				t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
-			}
-			for _, r := range g.Rows {
-				row := trow{}
-				if r.Sub {
-					row.Class = "sub"
-				}
-				for k, s := range d.cellTexts(r, cols, spread, "") {
-					c := cell{Text: s, Class: t.Head[0][k].Class}
-					if r.Err != "" && k == max(lefts, 1) {
-						row.Class = strings.TrimSpace(row.Class + " failed")
-						c = cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k}
-						row.Cells = append(row.Cells, c)
-						break
-					}
-					row.Cells = append(row.Cells, c)
-				}
-				t.Rows = append(t.Rows, row)
-			}
-		}
-		res.Table = t
+		res.Table = docTableHTML(d, series)
 	}
 	out := []section{res}
 	if len(d.Notes) > 0 {
@@ -418,4 +393,89 @@ func docSections(id, title string, d *Doc) []section {
 		out = append(out, defs)
 	}
 	return out
+}
+
+func docTableHTML(d *Doc, series []*hSeries) *table {
+	cols := d.shown(DocOptions{Wide: true})
+	spread := make([]bool, len(cols))
+	t := &table{Head: [][]cell{nil}}
+	var class []string // each table column's cells' class
+	lefts := 0
+	for k, i := range cols {
+		c := d.Columns[i]
+		h, cl := cell{Text: c.Title}, ""
+		switch {
+		case c.Left:
+			h.Class, cl = "l", "l"
+			lefts++
+		case c.Headline:
+			cl = "strong"
+		}
+		t.Head[0], class = append(t.Head[0], h), append(class, cl)
+		if spread[k] = d.hasSpread(i); spread[k] {
+			t.Head[0], class = append(t.Head[0], cell{Text: "min–max", Class: "l"}), append(class, "l muted")
+		}
+	}
+	for _, g := range d.Groups {
+		if g.Title != "" {
+			t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
+		}
+		for _, r := range g.Rows {
+			var row trow
+			if r.Sub {
+				row.Class = "sub"
+			}
+			for k, s := range d.cellTexts(r, cols, spread, "") {
+				c := cell{Text: s, Class: class[k]}
+				if k == 0 {
+					if s := docSeries(series, s); s != nil {
+						c.Swatch = s.swatch()
+					}
+					if r.Noisy != "" {
+						c.Title = "noisy runs (kept in the figures): " + r.Noisy
+					}
+				} else if !strings.HasPrefix(class[k], "l") {
+					c.Class = strings.TrimSpace(c.Class + " " + verdictTextClass(s))
+				}
+				if r.Err != "" && k == max(lefts, 1) {
+					row.Class = strings.TrimSpace(row.Class + " failed")
+					row.Cells = append(row.Cells, cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k})
+					break
+				}
+				row.Cells = append(row.Cells, c)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t
+}
+
+// docSeries is the series a row named name is drawn in: the one of that
+// name, or else the longest whose name and a space start it ("io_uring"
+// for "io_uring qd32", "fio io_uring" for "fio io_uring qd32").
+func docSeries(series []*hSeries, name string) *hSeries {
+	var best *hSeries
+	for _, s := range series {
+		if s.name == name {
+			return s
+		}
+		if strings.HasPrefix(name, s.name+" ") && (best == nil || len(s.name) > len(best.name)) {
+			best = s
+		}
+	}
+	return best
+}
+
+// verdictTextClass colours a verdict in a table: "ok" green, and a word
+// in capitals (BAD, MISMATCH, CORRUPT, NO) red.
+func verdictTextClass(s string) string {
+	if s == "ok" {
+		return "ok"
+	}
+	for _, w := range strings.Fields(s) {
+		if w = strings.TrimRight(w, ":;,."); len(w) > 1 && strings.Trim(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+			return "bad"
+		}
+	}
+	return ""
 }
