@@ -31,8 +31,56 @@ import (
 // GROUP names the workload (block size, and pattern, workers or consume
 // mode when those vary) and is left out when there is one; PANEL is the
 // same without the block size.
+//
+// A tree's page (bench --tree) holds two charts, files per second with
+// its whiskers (data-chart "files-per-s") and CPU-s per 1,000 files
+// ("cpu-per-1k-files"), a group per cache state and a bar per engine,
+// then the tree's table (BenchDoc), notes and definitions.
 func HTML(w io.Writer, r *bench.Report) error {
+	if r.Tree != nil {
+		return renderPage(w, treePage(r))
+	}
 	return renderPage(w, newHModel(r).page())
+}
+
+// treePage is the page of a tree's report.
+func treePage(r *bench.Report) page {
+	t := r.Tree
+	p := page{Title: "iopath bench --tree: " + t.Dir, Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
+		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
+	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
+	if t.Temporary {
+		extra = append(extra, "temporary: created for this run and removed after")
+	}
+	addKV(&p.Run, "tree", t.Dir+" ("+strings.Join(extra, ", ")+")")
+	addKV(&p.Run, "archive", t.Archive)
+	if !r.Started.IsZero() {
+		addKV(&p.Run, "started", stamp(r.Started))
+	}
+	var names []string
+	for _, res := range r.Results {
+		if !slices.Contains(names, res.Engine) {
+			names = append(names, res.Engine)
+		}
+	}
+	series, _ := nameSeries(names)
+	d := BenchDoc(r)
+	ids := chartIDs{}
+	bars := func(key, id, title, unit, caption string, value func(float64) string) chart {
+		id = ids.id(id)
+		return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title,
+			unit: unit, groups: docBars(d, key, series), series: series, value: value}))}
+	}
+	p.Sections = []section{
+		{ID: "throughput", Title: "Files per second", Charts: []chart{bars("files_per_s", "files-per-s", "Files per second", "files/s",
+			"Median files delivered per second of wall time (walk, open, read and close included; higher is better); "+
+				"the whisker spans the slowest to the fastest run. A shaded gap is a row that failed or did not run (hover for why).",
+			hSig3)}},
+		{ID: "cpu", Title: "CPU cost", Charts: []chart{bars("cpu_s_per_1k_files", "cpu-per-1k-files", "CPU per 1,000 files", "CPU-s per 1k files",
+			"User + system CPU seconds per 1,000 files delivered (lower is better), median over the runs.", hSig3)}},
+	}
+	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
+	return p
 }
 
 // hGroup is a workload without its queue depth: the bars of one x group,

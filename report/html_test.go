@@ -484,6 +484,37 @@ func TestHTMLUnknownEngines(t *testing.T) {
 	checkCharts(t, doc, smallSweepCharts)
 }
 
+// A tree's page: files/s and CPU per 1k files, a group per cache state
+// and a bar per engine (a gap for the failed and the interrupted row),
+// then BenchDoc's table with every row; offline like every page.
+func TestHTMLTree(t *testing.T) {
+	r := treeSample()
+	doc := renderHTML(t, r)
+	checkOffline(t, doc)
+	checkCharts(t, doc, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5})
+	fps := svgOf(t, doc, "files-per-s")
+	for _, want := range []string{">warm</text>", ">cold</text>", ">error</text>", ">not run</text>", `class="whisker"`, `class="noisy"`,
+		`fill="` + hEngineColors["io_uring"] + `"`} {
+		if !strings.Contains(fps, want) {
+			t.Errorf("files/s chart lacks %s", want)
+		}
+	}
+	body := doc[strings.Index(doc, "<tbody>"):strings.Index(doc, "</tbody>")]
+	if n := strings.Count(body, "<tr"); n != len(r.Results) {
+		t.Errorf("%d table rows, want %d", n, len(r.Results))
+	}
+	if n := strings.Count(body, `<td class="error"`); n != 2 {
+		t.Errorf("%d error cells, want 2", n)
+	}
+	for _, want := range []string{"iopath bench --tree: /var/tmp/tree", "100000 files", "/var/tmp/tree.tar.zst", r.Command,
+		`<span class="sw" style="background:` + hEngineColors["pool"] + `"></span>pool ×64`, "<th>files/s</th>", "<dt>CPU-s/1k</dt>",
+		r.Notes[0], "2 files could not be opened"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
 func TestHTMLDeterministic(t *testing.T) {
 	a, b := renderHTML(t, bigSweep()), renderHTML(t, bigSweep())
 	if a != b {
@@ -574,6 +605,7 @@ func pages(t *testing.T) map[string]string {
 		out[f.name] = renderHTML(t, f.report())
 	}
 	out["warmOnly"] = renderHTML(t, warmOnly())
+	out["tree"] = renderHTML(t, treeSample())
 	out["net"] = netRenderHTML(t, netBig())
 	var b bytes.Buffer
 	if err := NetFileHTML(&b, NetFilePage{FileServe: fileServeFixture(), Writev: writevFixture()}); err != nil {

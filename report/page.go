@@ -13,8 +13,10 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -478,4 +480,70 @@ func verdictTextClass(s string) string {
 		}
 	}
 	return ""
+}
+
+// docBars makes a bar chart's groups from d's column key: a group per Doc
+// group and the row's other Left cells (its cache state, say), a bar per
+// row in the series its first cell names (docSeries), with its runs'
+// min–max as the whisker. A failed row is a gap saying "error", or "not
+// run" for a row an interrupt kept from running; a noisy row carries its
+// reason. Rows of no series are left out.
+func docBars(d *Doc, key string, series []*hSeries) []hBarGroup {
+	col := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == key })
+	if col < 0 {
+		return nil
+	}
+	c := d.Columns[col]
+	var out []hBarGroup
+	at := map[string]int{}
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			if len(r.Cells) == 0 {
+				continue
+			}
+			s := docSeries(series, r.Cells[0].Text)
+			if s == nil {
+				continue
+			}
+			parts := []string{g.Title}
+			for i := 1; i < len(d.Columns) && i < len(r.Cells); i++ {
+				if d.Columns[i].Left && !d.Columns[i].Hidden {
+					parts = append(parts, r.Cells[i].Text)
+				}
+			}
+			label := strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), " · ")
+			gi, ok := at[label]
+			if !ok {
+				gi, at[label] = len(out), len(out)
+				out = append(out, hBarGroup{label: label})
+			}
+			tip := r.Cells[0].Text
+			if label != "" {
+				tip += " · " + label
+			}
+			b := hBar{s: s, noisy: r.Noisy}
+			switch {
+			case r.Err != "":
+				b.err, b.tip = "error", tip+"\n"+r.Err
+				if strings.HasPrefix(r.Err, "not run") {
+					b.err = "not run"
+				}
+			case col < len(r.Cells):
+				v := r.Cells[col]
+				b.v, b.tip = hFiniteOr0(v.Value), tip+"\n"+c.Title+": "+strings.TrimSpace(v.format(c))
+				if v.hasSpread() {
+					b.lo, b.hi = hFiniteOr0(v.Min), hFiniteOr0(v.Max)
+					b.tip += " " + v.spread(c)
+				}
+				if n := len(v.Runs); n > 1 {
+					b.tip += fmt.Sprintf(", median of %d runs", n)
+				}
+				if r.Noisy != "" {
+					b.tip += "\nnoisy: " + r.Noisy
+				}
+			}
+			out[gi].bars = append(out[gi].bars, b)
+		}
+	}
+	return out
 }
