@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,7 +11,6 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netbench"
 )
 
 // Descriptions shared by the renderers, so that every output names a
@@ -262,70 +260,3 @@ func mdEscape(s string) string {
 	}
 	return b.String()
 }
-
-// Figures of a net bench point as the HTML page shows them.
-
-// netStat is a figure over a row's runs: the median the model holds and
-// the min and max of the runs.
-type netStat struct{ med, lo, hi float64 }
-
-func netSpan(med float64, runs []netbench.Run, f func(*netbench.Run) float64) netStat {
-	s := netStat{med: med, lo: math.Inf(1), hi: math.Inf(-1)}
-	for i := range runs {
-		if x := f(&runs[i]); finite(x) {
-			s.lo, s.hi = min(s.lo, x), max(s.hi, x)
-		}
-	}
-	if math.IsInf(s.lo, 0) {
-		s.lo, s.hi = 0, 0
-	}
-	return s
-}
-
-func netServerCPU(p *netbench.Point) netStat {
-	return netSpan(p.ServerCPUPerReqUs, p.Runs, func(r *netbench.Run) float64 { return r.ServerCPUPerReqUs })
-}
-
-func netQPS(p *netbench.Point) netStat {
-	return netSpan(p.QPS, p.Runs, func(r *netbench.Run) float64 { return r.QPS })
-}
-
-func netP99(p *netbench.Point) netStat {
-	return netSpan(float64(p.P99Ns), p.Runs, func(r *netbench.Run) float64 { return float64(r.P99Ns) })
-}
-
-// netPerReq formats a CPU-µs per request figure; 0 is "not measured".
-func netPerReq(us float64) string {
-	if us == 0 {
-		return "-"
-	}
-	return hSig3(us)
-}
-
-// netFmtQPS formats requests per second with three significant figures: 950,
-// 8.21k, 172k, 1.23M.
-func netFmtQPS(q float64) string {
-	if !finite(q) {
-		return "n/a"
-	}
-	if q < 999.5 {
-		return fmt.Sprintf("%.0f", q)
-	}
-	v, unit := q, ""
-	for _, u := range []string{"k", "M", "G"} {
-		if v < 999.5 {
-			break
-		}
-		v, unit = v/1000, u
-	}
-	switch {
-	case v < 9.995:
-		return fmt.Sprintf("%.2f%s", v, unit)
-	case v < 99.95:
-		return fmt.Sprintf("%.1f%s", v, unit)
-	}
-	return fmt.Sprintf("%.0f%s", v, unit)
-}
-
-// netFmtMBps formats MB/s with three significant figures.
-func netFmtMBps(m float64) string { return hSig3(m) }
