@@ -65,19 +65,13 @@ func treePage(r *bench.Report) page {
 	}
 	series, _ := nameSeries(names)
 	d := BenchDoc(r)
-	ids := chartIDs{}
-	bars := func(key, id, title, unit, caption string, value func(float64) string) chart {
-		id = ids.id(id)
-		return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title,
-			unit: unit, groups: docBars(d, key, series), series: series, value: value}))}
-	}
 	p.Sections = []section{
-		{ID: "throughput", Title: "Files per second", Charts: []chart{bars("files_per_s", "files-per-s", "Files per second", "files/s",
-			"Median files delivered per second of wall time (walk, open, read and close included; higher is better); "+
-				"the whisker spans the slowest to the fastest run. A shaded gap is a row that failed or did not run (hover for why).",
-			hSig3)}},
-		{ID: "cpu", Title: "CPU cost", Charts: []chart{bars("cpu_s_per_1k_files", "cpu-per-1k-files", "CPU per 1,000 files", "CPU-s per 1k files",
-			"User + system CPU seconds per 1,000 files delivered (lower is better), median over the runs.", hSig3)}},
+		{ID: "throughput", Title: "Files per second", Charts: []chart{barChart("files-per-s", "Files per second", "Median files delivered "+
+			"per second of wall time (walk, open, read and close included; higher is better); the whisker spans the slowest to the fastest "+
+			"run. A shaded gap is a row that failed or did not run (hover for why).", "files/s", docBars(d, "files_per_s", series), series, nil)}},
+		{ID: "cpu", Title: "CPU cost", Charts: []chart{barChart("cpu-per-1k-files", "CPU per 1,000 files", "User + system CPU seconds per "+
+			"1,000 files delivered (lower is better), median over the runs; the whisker spans the runs.", "CPU-s per 1k files",
+			docBars(d, "cpu_s_per_1k_files", series), series, nil)}},
 	}
 	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
 	return p

@@ -547,3 +547,49 @@ func docBars(d *Doc, key string, series []*hSeries) []hBarGroup {
 	}
 	return out
 }
+
+// docLines makes a line per series of d's column key: a point per Doc
+// group (x its index) for each row of the series, a failed row an ×.
+func docLines(d *Doc, key string, series []*hSeries) []hLine {
+	col := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == key })
+	if col < 0 {
+		return nil
+	}
+	c := d.Columns[col]
+	var lines []hLine
+	for _, s := range series {
+		l := hLine{s: s}
+		for gi, g := range d.Groups {
+			for _, r := range g.Rows {
+				if len(r.Cells) == 0 || docSeries(series, r.Cells[0].Text) != s {
+					continue
+				}
+				pt := hPoint{x: float64(gi), tip: s.name + " · " + g.Title}
+				if r.Err != "" {
+					pt.err, pt.tip = r.Err, pt.tip+"\n"+r.Err
+				} else if col < len(r.Cells) {
+					pt.y, pt.tip = hFiniteOr0(r.Cells[col].Value), pt.tip+"\n"+c.Title+": "+strings.TrimSpace(r.Cells[col].format(c))
+				}
+				l.pts = append(l.pts, pt)
+			}
+		}
+		if len(l.pts) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// barChart is a chart of bars (hBarChart); value labels the bars (nil:
+// three significant figures).
+func barChart(id, title, caption, unit string, groups []hBarGroup, series []*hSeries, value func(float64) string) chart {
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: unit,
+		groups: groups, series: series, value: value, shareLabel: "io_uring kernel threads"}))}
+}
+
+// logLineChart is a chart of lines over categories (hLineChart) on a log
+// axis.
+func logLineChart(id, title, caption, xLabel, unit string, cats []string, lines []hLine) chart {
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title,
+		x: hAxisSpec{label: xLabel, cats: cats}, y: hAxisSpec{label: unit, log10: true, fmt: hSig3}, lines: lines}))}
+}
