@@ -293,10 +293,8 @@ tr.sub td:first-child{padding-left:24px}
 tr:hover td{background:#f3f6fa}
 td.strong{font-weight:650}
 td.muted{color:var(--muted)}
-td.noisy{color:#8a6400}
 td.ok,.good{color:var(--ok)}
 td.bad,.bad{color:var(--err);font-weight:700}
-td.noise,td.unknown{color:var(--muted)}
 td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 ul.notes{margin:6px 0;padding-left:20px}
