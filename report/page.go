@@ -77,7 +77,7 @@ type trow struct {
 type cell struct {
 	Text, Class, Title string
 	Swatch             template.CSS // a colour swatch before the text: its background, from svg.go's palette only
-	Span, RowSpan      int          // colspan, rowspan when > 1
+	Span               int          // colspan when > 1
 	Head               bool         // a <th> (header rows are always <th>)
 }
 
@@ -94,9 +94,6 @@ func (c cell) Attrs() template.HTMLAttr {
 	}
 	if c.Span > 1 {
 		b.WriteString(` colspan="` + strconv.Itoa(c.Span) + `"`)
-	}
-	if c.RowSpan > 1 {
-		b.WriteString(` rowspan="` + strconv.Itoa(c.RowSpan) + `"`)
 	}
 	return template.HTMLAttr(b.String())
 }
