@@ -201,6 +201,7 @@ func TestBrowserHTML(t *testing.T) {
 	}{
 		{"sample", sample, sampleCharts},
 		{"smallSweep", smallSweep, smallSweepCharts},
+		{"tree", treeSample, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5}},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()
@@ -219,7 +220,7 @@ func TestBrowserHTML(t *testing.T) {
 			checkCharts(t, dom, f.charts)
 			if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
 				t.Error("no results table in the DOM")
-			} else if n := strings.Count(dom[i:j], "<tr"); n != len(r.Results) {
+			} else if n := strings.Count(dom[i:j], "<tr") - strings.Count(dom[i:j], `<tr class="group">`); n != len(r.Results) {
 				t.Errorf("%d table rows in the DOM, want %d", n, len(r.Results))
 			}
 			if p := consoleProblems(stderr); len(p) > 0 {

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,7 +11,6 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/netresult"
 )
 
 // Descriptions shared by the renderers, so that every output names a
@@ -127,9 +125,6 @@ func fixed(f float64, prec int) string {
 
 func gibps(bytesPerS float64) string { return fixed(bytesPerS/(1<<30), 2) }
 
-// headerField is one line of a report's header.
-type headerField struct{ label, value string }
-
 // latency formats nanoseconds with three significant figures at most:
 // 850ns, 1.2µs, 15.3µs, 153µs, 2.1ms, 1.25s. Zero (not measured) is "-".
 func latency(ns int64) string {
@@ -152,20 +147,6 @@ func latency(ns int64) string {
 	default:
 		return fmt.Sprintf("%.0f%s", v, unit)
 	}
-}
-
-// legendEntry explains one column or mark.
-type legendEntry struct{ term, text string }
-
-// legendText lays the legend out in two columns, wrapped.
-func legendText(entries []legendEntry) string {
-	const indent = 15
-	var b strings.Builder
-	for _, e := range entries {
-		lead := e.term + strings.Repeat(" ", max(indent-width(e.term), 1))
-		b.WriteString(wrapText(lead, e.text, indent, 88))
-	}
-	return b.String()
 }
 
 // machineLine describes the machine in one line.
@@ -205,9 +186,6 @@ func ratio(f float64) string {
 	}
 	return fmt.Sprintf("%.2f×", f)
 }
-
-// textWrap is the column before which the header and the notes wrap.
-const textWrap = 120
 
 // versionLine gives the Go and iopath versions.
 func versionLine(r *bench.Report) string {
@@ -282,100 +260,3 @@ func mdEscape(s string) string {
 	}
 	return b.String()
 }
-
-// mdCode makes s an inline code span, with a fence longer than any run of
-// backticks in it. Inside a table a | would still need escaping; code
-// spans are used outside tables only.
-func mdCode(s string) string {
-	s = oneLine(s)
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + s + fence
-}
-
-// Figures of a net bench point as the HTML page shows them.
-
-// netStat is a figure over a row's runs: the median the model holds and
-// the min and max of the runs.
-type netStat struct{ med, lo, hi float64 }
-
-func netSpan(med float64, runs []netresult.Run, f func(*netresult.Run) float64) netStat {
-	s := netStat{med: med, lo: math.Inf(1), hi: math.Inf(-1)}
-	for i := range runs {
-		if x := f(&runs[i]); finite(x) {
-			s.lo, s.hi = min(s.lo, x), max(s.hi, x)
-		}
-	}
-	if math.IsInf(s.lo, 0) {
-		s.lo, s.hi = 0, 0
-	}
-	return s
-}
-
-func netServerCPU(p *netresult.Point) netStat {
-	return netSpan(p.ServerCPUPerReqUs, p.Runs, func(r *netresult.Run) float64 { return r.ServerCPUPerReqUs })
-}
-
-func netQPS(p *netresult.Point) netStat {
-	return netSpan(p.QPS, p.Runs, func(r *netresult.Run) float64 { return r.QPS })
-}
-
-func netP99(p *netresult.Point) netStat {
-	return netSpan(float64(p.P99Ns), p.Runs, func(r *netresult.Run) float64 { return float64(r.P99Ns) })
-}
-
-// netSpreadPct is half the min–max range of the runs as a percentage of the
-// median: "±4%". Empty with fewer than two runs.
-func netSpreadPct(s netStat, runs int) string {
-	if runs < 2 || !(s.med > 0) || !finite(s.med) || s.hi < s.lo {
-		return ""
-	}
-	return fmt.Sprintf("±%.0f%%", 50*(s.hi-s.lo)/s.med)
-}
-
-// netPerReq formats a CPU-µs per request figure; 0 is "not measured".
-func netPerReq(us float64) string {
-	if us == 0 {
-		return "-"
-	}
-	return hSig3(us)
-}
-
-// netFmtQPS formats requests per second with three significant figures: 950,
-// 8.21k, 172k, 1.23M.
-func netFmtQPS(q float64) string {
-	if !finite(q) {
-		return "n/a"
-	}
-	if q < 999.5 {
-		return fmt.Sprintf("%.0f", q)
-	}
-	v, unit := q, ""
-	for _, u := range []string{"k", "M", "G"} {
-		if v < 999.5 {
-			break
-		}
-		v, unit = v/1000, u
-	}
-	switch {
-	case v < 9.995:
-		return fmt.Sprintf("%.2f%s", v, unit)
-	case v < 99.95:
-		return fmt.Sprintf("%.1f%s", v, unit)
-	}
-	return fmt.Sprintf("%.0f%s", v, unit)
-}
-
-// netFmtMBps formats MB/s with three significant figures.
-func netFmtMBps(m float64) string { return hSig3(m) }

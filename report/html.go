@@ -31,8 +31,50 @@ import (
 // GROUP names the workload (block size, and pattern, workers or consume
 // mode when those vary) and is left out when there is one; PANEL is the
 // same without the block size.
+//
+// A tree's page (bench --tree) holds two charts, files per second with
+// its whiskers (data-chart "files-per-s") and CPU-s per 1,000 files
+// ("cpu-per-1k-files"), a group per cache state and a bar per engine,
+// then the tree's table (BenchDoc), notes and definitions.
 func HTML(w io.Writer, r *bench.Report) error {
+	if r.Tree != nil {
+		return renderPage(w, treePage(r))
+	}
 	return renderPage(w, newHModel(r).page())
+}
+
+// treePage is the page of a tree's report.
+func treePage(r *bench.Report) page {
+	t := r.Tree
+	p := page{Title: "iopath bench --tree: " + t.Dir, Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
+		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
+	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
+	if t.Temporary {
+		extra = append(extra, "temporary: created for this run and removed after")
+	}
+	addKV(&p.Run, "tree", t.Dir+" ("+strings.Join(extra, ", ")+")")
+	addKV(&p.Run, "archive", t.Archive)
+	if !r.Started.IsZero() {
+		addKV(&p.Run, "started", stamp(r.Started))
+	}
+	var names []string
+	for _, res := range r.Results {
+		if !slices.Contains(names, res.Engine) {
+			names = append(names, res.Engine)
+		}
+	}
+	series, _ := nameSeries(names)
+	d := BenchDoc(r)
+	p.Sections = []section{
+		{ID: "throughput", Title: "Files per second", Charts: []chart{barChart("files-per-s", "Files per second", "Median files delivered "+
+			"per second of wall time (walk, open, read and close included; higher is better); the whisker spans the slowest to the fastest "+
+			"run. A shaded gap is a row that failed or did not run (hover for why).", "files/s", docBars(d, "files_per_s", series), series, nil)}},
+		{ID: "cpu", Title: "CPU cost", Charts: []chart{barChart("cpu-per-1k-files", "CPU per 1,000 files", "User + system CPU seconds per "+
+			"1,000 files delivered (lower is better), median over the runs; the whisker spans the runs.", "CPU-s per 1k files",
+			docBars(d, "cpu_s_per_1k_files", series), series, nil)}},
+	}
+	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
+	return p
 }
 
 // hGroup is a workload without its queue depth: the bars of one x group,
@@ -623,33 +665,6 @@ func (m *hModel) qdCharts() []chart {
 
 // --- page
 
-var hColumns = []cell{
-	{Text: "engine", Class: "l"}, {Text: "cache", Class: "l"}, {Text: "pattern", Class: "l"}, {Text: "bs"},
-	{Text: "workers"}, {Text: "qd", Title: "queue depth per worker; 0: no queue"}, {Text: "consume", Class: "l"},
-	{Text: "GiB/s", Title: "median over the runs"}, {Text: "min–max", Class: "l"}, {Text: "vs fio", Title: "median throughput ÷ the fio twin's"},
-	{Text: "CPU-s/GiB", Title: "user+system CPU seconds per GiB delivered"}, {Text: "io thr", Title: "of CPU-s/GiB: io_uring kernel threads (iou-sqp, iou-wrk), included"},
-	{Text: "usr%"}, {Text: "sys%"},
-	{Text: "P50"}, {Text: "P90"}, {Text: "P99"}, {Text: "P99.9"}, {Text: "P99.99"}, {Text: "max"},
-	{Text: "syscalls", Title: "per pass over the file"}, {Text: "minflt"}, {Text: "majflt"}, {Text: "vcsw"}, {Text: "ivcsw"},
-	{Text: "checksum", Class: "l"}, {Text: "runs", Class: "l"},
-}
-
-const hErrCol = 7 // cells before the error message in a failed row
-
-var hDefs = []kv{
-	{"GiB/s", "bytes delivered to the consumer per second of wall time, open and close included, median over the runs; 1 GiB = 2³⁰ bytes. The whisker and min–max span the slowest and fastest run."},
-	{"CPU-s/GiB", "user + system CPU seconds per GiB delivered: lower is better, and steadier than GiB/s on a busy machine. For io_uring it includes the kernel threads (iou-sqp, iou-wrk) working for the run; fio's figure does not."},
-	{"usr% sys%", "user and system CPU time as % of one core over the wall time."},
-	{"P50 … P99.99", "latency per block: request issued to data available to the consumer, over all runs' blocks together; “-” when not measured."},
-	{"syscalls", "per pass over the file, counted at the engine's own call sites, not the Go runtime's."},
-	{"minflt majflt", "minor and major page faults per pass (major: the page was read from disk)."},
-	{"vcsw ivcsw", "voluntary and involuntary context switches per pass."},
-	{"checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked (consume none or touch, the null engine, fio)."},
-	{"qd", "queue depth per worker; 0 for engines with no queue (one request in flight per worker)."},
-	{"fio rows", "fio running the same workload with the named ioengine, beside the iopath engine it mirrors; hatched bars and dashed lines in the charts."},
-	{"noisy", "a run during which another process took more than 10% of a core, or a warm run lost cached pages; kept in the figures and marked ▲."},
-}
-
 func (m *hModel) page() page {
 	r := m.rep
 	p := page{Title: "iopath bench report", Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
@@ -722,112 +737,6 @@ func (m *hModel) page() page {
 	if qd := m.qdCharts(); len(qd) > 0 {
 		p.Sections = append(p.Sections, section{ID: "sweep-qd", Title: "Queue depth sweep", Grid: true, Charts: qd})
 	}
-	results := section{ID: "results", Title: "Results"}
-	if len(m.rows) > 0 {
-		results.Table = &table{Head: [][]cell{hColumns}}
-		for _, row := range m.rows {
-			results.Table.Rows = append(results.Table.Rows, hTableRow(row))
-		}
-	}
-	p.Sections = append(p.Sections, results)
-	if n := m.notes(); len(n) > 0 {
-		p.Sections = append(p.Sections, section{ID: "notes", Title: "Notes", List: n})
-	}
-	p.Sections = append(p.Sections, section{ID: "definitions", Title: "Definitions", Defs: hDefs})
+	p.Sections = append(p.Sections, docSections("results", "Results", BenchDoc(r), m.series...)...)
 	return p
-}
-
-func hTableRow(row hRow) trow {
-	r := row.r
-	s := row.s
-	eng := cell{Text: s.name, Class: "l eng", Swatch: s.swatch()}
-	if s.fio && r.Twin != "" {
-		eng.Title = "fio " + r.Engine + ", twin of iopath's " + r.Twin
-	}
-	out := trow{}
-	if s.fio {
-		out.Class = "fio"
-	}
-	bs := ""
-	if r.BS > 0 {
-		bs = units.FormatSize(int64(r.BS))
-	}
-	out.Cells = []cell{eng, {Text: r.Cache, Class: "l"}, {Text: r.Pattern, Class: "l"}, {Text: bs},
-		{Text: strconv.Itoa(r.Workers)}, {Text: strconv.Itoa(r.QD)}, {Text: r.Consume, Class: "l"}}
-	if r.Error != "" {
-		out.Class = strings.TrimSpace(out.Class + " failed")
-		out.Cells = append(out.Cells, cell{Text: failure(r), Class: "error", Span: len(hColumns) - hErrCol})
-		return out
-	}
-	spread, vs := "", ""
-	if len(r.Runs) > 1 {
-		spread = gibps(r.BytesPerSMin) + "–" + gibps(r.BytesPerSMax)
-	}
-	if r.VsFio > 0 {
-		vs = fmt.Sprintf("%.2f×", r.VsFio)
-	}
-	iot := ""
-	if r.IOThreadCPUSPerGiB > 0 {
-		iot = fixed(r.IOThreadCPUSPerGiB, 3)
-	}
-	cnt := func(n int64) string {
-		if n < 0 {
-			return "-" // not counted (fio)
-		}
-		return count(n)
-	}
-	runs := cell{Text: strconv.Itoa(len(r.Runs)), Class: "l"}
-	if n := hNoisy(r); n != "" {
-		runs.Text += fmt.Sprintf(" ▲ %d noisy", r.NoisyRuns)
-		runs.Class += " noisy"
-		runs.Title = n
-	}
-	ck := cell{Text: checksum(r.ChecksumOK), Class: "l"}
-	if r.ChecksumOK != nil && !*r.ChecksumOK {
-		ck.Class += " bad"
-	}
-	out.Cells = append(out.Cells,
-		cell{Text: gibps(r.BytesPerS), Class: "num strong"}, cell{Text: spread, Class: "l muted"}, cell{Text: vs},
-		cell{Text: fixed(r.CPUSPerGiB, 3)}, cell{Text: iot}, cell{Text: fixed(r.UsrPct, 0)}, cell{Text: fixed(r.SysPct, 0)},
-		cell{Text: latency(r.LatP50Ns)}, cell{Text: latency(r.LatP90Ns)}, cell{Text: latency(r.LatP99Ns)},
-		cell{Text: latency(r.LatP999Ns)}, cell{Text: latency(r.LatP9999Ns)}, cell{Text: latency(r.LatMaxNs)},
-		cell{Text: cnt(r.Syscalls)}, cell{Text: cnt(r.MinFlt)}, cell{Text: cnt(r.MajFlt)}, cell{Text: cnt(r.NVCSw)},
-		cell{Text: cnt(r.NIVCSw)}, ck, runs)
-	return out
-}
-
-// notes lists the report's notes, then the rows' notes; a row note shared
-// by several rows of a series is listed once, with the rows it is about.
-func (m *hModel) notes() []string {
-	var out []string
-	for _, n := range m.rep.Notes {
-		out = append(out, oneLine(n))
-	}
-	type key struct{ series, note string }
-	var order []key
-	where := map[key][]string{}
-	for _, row := range m.rows {
-		for _, n := range row.r.Notes {
-			k := key{row.s.name, oneLine(n)}
-			if _, ok := where[k]; !ok {
-				order = append(order, k)
-			}
-			w := row.r.Cache
-			if row.g.label != "" {
-				w += " " + row.g.label
-			}
-			if row.r.QD > 0 {
-				w += fmt.Sprintf(" qd %d", row.r.QD)
-			}
-			where[k] = append(where[k], w)
-		}
-	}
-	for _, k := range order {
-		w := where[k]
-		if len(w) > 4 {
-			w = append(w[:3:3], fmt.Sprintf("%d more", len(w)-3))
-		}
-		out = append(out, fmt.Sprintf("%s (%s): %s", k.series, strings.Join(w, ", "), k.note))
-	}
-	return out
 }

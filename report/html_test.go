@@ -200,14 +200,23 @@ func TestHTMLCharts(t *testing.T) {
 	}
 }
 
-// Every row is in the table: failed ones with their error, fio ones marked.
+// Every row is in the table (BenchDoc's, under its workload's title):
+// failed ones with their error, fio ones with their engine's hatched
+// swatch, noisy ones saying why.
 func TestHTMLTable(t *testing.T) {
 	for _, f := range htmlFixtures {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()
 			doc := renderHTML(t, r)
 			body := doc[strings.Index(doc, "<tbody>"):strings.Index(doc, "</tbody>")]
-			if n := strings.Count(body, "<tr"); n != len(r.Results) {
+			groups := len(BenchDoc(r).Groups)
+			if groups == 1 {
+				groups = 0 // its title is in the header
+			}
+			if n := strings.Count(body, `<tr class="group">`); n != groups {
+				t.Errorf("%d group rows, want %d", n, groups)
+			}
+			if n := strings.Count(body, "<tr") - groups; n != len(r.Results) {
 				t.Errorf("%d table rows, want %d", n, len(r.Results))
 			}
 			fails, fio, noisy := 0, 0, 0
@@ -225,11 +234,11 @@ func TestHTMLTable(t *testing.T) {
 			if n := strings.Count(body, `<td class="error"`); n != fails {
 				t.Errorf("%d error cells, want %d", n, fails)
 			}
-			if n := strings.Count(body, `<tr class="fio`); n != fio {
-				t.Errorf("%d fio rows, want %d", n, fio)
+			if n := strings.Count(body, `<span class="sw" style="background:repeating-linear-gradient`); n != fio {
+				t.Errorf("%d hatched swatches, want %d fio rows", n, fio)
 			}
-			if n := strings.Count(body, "noisy</td>"); n != noisy {
-				t.Errorf("%d noisy marks, want %d", n, noisy)
+			if n := strings.Count(body, `title="noisy runs (kept in the figures): `); n != noisy {
+				t.Errorf("%d noisy rows, want %d", n, noisy)
 			}
 			for _, want := range []string{r.Command, r.Machine.Kernel, r.Machine.CPUModel, r.Machine.IOURing,
 				r.Machine.GoVersion, r.File.Path, "2026-11-22 02:42:11 UTC"} {
@@ -475,6 +484,37 @@ func TestHTMLUnknownEngines(t *testing.T) {
 	checkCharts(t, doc, smallSweepCharts)
 }
 
+// A tree's page: files/s and CPU per 1k files, a group per cache state
+// and a bar per engine (a gap for the failed and the interrupted row),
+// then BenchDoc's table with every row; offline like every page.
+func TestHTMLTree(t *testing.T) {
+	r := treeSample()
+	doc := renderHTML(t, r)
+	checkOffline(t, doc)
+	checkCharts(t, doc, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5})
+	fps := svgOf(t, doc, "files-per-s")
+	for _, want := range []string{">warm</text>", ">cold</text>", ">error</text>", ">not run</text>", `class="whisker"`, `class="noisy"`,
+		`fill="` + hEngineColors["io_uring"] + `"`} {
+		if !strings.Contains(fps, want) {
+			t.Errorf("files/s chart lacks %s", want)
+		}
+	}
+	body := doc[strings.Index(doc, "<tbody>"):strings.Index(doc, "</tbody>")]
+	if n := strings.Count(body, "<tr"); n != len(r.Results) {
+		t.Errorf("%d table rows, want %d", n, len(r.Results))
+	}
+	if n := strings.Count(body, `<td class="error"`); n != 2 {
+		t.Errorf("%d error cells, want 2", n)
+	}
+	for _, want := range []string{"iopath bench --tree: /var/tmp/tree", "100000 files", "/var/tmp/tree.tar.zst", r.Command,
+		`<span class="sw" style="background:` + hEngineColors["pool"] + `"></span>pool ×64`, "<th>files/s</th>", "<dt>CPU-s/1k</dt>",
+		r.Notes[0], "2 files could not be opened"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
 func TestHTMLDeterministic(t *testing.T) {
 	a, b := renderHTML(t, bigSweep()), renderHTML(t, bigSweep())
 	if a != b {
@@ -565,6 +605,7 @@ func pages(t *testing.T) map[string]string {
 		out[f.name] = renderHTML(t, f.report())
 	}
 	out["warmOnly"] = renderHTML(t, warmOnly())
+	out["tree"] = renderHTML(t, treeSample())
 	out["net"] = netRenderHTML(t, netBig())
 	var b bytes.Buffer
 	if err := NetFileHTML(&b, NetFilePage{FileServe: fileServeFixture(), Writev: writevFixture()}); err != nil {
@@ -675,25 +716,46 @@ func TestHTMLSignedChart(t *testing.T) {
 
 // A Doc is drawn as the text table draws it with --wide: every column, a
 // min–max beside figures that have one, group titles, a failed row's
-// error after its name; then its notes and legend.
+// error after its name; then its notes and legend. A row's name has its
+// series' swatch, a noisy row says why, a headline figure is bold and a
+// verdict coloured.
 func TestHTMLDocSections(t *testing.T) {
 	d := sampleDoc()
+	d.Columns[1].Headline = true
+	d.Columns = append(d.Columns, Column{Key: "integrity", Title: "integrity"})
+	for gi, g := range d.Groups {
+		for ri := range g.Rows {
+			v := []string{"ok", "BAD: 5 B lost", "", "ok"}[gi*3+ri]
+			d.Groups[gi].Rows[ri].Cells = append(d.Groups[gi].Rows[ri].Cells, TextCell(v))
+		}
+	}
+	d.Groups[1].Rows[0].Noisy = "another process used 38% of a core"
+	series, _ := nameSeries([]string{"epoll", "fio", "io_uring"})
+	series[1].fio = true
 	var b bytes.Buffer
-	if err := renderPage(&b, page{Title: "doc", Sections: docSections("results", "Results", d)}); err != nil {
+	if err := renderPage(&b, page{Title: "doc", Sections: docSections("results", "Results", d, series...)}); err != nil {
 		t.Fatal(err)
 	}
 	doc := b.String()
 	checkOffline(t, doc)
 	for _, want := range []string{
-		`<th class="l">engine</th><th>QPS</th><th class="l">min–max</th><th>P99 µs</th><th>threads</th>`,
-		`<tr class="group"><th colspan="5">4 KiB</th></tr>`,
-		`<tr><td class="l">epoll</td><td>100</td><td class="l">(90–120)</td><td>51.2</td><td>1</td></tr>`,
-		`<tr class="sub"><td class="l">fio</td>`,
-		`<tr class="failed"><td class="l">io_uring</td><td class="error" colspan="4">failed: EPERM</td></tr>`,
+		`<th class="l">engine</th><th>QPS</th><th class="l">min–max</th><th>P99 µs</th><th>threads</th><th>integrity</th>`,
+		`<tr class="group"><th colspan="6">4 KiB</th></tr>`,
+		`<tr><td class="l"><span class="sw" style="background:#59a14f"></span>epoll</td><td class="strong">100</td><td class="l muted">(90–120)</td><td>51.2</td><td>1</td><td class="ok">ok</td></tr>`,
+		`<tr class="sub"><td class="l"><span class="sw" style="background:repeating-linear-gradient(`,
+		`<td class="bad">BAD: 5 B lost</td>`,
+		`<tr class="failed"><td class="l"><span class="sw" style="background:#8e63b5"></span>io_uring</td><td class="error" colspan="5">failed: EPERM</td></tr>`,
+		`<td class="l" title="noisy runs (kept in the figures): another process used 38% of a core">net</td>`,
 		`<section id="results-notes">`, `<dt>QPS</dt><dd>requests per second</dd>`,
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	if s := docSeries(series, "io_uring qd32"); s != series[2] {
+		t.Errorf("io_uring qd32 is drawn in %v", s)
+	}
+	if s := docSeries(series, "epollx"); s != nil {
+		t.Errorf("epollx is drawn in %s", s.name)
 	}
 }

@@ -68,7 +68,7 @@ func (m *netHTML) groupsOf(mode string) []*netGroup {
 	return out
 }
 
-// netTip is the tooltip of a row's mark in a chart.
+// netTip is the tooltip of a row's tile in the integrity matrix.
 func netTip(p *netresult.Point, lines ...string) string {
 	head := fmt.Sprintf("%s · %s", p.Engine, netKey{p.Conns, p.Size, p.Mode}.label())
 	if p.Err != "" {
@@ -77,113 +77,38 @@ func netTip(p *netresult.Point, lines ...string) string {
 	return strings.Join(append([]string{head}, lines...), "\n")
 }
 
-// netRunsNote is "median of 3 runs (min 1.2, max 1.4)", or "1 run".
-func netRunsNote(s netStat, n int, f func(float64) string) string {
-	if n < 2 {
-		return plural(n, "run")
-	}
-	return fmt.Sprintf("median of %d runs (min %s, max %s)", n, f(s.lo), f(s.hi))
-}
-
-// cells builds one chart's groups: a bar per engine with a row at each
-// point of mode, the connections under each point and the message size
-// under each run of points that share it.
-func (m *netHTML) cells(mode string, cell func(g *netGroup, p *netresult.Point) hBar) []hBarGroup {
-	var out []hBarGroup
-	for _, g := range m.groupsOf(mode) {
-		ng := hBarGroup{label: strconv.Itoa(g.key.conns), super: units.FormatSize(int64(g.key.size))}
-		for _, p := range g.rows {
-			c := hBar{err: "error", tip: netTip(p)}
-			if p.Err == "" {
-				c = cell(g, p)
-			}
-			c.s = m.byName[p.Engine]
-			ng.bars = append(ng.bars, c)
+// modeBars draws the Doc's column key over mode's points (chart id
+// KIND-MODE, titled "TITLE — MODE"), and says whether any was measured: a group per
+// point labelled by its connections, with the message size under each
+// run of points that share it, a bar per engine; figures are multiplied
+// by scale (to thousands, to nanoseconds). NetDoc has a group per point,
+// in the view's order.
+func (m *netHTML) modeBars(d *Doc, mode, key, kind, title, caption, unit string, scale float64) (chart, bool) {
+	sub := *d
+	sub.Groups = nil
+	var keys []netKey
+	for i, g := range m.v.groups {
+		if g.key.mode == mode && i < len(d.Groups) {
+			sub.Groups, keys = append(sub.Groups, d.Groups[i]), append(keys, g.key)
 		}
-		out = append(out, ng)
 	}
-	return out
-}
-
-// netBars draws one mode's bars: chart id KIND-MODE, titled "TITLE — MODE".
-func (m *netHTML) netBars(kind, mode, title, caption, unit string, groups []hBarGroup, log bool) chart {
+	groups := docBars(&sub, key, m.series)
+	measured := false
+	for i := range groups {
+		groups[i].label, groups[i].super = strconv.Itoa(keys[i].conns), units.FormatSize(int64(keys[i].size))
+		for j := range groups[i].bars {
+			b := &groups[i].bars[j]
+			b.v, b.lo, b.hi = b.v*scale, b.lo*scale, b.hi*scale
+			measured = measured || b.v > 0
+		}
+	}
 	id := m.ids.id(kind, mode)
 	title += " — " + mode
-	spec := hBarSpec{id: id, title: title, unit: unit, groups: groups, series: m.series, value: hSig3,
-		rowNames: [2]string{"conns", "size"}, log: log}
-	if log {
-		spec.value, spec.tick = func(f float64) string { return latency(int64(f)) }, hLatencyTick
+	spec := hBarSpec{id: id, title: title, unit: unit, groups: groups, series: m.series, value: hSig3, rowNames: [2]string{"conns", "size"}}
+	if key == "p99_us" {
+		spec.log, spec.value, spec.tick = true, func(f float64) string { return latency(int64(f)) }, hLatencyTick
 	}
-	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(spec))}
-}
-
-func (m *netHTML) cpuChart(mode string) chart {
-	groups := m.cells(mode, func(g *netGroup, p *netresult.Point) hBar {
-		s := netServerCPU(p)
-		line := fmt.Sprintf("server %s CPU-µs per request, %s", netPerReq(p.ServerCPUPerReqUs), netRunsNote(s, len(p.Runs), hSig3))
-		var vs []string
-		for _, ref := range m.v.refs {
-			if _, r := g.refRatio(p, ref); r != "" {
-				vs = append(vs, r+" "+ref)
-			}
-		}
-		if len(vs) > 0 {
-			line += "\n" + strings.Join(vs, ", ")
-		}
-		c := hBar{v: hFiniteOr0(p.ServerCPUPerReqUs), tip: netTip(p, line,
-			fmt.Sprintf("client %s CPU-µs per request", netPerReq(p.ClientCPUPerReqUs)))}
-		if len(p.Runs) > 1 {
-			c.lo, c.hi = s.lo, s.hi
-		}
-		return c
-	})
-	return m.netBars("cpu", mode, "Server CPU per request",
-		"CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over "+
-			"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” "+
-			"is a point that could not be measured (hover for why).",
-		"server CPU-µs per request", groups, false)
-}
-
-func (m *netHTML) qpsChart(mode string) chart {
-	groups := m.cells(mode, func(_ *netGroup, p *netresult.Point) hBar {
-		s := netQPS(p)
-		c := hBar{v: hFiniteOr0(p.QPS) / 1e3, tip: netTip(p,
-			fmt.Sprintf("%s requests per second, %s", netFmtQPS(p.QPS), netRunsNote(s, len(p.Runs), netFmtQPS)),
-			fmt.Sprintf("%s MB/s echoed", netFmtMBps(p.MBps)))}
-		if len(p.Runs) > 1 {
-			c.lo, c.hi = s.lo/1e3, s.hi/1e3
-		}
-		return c
-	})
-	return m.netBars("qps", mode, "Requests per second",
-		"Requests echoed whole and verified per second, in thousands; median over the runs, the whisker "+
-			"spanning the runs' minimum to maximum. Higher is better.",
-		"thousand requests/s", groups, false)
-}
-
-// p99Chart draws P99 latency, or nothing (ok false) when no row of mode
-// measured a latency.
-func (m *netHTML) p99Chart(mode string) (c chart, ok bool) {
-	any := false
-	groups := m.cells(mode, func(_ *netGroup, p *netresult.Point) hBar {
-		s := netP99(p)
-		c := hBar{v: float64(max(p.P99Ns, 0)), tip: netTip(p,
-			fmt.Sprintf("P99 %s, %s", latency(p.P99Ns), netRunsNote(s, len(p.Runs), func(f float64) string { return latency(int64(f)) })),
-			fmt.Sprintf("P50 %s · P99 %s · P99.9 %s · max %s", latency(p.P50Ns), latency(p.P99Ns), latency(p.P999Ns), latency(p.MaxNs)))}
-		if len(p.Runs) > 1 {
-			c.lo, c.hi = s.lo, s.hi
-		}
-		any = any || c.v > 0
-		return c
-	})
-	if !any {
-		return chart{}, false
-	}
-	return m.netBars("p99", mode, "P99 latency",
-		"99th-percentile latency per request, from its send to the last byte of its echo, on a log scale: "+
-			"the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. "+
-			"“n/m”: not measured.",
-		"P99 latency (log scale)", groups, true), true
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(spec))}, measured
 }
 
 // --- the integrity matrix
@@ -246,57 +171,6 @@ func netBadTile(p *netresult.Point) string {
 
 // --- page
 
-var netColumns = []cell{
-	{Text: "engine", Class: "l"}, {Text: "conns"}, {Text: "size"}, {Text: "mode", Class: "l"},
-	{Text: "integrity", Class: "l", Title: "every echoed byte checked: ok, or bytes corrupted and lost and connections failed, over the runs"},
-	{Text: "server CPU-µs/req", Title: "the headline: server CPU time per request, median over the runs"},
-	{Text: "±", Class: "l", Title: "half the min–max range of the runs, as % of the median"},
-	{Text: "vs epoll", Title: "server CPU-µs/req ÷ epoll's at the same point"},
-	{Text: "vs net", Title: "server CPU-µs/req ÷ net's at the same point"},
-	{Text: "QPS"}, {Text: "client CPU-µs/req"},
-	{Text: "P50"}, {Text: "P99"}, {Text: "P99.9"}, {Text: "max"}, {Text: "MB/s", Title: "1 MB = 10⁶ bytes"},
-	{Text: "runs"},
-}
-
-const netErrCol = 4 // cells before the error message in a failed row
-
-func (m *netHTML) row(g *netGroup, p *netresult.Point) trow {
-	out := trow{Cells: []cell{
-		{Text: p.Engine, Class: "l eng", Swatch: m.byName[p.Engine].swatch()},
-		{Text: strconv.Itoa(p.Conns)}, {Text: units.FormatSize(int64(p.Size))}, {Text: p.Mode, Class: "l"},
-	}}
-	if p.Err != "" {
-		out.Class = "failed"
-		out.Cells = append(out.Cells, cell{Text: "error: " + oneLine(p.Err), Class: "error", Span: len(netColumns) - netErrCol})
-		return out
-	}
-	_, vsEpoll := g.refRatio(p, "epoll")
-	_, vsNet := g.refRatio(p, "net")
-	in := cell{Text: "ok", Class: "l ok"}
-	if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 {
-		in = cell{Text: fmt.Sprintf("BAD: %d corrupted, %d lost B, %d conn err", p.Corrupted, p.Lost, p.ConnErrors), Class: "l bad"}
-	}
-	out.Cells = append(out.Cells, in,
-		cell{Text: netPerReq(p.ServerCPUPerReqUs), Class: "strong"},
-		cell{Text: netSpreadPct(netServerCPU(p), len(p.Runs)), Class: "l muted"},
-		cell{Text: vsEpoll}, cell{Text: vsNet},
-		cell{Text: netFmtQPS(p.QPS)}, cell{Text: netPerReq(p.ClientCPUPerReqUs)},
-		cell{Text: latency(p.P50Ns)}, cell{Text: latency(p.P99Ns)}, cell{Text: latency(p.P999Ns)}, cell{Text: latency(p.MaxNs)},
-		cell{Text: netFmtMBps(p.MBps)}, cell{Text: strconv.Itoa(len(p.Runs))})
-	return out
-}
-
-var netDefs = []kv{
-	{"server CPU-µs/req", "the headline: CPU time (user + system, every thread) the server process used per request, read from the kernel's process CPU clock around each measured window; lower is better. Median over the runs; ± and the whiskers give the runs' spread."},
-	{"vs epoll, vs net", "the server CPU-µs per request divided by that engine's at the same point: below 1.00× costs less CPU per request."},
-	{"QPS", "requests (messages echoed whole and verified) per second of the measured window, median over the runs."},
-	{"client CPU-µs/req", "CPU time of the load generator per request."},
-	{"P50 … max", "latency per request: from its send to the last byte of its echo; “-” when not measured (stream mode)."},
-	{"MB/s", "echoed bytes per second; 1 MB = 10⁶ bytes."},
-	{"integrity", "the load generator checks every echoed byte against what it sent: ok when no byte was corrupted or lost and no connection failed, in every run."},
-	{"point", "one cell of the matrix: connections × message size × mode, every engine measured at it, interleaved run by run."},
-}
-
 func (m *netHTML) page() page {
 	r := m.v.r
 	ver := r.Version
@@ -318,15 +192,24 @@ func (m *netHTML) page() page {
 	addKV(&p.Run, "pinning", netPinLine(r.Config))
 	addKV(&p.Run, "address", r.Config.Addr)
 
+	d := NetDoc(r)
 	var cpuC, qpsC, latC, integC []chart
 	var noLat []string
 	for _, mode := range m.v.modes {
 		if len(m.groupsOf(mode)) == 0 {
 			continue
 		}
-		cpuC = append(cpuC, m.cpuChart(mode))
-		qpsC = append(qpsC, m.qpsChart(mode))
-		if c, ok := m.p99Chart(mode); ok {
+		c, _ := m.modeBars(d, mode, "server_cpu_us_per_req", "cpu", "Server CPU per request",
+			"CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over "+
+				"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” "+
+				"is a point that could not be measured (hover for why).", "server CPU-µs per request", 1)
+		cpuC = append(cpuC, c)
+		c, _ = m.modeBars(d, mode, "qps", "qps", "Requests per second", "Requests echoed whole and verified per second, in thousands; "+
+			"median over the runs, the whisker spanning the runs' minimum to maximum. Higher is better.", "thousand requests/s", 1e-3)
+		qpsC = append(qpsC, c)
+		if c, ok := m.modeBars(d, mode, "p99_us", "p99", "P99 latency", "99th-percentile latency per request, from its send to the last "+
+			"byte of its echo, on a log scale: the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. "+
+			"“n/m”: not measured.", "P99 latency (log scale)", 1e3); ok {
 			latC = append(latC, c)
 		} else {
 			noLat = append(noLat, mode)
@@ -337,37 +220,12 @@ func (m *netHTML) page() page {
 	if len(noLat) > 0 {
 		lat.Intro = []string{"No latency was measured in mode " + strings.Join(noLat, ", ") + "."}
 	}
-	results := section{ID: "results", Title: "Results"}
-	for gi := range m.v.groups {
-		g := &m.v.groups[gi]
-		for _, pt := range g.rows {
-			if results.Table == nil {
-				results.Table = &table{Head: [][]cell{netColumns}}
-			}
-			results.Table.Rows = append(results.Table.Rows, m.row(g, pt))
-		}
-	}
 	p.Sections = []section{
 		{ID: "cpu", Title: "Server CPU per request", Charts: cpuC},
 		{ID: "qps", Title: "Requests per second", Charts: qpsC},
 		lat,
 		{ID: "integrity", Title: "Integrity", Charts: integC},
-		results,
 	}
-	if len(r.Skipped) > 0 {
-		sk := section{ID: "skipped", Title: "Skipped engines"}
-		for _, s := range r.Skipped {
-			sk.Defs = append(sk.Defs, kv{s.Engine, oneLine(s.Reason)})
-		}
-		p.Sections = append(p.Sections, sk)
-	}
-	if len(r.Notes) > 0 {
-		n := section{ID: "notes", Title: "Notes"}
-		for _, s := range r.Notes {
-			n.List = append(n.List, oneLine(s))
-		}
-		p.Sections = append(p.Sections, n)
-	}
-	p.Sections = append(p.Sections, section{ID: "definitions", Title: "Definitions", Defs: netDefs})
+	p.Sections = append(p.Sections, docSections("results", "Results", d, m.series...)...)
 	return p
 }

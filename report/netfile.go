@@ -8,9 +8,7 @@ package report
 import (
 	"cmp"
 	"fmt"
-	"html/template"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +16,9 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/netio/writev"
 )
 
 // nfOrdered returns the names in want's order, then any others in order
@@ -42,7 +42,7 @@ func nfOrdered(want []string, have []string) []string {
 
 // nfFileRows sorts rs by file size, then method (Methods order), stably.
 func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
-	order := netresult.FileServeMethods()
+	order := filesrv.Methods()
 	idx := func(m string) int {
 		if i := slices.Index(order, m); i >= 0 {
 			return i
@@ -60,32 +60,11 @@ func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
 func nfBaseline(rs []netresult.FileServe, r *netresult.FileServe) float64 {
 	for i := range rs {
 		b := &rs[i]
-		if b.Method == netresult.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
+		if b.Method == filesrv.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
 			return b.CPUSecPerGB
 		}
 	}
 	return 0
-}
-
-// nfRatio formats a/b as "0.42×", or "-" when either is missing.
-func nfRatio(a, b float64) string {
-	if !(a > 0) || !(b > 0) || math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f×", a/b)
-}
-
-// nfNum formats v with three significant figures (trailing zeros kept,
-// so that a column reads evenly), "-" when not measured.
-func nfNum(v float64) string {
-	if !(v > 0) || math.IsInf(v, 0) {
-		return "-"
-	}
-	prec := 0
-	for lim := 100.0; v < lim && prec < 6; lim /= 10 {
-		prec++
-	}
-	return strconv.FormatFloat(v, 'f', prec, 64)
 }
 
 // nfTarget is the file-serving target: at 1 MiB, sendfile and splice use
@@ -100,7 +79,7 @@ const (
 func nfTargetLine(rs []netresult.FileServe) string {
 	var parts []string
 	met := true
-	for _, m := range []string{netresult.Sendfile, netresult.Splice} {
+	for _, m := range []string{filesrv.Sendfile, filesrv.Splice} {
 		for i := range rs {
 			r := &rs[i]
 			if r.Method != m || r.FileSize != nfTargetSize || r.Err != "" {
@@ -170,7 +149,7 @@ func nfFileHeader(rows []netresult.FileServe) string {
 
 // nfWritevRows sorts rs by k, then way (Ways order), stably.
 func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
-	order := netresult.WritevWays()
+	order := writev.Ways()
 	idx := func(w string) int {
 		if i := slices.Index(order, w); i >= 0 {
 			return i
@@ -186,7 +165,7 @@ func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
 
 func nfWritesCPU(rs []netresult.Writev, k int) float64 {
 	for _, r := range rs {
-		if r.Way == netresult.Writes && r.K == k && r.Err == "" {
+		if r.Way == writev.Writes && r.K == k && r.Err == "" {
 			return r.CPUNsPerResp
 		}
 	}
@@ -212,27 +191,6 @@ func nfVaries[T any](rs []T, f func(T) string) bool {
 		seen[f(r)] = true
 	}
 	return len(seen) > 1
-}
-
-func nfSpread(lo, hi float64, runs int) string {
-	if runs < 2 || !(hi > 0) {
-		return ""
-	}
-	return "(" + nfNum(lo) + "–" + nfNum(hi) + ")"
-}
-
-func nfSpreadInt(lo, hi float64, runs int) string {
-	if runs < 2 || !(hi > 0) {
-		return ""
-	}
-	return "(" + nfInt(lo) + "–" + nfInt(hi) + ")"
-}
-
-func nfInt(v float64) string {
-	if !(v > 0) || math.IsInf(v, 0) {
-		return "-"
-	}
-	return strconv.FormatInt(int64(math.Round(v)), 10)
 }
 
 func nfVerified(ok bool, corrupted int64) string {
@@ -267,10 +225,10 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 	d := page{Title: p.Title, Subtitle: subtitle(time.Time{}, p.Machine), Command: p.Command,
 		Machine: machineKV(p.Machine, ""), Generator: strings.TrimSpace("iopath " + p.Machine.IopathVersion)}
 	if len(p.FileServe) > 0 {
-		d.Sections = append(d.Sections, nfFileSection(p.FileServe))
+		d.Sections = append(d.Sections, nfFileSections(p.FileServe)...)
 	}
 	if len(p.Writev) > 0 {
-		d.Sections = append(d.Sections, nfWritevSection(p.Writev))
+		d.Sections = append(d.Sections, nfWritevSections(p.Writev)...)
 	}
 	if len(d.Sections) == 0 {
 		d.Sections = append(d.Sections, section{ID: "results", Title: "Results"})
@@ -281,45 +239,29 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 	return renderPage(w, d)
 }
 
-// FileServeHTML writes the file-serving section alone (a <section
-// id="file-serving"> fragment), for a page that has the report's styles.
+// FileServeHTML writes the file-serving sections alone (<section
+// id="file-serving"> with the charts, then the results table, its notes
+// and definitions), for a page that has the report's styles.
 func FileServeHTML(w io.Writer, rs []netresult.FileServe) error {
-	return renderSection(w, nfFileSection(rs))
+	return renderSections(w, nfFileSections(rs))
 }
 
-// WritevHTML writes the writev section alone (<section id="writev">).
+// WritevHTML writes the writev sections alone (<section id="writev">...).
 func WritevHTML(w io.Writer, rs []netresult.Writev) error {
-	return renderSection(w, nfWritevSection(rs))
+	return renderSections(w, nfWritevSections(rs))
 }
 
-// nfTableOf makes a results table of heads (those in left aligned left)
-// and rows of cells; a row with err has an error cell in place of its
-// figures, and a row with sep starts a block.
-func nfTableOf(heads []string, left func(h string) bool) (t *table, add func(cells []string, err string, sep bool)) {
-	t = &table{Head: [][]cell{nil}}
-	for _, h := range heads {
-		c := cell{Text: h}
-		if left(h) {
-			c.Class = "l"
-		}
-		t.Head[0] = append(t.Head[0], c)
+// nfDocSections are the results table of a side benchmark's Doc, its
+// notes and definitions, titled for a page that may hold both sides.
+func nfDocSections(id, title string, d *Doc, series []*hSeries) []section {
+	out := docSections(id+"-results", title+" results", d, series...)
+	for i := range out[1:] {
+		out[i+1].Title = title + ": " + strings.ToLower(out[i+1].Title)
 	}
-	return t, func(cells []string, err string, sep bool) {
-		var r trow
-		if sep {
-			r.Class = "sep"
-		}
-		for i, c := range cells {
-			r.Cells = append(r.Cells, cell{Text: c, Class: t.Head[0][i].Class})
-		}
-		if err != "" {
-			r.Cells = append(r.Cells, cell{Text: "error: " + err, Class: "error", Span: len(heads) - len(cells)})
-		}
-		t.Rows = append(t.Rows, r)
-	}
+	return out
 }
 
-func nfFileSection(in []netresult.FileServe) section {
+func nfFileSections(in []netresult.FileServe) []section {
 	rows := nfFileRows(in)
 	s := section{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
 	intro := "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
@@ -327,222 +269,78 @@ func nfFileSection(in []netresult.FileServe) section {
 		intro += " " + strings.ToUpper(h[:1]) + h[1:] + "."
 	}
 	s.Intro = []string{intro}
-
-	conns := nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) })
-	tip := func(r netresult.FileServe) string {
-		return fmt.Sprintf("%s, %s: %s GB/s, %s CPU-s/GB (%s readwrite), %s syscalls/MB, %d runs",
-			r.Method, units.FormatSize(r.FileSize), nfNum(r.GBps), nfNum(r.CPUSecPerGB),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, &r)), nfNum(r.SyscallsPerMB), r.Runs)
+	d := FileServeDoc(&netresult.FileServeReport{Results: rows})
+	var names, sizes []string
+	for _, r := range rows {
+		names, sizes = nfAdd(names, r.Method), nfAdd(sizes, units.FormatSize(r.FileSize))
 	}
-	p := newNFPlot(rows, netresult.FileServeMethods(), func(r netresult.FileServe) string { return r.Method }, tip,
-		func(r netresult.FileServe) string { return units.FormatSize(r.FileSize) },
-		func(r netresult.FileServe) string {
-			if conns {
-				return fmt.Sprintf("%s, %s", units.FormatSize(r.FileSize), plural(r.Conns, "conn"))
+	series, _ := nameSeries(nfOrdered(filesrv.Methods(), names))
+
+	// The darker foot of a ratio's bar is io_uring's kernel threads, over
+	// readwrite's CPU: the Doc has a row per result, in rows' order.
+	ratio, i := docBars(d, "cpu_vs_readwrite", series), 0
+	for _, g := range ratio {
+		for j := range g.bars {
+			r := &rows[i]
+			if base := nfBaseline(rows, r); g.bars[j].v > 0 && base > 0 && r.Bytes > 0 && r.IOThreadCPU > 0 {
+				g.bars[j].share = r.IOThreadCPU.Seconds() / (float64(r.Bytes) / 1e9) / base
 			}
-			return units.FormatSize(r.FileSize)
-		},
-		func(r netresult.FileServe) string {
-			if r.Responses == 0 {
-				return r.Err
-			}
-			return ""
-		})
-	gbps := p.bars("fs-gbps", "Throughput", "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.",
-		"GB/s", decimals(2), func(r netresult.FileServe) hBar { return hBar{v: r.GBps, lo: r.GBpsMin, hi: r.GBpsMax, tip: tip(r)} })
-	s.Charts = append(s.Charts, p.bars("fs-cpu-ratio", "Server CPU per GB, relative to readwrite",
+			i++
+		}
+	}
+	gbps := barChart("fs-gbps", "Throughput", "Median GB/s received and verified by the client; whiskers span the runs. On loopback the client's copy and check share the machine.",
+		"GB/s", docBars(d, "gb_per_s", series), series, decimals(2))
+	s.Charts = append(s.Charts, barChart("fs-cpu-ratio", "Server CPU per GB, relative to readwrite",
 		"Each method's median CPU-s per GB divided by readwrite's at the same file size: below 1 is cheaper; the target is ≤ 0.6 for sendfile and splice at 1MiB. The darker foot of a bar is io_uring's kernel threads.",
-		"× readwrite", decimals(2), func(r netresult.FileServe) hBar {
-			base := nfBaseline(rows, &r)
-			if base <= 0 || !(r.CPUSecPerGB > 0) {
-				return hBar{tip: tip(r) + " (no readwrite figure to compare with)"}
-			}
-			b := hBar{v: r.CPUSecPerGB / base, tip: tip(r)}
-			if r.Bytes > 0 && r.IOThreadCPU > 0 {
-				b.share = r.IOThreadCPU.Seconds() / (float64(r.Bytes) / 1e9) / base
-			}
-			return b
-		}))
-	if !conns && len(p.cats) > 1 {
+		"× readwrite", ratio, series, decimals(2)))
+	if len(d.Groups) == len(sizes) && len(sizes) > 1 { // one connection count: lines over the file sizes
 		s.Charts = append(s.Charts,
-			p.lines("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
-				"file size", "CPU-s/GB", func(r netresult.FileServe) float64 { return r.CPUSecPerGB }),
+			logLineChart("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads (and io_uring's kernel threads) per GB (10⁹ B), lower is better (log scale: per-request costs dominate small files).",
+				"file size", "CPU-s/GB", sizes, docLines(d, "server_cpu_s_per_gb", series)),
 			gbps,
-			p.lines("fs-syscalls", "System calls per MB", "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
-				"file size", "syscalls/MB", func(r netresult.FileServe) float64 { return r.SyscallsPerMB }))
+			logLineChart("fs-syscalls", "System calls per MB", "The server's system calls per 10⁶ B sent, counted at its call sites (log scale).",
+				"file size", "syscalls/MB", sizes, docLines(d, "syscalls_per_mb", series)))
 	} else {
 		s.Charts = append(s.Charts,
-			p.bars("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.",
-				"CPU-s/GB", decimals(3), func(r netresult.FileServe) hBar {
-					return hBar{v: r.CPUSecPerGB, lo: r.CPUSecPerGBMin, hi: r.CPUSecPerGBMax, tip: tip(r)}
-				}),
+			barChart("fs-cpu", "Server CPU per GB sent", "Median CPU-seconds of the serving threads per GB (10⁹ B), lower is better; whiskers span the runs.",
+				"CPU-s/GB", docBars(d, "server_cpu_s_per_gb", series), series, decimals(3)),
 			gbps)
 	}
-
-	proc := slices.ContainsFunc(rows, func(r netresult.FileServe) bool { return r.ProcCPUSecPerGB > 0 })
-	heads := []string{"size", "conns", "method", "GB/s", "min–max", "CPU-s/GB", "min–max", "×readwrite", "syscalls/MB", "sys/resp"}
-	if proc {
-		heads = append(heads, "proc CPU-s/GB")
-	}
-	t, add := nfTableOf(append(heads, "runs", "verified"), func(h string) bool {
-		return h == "size" || h == "method" || h == "verified" || h == "min–max"
-	})
-	last := ""
-	for i := range rows {
-		r := &rows[i]
-		key := units.FormatSize(r.FileSize) + "/" + strconv.Itoa(r.Conns)
-		sep := key != last && last != ""
-		last = key
-		row := []string{units.FormatSize(r.FileSize), strconv.Itoa(r.Conns), r.Method}
-		if r.Responses == 0 && r.Err != "" {
-			add(row, r.Err, sep)
-			continue
-		}
-		row = append(row, nfNum(r.GBps), strings.Trim(nfSpread(r.GBpsMin, r.GBpsMax, r.Runs), "()"),
-			nfNum(r.CPUSecPerGB), strings.Trim(nfSpread(r.CPUSecPerGBMin, r.CPUSecPerGBMax, r.Runs), "()"),
-			nfRatio(r.CPUSecPerGB, nfBaseline(rows, r)), nfNum(r.SyscallsPerMB), nfNum(r.SyscallsPerResp))
-		if proc {
-			row = append(row, nfNum(r.ProcCPUSecPerGB))
-		}
-		row = append(row, strconv.Itoa(r.Runs), nfVerified(r.Verified, r.Corrupted))
-		if r.Err != "" {
-			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
-		}
-		add(row, "", sep)
-	}
-	s.Table = t
-	s.Defs = nfDefs(fileServeLegend)
-	return s
+	return append([]section{s}, nfDocSections("file-serving", "File serving", d, series)...)
 }
 
-func nfWritevSection(in []netresult.Writev) section {
+func nfWritevSections(in []netresult.Writev) []section {
 	rows := nfWritevRows(in)
 	s := section{ID: "writev", Title: "writev batching",
 		Intro: []string{"A response of k parts sent over loopback TCP four ways; a reader drains the other end and checks every byte. The sender runs on a thread of its own, whose CPU clock and write counters are the figures."}}
-	tip := func(r netresult.Writev) string {
-		return fmt.Sprintf("%s, k=%d (%d B): %s CPU ns/resp (%s writes), %.2f syscalls/resp, %d runs",
-			r.Way, r.K, r.RespBytes, nfInt(r.CPUNsPerResp), nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), r.SyscallsPerResp, r.Runs)
+	d := WritevDoc(&netresult.WritevReport{Results: rows})
+	var names, ks []string
+	for _, r := range rows {
+		names, ks = nfAdd(names, r.Way), nfAdd(ks, strconv.Itoa(r.K))
 	}
-	p := newNFPlot(rows, netresult.WritevWays(), func(r netresult.Writev) string { return r.Way }, tip,
-		func(r netresult.Writev) string { return strconv.Itoa(r.K) },
-		func(r netresult.Writev) string { return fmt.Sprintf("k=%d", r.K) },
-		func(r netresult.Writev) string {
-			if r.Responses == 0 {
-				return r.Err
-			}
-			return ""
-		})
-	s.Charts = append(s.Charts, p.bars("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
+	series, _ := nameSeries(nfOrdered(writev.Ways(), names))
+	s.Charts = append(s.Charts, barChart("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
 		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
-		"× writes", decimals(2), func(r netresult.Writev) hBar {
-			base := nfWritesCPU(rows, r.K)
-			if base <= 0 || !(r.CPUNsPerResp > 0) {
-				return hBar{tip: tip(r) + " (no writes figure to compare with)"}
-			}
-			return hBar{v: r.CPUNsPerResp / base, tip: tip(r)}
-		}))
-	if len(p.cats) > 1 {
+		"× writes", docBars(d, "cpu_vs_writes", series), series, decimals(2)))
+	if len(ks) > 1 {
 		s.Charts = append(s.Charts,
-			p.lines("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
-				"parts per response (k)", "CPU ns/resp", func(r netresult.Writev) float64 { return r.CPUNsPerResp }),
-			p.lines("wv-syscalls", "System calls per response", "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
-				"parts per response (k)", "syscalls/resp", func(r netresult.Writev) float64 { return r.SyscallsPerResp }))
+			logLineChart("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better (log scale).",
+				"parts per response (k)", "CPU ns/resp", ks, docLines(d, "cpu_ns_per_response", series)),
+			logLineChart("wv-syscalls", "System calls per response", "write(2)/writev(2) calls as the kernel counted them for the Go ways, io_uring_enter for io_uring (log scale).",
+				"parts per response (k)", "syscalls/resp", ks, docLines(d, "syscalls_per_response", series)))
 	} else {
-		s.Charts = append(s.Charts, p.bars("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.",
-			"CPU ns/resp", decimals(0), func(r netresult.Writev) hBar {
-				return hBar{v: r.CPUNsPerResp, lo: r.CPUNsPerRespMin, hi: r.CPUNsPerRespMax, tip: tip(r)}
-			}))
+		s.Charts = append(s.Charts, barChart("wv-cpu", "Sender CPU per response", "Median CPU nanoseconds of the sending thread per response, lower is better; whiskers span the runs.",
+			"CPU ns/resp", docBars(d, "cpu_ns_per_response", series), series, decimals(0)))
 	}
-	t, add := nfTableOf([]string{"k", "bytes/resp", "way", "syscalls/resp", "CPU ns/resp", "min–max", "×writes", "wall ns/resp", "runs", "verified"},
-		func(h string) bool { return h == "way" || h == "verified" || h == "min–max" })
-	last := -1
-	for _, r := range rows {
-		sep := r.K != last && last >= 0
-		last = r.K
-		row := []string{strconv.Itoa(r.K), strconv.Itoa(r.RespBytes), r.Way}
-		if r.Responses == 0 && r.Err != "" {
-			add(row, r.Err, sep)
-			continue
-		}
-		row = append(row, fixed(r.SyscallsPerResp, 2), nfInt(r.CPUNsPerResp),
-			strings.Trim(nfSpreadInt(r.CPUNsPerRespMin, r.CPUNsPerRespMax, r.Runs), "()"),
-			nfRatio(r.CPUNsPerResp, nfWritesCPU(rows, r.K)), nfInt(r.NsPerResp), strconv.Itoa(r.Runs), nfVerified(r.Verified, 0))
-		if r.Err != "" {
-			row[len(row)-1] += " (" + oneLine(r.Err) + ")"
-		}
-		add(row, "", sep)
-	}
-	s.Table = t
-	s.Defs = nfDefs(writevLegend)
-	return s
+	return append([]section{s}, nfDocSections("writev", "writev", d, series)...)
 }
 
-// nfPlot draws a side benchmark's rows: bars in groups (a file size, a
-// k), or a line per series over the x categories.
-type nfPlot[T any] struct {
-	rows   []T
-	order  []*hSeries
-	series map[string]*hSeries
-	cats   []string       // x categories, in the rows' order
-	name   func(T) string // the row's series
-	tip    func(T) string // its tooltip
-	cat    func(T) string // its x category
-	group  func(T) string // its bar group
-	failed func(T) string // why it has no figures, or ""
-}
-
-// newNFPlot makes a plot of rows, its series in want's order, then any
-// others in order of appearance.
-func newNFPlot[T any](rows []T, want []string, name, tip, cat, group, failed func(T) string) nfPlot[T] {
-	p := nfPlot[T]{rows: rows, name: name, tip: tip, cat: cat, group: group, failed: failed}
-	var names []string
-	for _, r := range rows {
-		if n := name(r); !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-		if c := cat(r); !slices.Contains(p.cats, c) {
-			p.cats = append(p.cats, c)
-		}
+// nfAdd appends s to list unless it is in it.
+func nfAdd(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
 	}
-	p.order, p.series = nameSeries(nfOrdered(want, names))
-	return p
-}
-
-func (p nfPlot[T]) bars(id, title, caption, unit string, value func(float64) string, bar func(T) hBar) chart {
-	var gs []hBarGroup
-	for _, r := range p.rows {
-		if l := p.group(r); len(gs) == 0 || gs[len(gs)-1].label != l {
-			gs = append(gs, hBarGroup{label: l})
-		}
-		b := bar(r)
-		if e := p.failed(r); e != "" {
-			b = hBar{err: e, tip: p.name(r) + ": " + e}
-		}
-		b.s = p.series[p.name(r)]
-		gs[len(gs)-1].bars = append(gs[len(gs)-1].bars, b)
-	}
-	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: unit,
-		groups: gs, series: p.order, value: value, shareLabel: "io_uring kernel threads"}))}
-}
-
-func (p nfPlot[T]) lines(id, title, caption, xLabel, unit string, y func(T) float64) chart {
-	var lines []hLine
-	for _, s := range p.order {
-		l := hLine{s: s}
-		for _, r := range p.rows {
-			if p.name(r) != s.name {
-				continue
-			}
-			pt := hPoint{x: float64(slices.Index(p.cats, p.cat(r))), y: y(r), tip: p.tip(r)}
-			if e := p.failed(r); e != "" {
-				pt = hPoint{x: pt.x, err: e, tip: s.name + ": " + e}
-			}
-			l.pts = append(l.pts, pt)
-		}
-		lines = append(lines, l)
-	}
-	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title,
-		x: hAxisSpec{label: xLabel, cats: p.cats}, y: hAxisSpec{label: unit, log10: true, fmt: hSig3}, lines: lines}))}
+	return append(list, s)
 }
 
 // nfDefs turns a text legend (term, then its text over indented lines)

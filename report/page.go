@@ -13,8 +13,10 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,14 +70,14 @@ type table struct {
 }
 
 type trow struct {
-	Class string // fio, failed, sep (starts a block), group
+	Class string // sub (a fio twin under its row), failed, group
 	Cells []cell
 }
 
 type cell struct {
 	Text, Class, Title string
 	Swatch             template.CSS // a colour swatch before the text: its background, from svg.go's palette only
-	Span, RowSpan      int          // colspan, rowspan when > 1
+	Span               int          // colspan when > 1
 	Head               bool         // a <th> (header rows are always <th>)
 }
 
@@ -93,9 +95,6 @@ func (c cell) Attrs() template.HTMLAttr {
 	if c.Span > 1 {
 		b.WriteString(` colspan="` + strconv.Itoa(c.Span) + `"`)
 	}
-	if c.RowSpan > 1 {
-		b.WriteString(` rowspan="` + strconv.Itoa(c.RowSpan) + `"`)
-	}
 	return template.HTMLAttr(b.String())
 }
 
@@ -112,9 +111,16 @@ func renderPage(w io.Writer, p page) error {
 	return execute(w, "page", p)
 }
 
-// renderSection writes s alone, a <section> for a page that has the
+// renderSections writes ss alone, <section>s for a page that has the
 // stylesheet.
-func renderSection(w io.Writer, s section) error { return execute(w, "section", s) }
+func renderSections(w io.Writer, ss []section) error {
+	for _, s := range ss {
+		if err := execute(w, "section", s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func execute(w io.Writer, name string, data any) error {
 	var b bytes.Buffer
@@ -279,15 +285,13 @@ th,td{padding:4px 8px;text-align:right;white-space:nowrap;border-bottom:1px soli
 th{position:sticky;top:0;background:#f0f2f5;font-weight:600;color:#39424c;border-bottom:1px solid var(--line)}
 th.l,td.l{text-align:left}
 tr.group th{text-align:left;background:#fafbfc}
-tr.sep td{border-top:2px solid var(--line)}
-tr.fio td{background:#fafbfc;color:#4a535d}
+tr.sub td{background:#fafbfc;color:#4a535d}
+tr.sub td:first-child{padding-left:24px}
 tr:hover td{background:#f3f6fa}
 td.strong{font-weight:650}
 td.muted{color:var(--muted)}
-td.noisy{color:#8a6400}
 td.ok,.good{color:var(--ok)}
 td.bad,.bad{color:var(--err);font-weight:700}
-td.noise,td.unknown{color:var(--muted)}
 td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 ul.notes{margin:6px 0;padding-left:20px}
@@ -310,7 +314,7 @@ h2{break-after:avoid}
 table{font-size:6.5pt}
 th,td{padding:1px 3px}
 th{position:static}
-tr.fio td,tr:hover td{background:none}
+tr.sub td,tr:hover td{background:none}
 }
 </style>
 </head>
@@ -361,50 +365,18 @@ tr.fio td,tr:hover td{background:none}
 // docSections draws a Doc (model.go) on a page: its table (every column,
 // with a min–max beside the figures that have one, as the text table
 // shows it with --wide) in a section with id, then its notes and its
-// legend. d.Header belongs in the page's header cards, d.After in an
-// intro.
-func docSections(id, title string, d *Doc) []section {
+// legend. A group's title is a row of its own; a sub-row (a fio twin) is
+// indented under its row; a failed row shows its error after its name; a
+// noisy row says why in its name's tooltip; the headline figures are
+// bold, and a verdict ("ok", "BAD", "MISMATCH") is green or red. When
+// series are given, a row's name has the swatch of its series, the one
+// whose name it is or starts (docSeries), as in the charts.
+//
+// d.Header belongs in the page's header cards, d.After in an intro.
+func docSections(id, title string, d *Doc, series ...*hSeries) []section {
 	res := section{ID: id, Title: title}
 	if len(d.Columns) > 0 && len(d.Groups) > 0 {
-		cols := d.shown(DocOptions{Wide: true})
-		spread := make([]bool, len(cols))
-		t := &table{Head: [][]cell{nil}}
-		lefts := 0
-		for k, i := range cols {
-			c := d.Columns[i]
-			h := cell{Text: c.Title}
-			if c.Left {
-				h.Class = "l"
-				lefts++
-			}
-			t.Head[0] = append(t.Head[0], h)
-			if spread[k] = d.hasSpread(i); spread[k] {
-				t.Head[0] = append(t.Head[0], cell{Text: "min–max", Class: "l"})
-			}
-		}
-		for _, g := range d.Groups {
-			if g.Title != "" {
-				t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
-			}
-			for _, r := range g.Rows {
-				row := trow{}
-				if r.Sub {
-					row.Class = "sub"
-				}
-				for k, s := range d.cellTexts(r, cols, spread, "") {
-					c := cell{Text: s, Class: t.Head[0][k].Class}
-					if r.Err != "" && k == max(lefts, 1) {
-						row.Class = strings.TrimSpace(row.Class + " failed")
-						c = cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k}
-						row.Cells = append(row.Cells, c)
-						break
-					}
-					row.Cells = append(row.Cells, c)
-				}
-				t.Rows = append(t.Rows, row)
-			}
-		}
-		res.Table = t
+		res.Table = docTableHTML(d, series)
 	}
 	out := []section{res}
 	if len(d.Notes) > 0 {
@@ -418,4 +390,201 @@ func docSections(id, title string, d *Doc) []section {
 		out = append(out, defs)
 	}
 	return out
+}
+
+func docTableHTML(d *Doc, series []*hSeries) *table {
+	cols := d.shown(DocOptions{Wide: true})
+	spread := make([]bool, len(cols))
+	t := &table{Head: [][]cell{nil}}
+	var class []string // each table column's cells' class
+	lefts := 0
+	for k, i := range cols {
+		c := d.Columns[i]
+		h, cl := cell{Text: c.Title}, ""
+		switch {
+		case c.Left:
+			h.Class, cl = "l", "l"
+			lefts++
+		case c.Headline:
+			cl = "strong"
+		}
+		t.Head[0], class = append(t.Head[0], h), append(class, cl)
+		if spread[k] = d.hasSpread(i); spread[k] {
+			t.Head[0], class = append(t.Head[0], cell{Text: "min–max", Class: "l"}), append(class, "l muted")
+		}
+	}
+	for _, g := range d.Groups {
+		if g.Title != "" {
+			t.Rows = append(t.Rows, trow{Class: "group", Cells: []cell{{Text: g.Title, Head: true, Span: len(t.Head[0])}}})
+		}
+		for _, r := range g.Rows {
+			var row trow
+			if r.Sub {
+				row.Class = "sub"
+			}
+			for k, s := range d.cellTexts(r, cols, spread, "") {
+				c := cell{Text: s, Class: class[k]}
+				if k == 0 {
+					if s := docSeries(series, s); s != nil {
+						c.Swatch = s.swatch()
+					}
+					if r.Noisy != "" {
+						c.Title = "noisy runs (kept in the figures): " + r.Noisy
+					}
+				} else if !strings.HasPrefix(class[k], "l") {
+					c.Class = strings.TrimSpace(c.Class + " " + verdictTextClass(s))
+				}
+				if r.Err != "" && k == max(lefts, 1) {
+					row.Class = strings.TrimSpace(row.Class + " failed")
+					row.Cells = append(row.Cells, cell{Text: oneLine(r.Err), Class: "error", Span: len(t.Head[0]) - k})
+					break
+				}
+				row.Cells = append(row.Cells, c)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t
+}
+
+// docSeries is the series a row named name is drawn in: the one of that
+// name, or else the longest whose name and a space start it ("io_uring"
+// for "io_uring qd32", "fio io_uring" for "fio io_uring qd32").
+func docSeries(series []*hSeries, name string) *hSeries {
+	var best *hSeries
+	for _, s := range series {
+		if s.name == name {
+			return s
+		}
+		if strings.HasPrefix(name, s.name+" ") && (best == nil || len(s.name) > len(best.name)) {
+			best = s
+		}
+	}
+	return best
+}
+
+// verdictTextClass colours a verdict in a table: "ok" green, and a word
+// in capitals (BAD, MISMATCH, CORRUPT, NO) red.
+func verdictTextClass(s string) string {
+	if s == "ok" {
+		return "ok"
+	}
+	for _, w := range strings.Fields(s) {
+		if w = strings.TrimRight(w, ":;,."); len(w) > 1 && strings.Trim(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+			return "bad"
+		}
+	}
+	return ""
+}
+
+// docBars makes a bar chart's groups from d's column key: a group per Doc
+// group and the row's other Left cells (its cache state, say), a bar per
+// row in the series its first cell names (docSeries), with its runs'
+// min–max as the whisker. A failed row is a gap saying "error", or "not
+// run" for a row an interrupt kept from running; a noisy row carries its
+// reason. Rows of no series are left out.
+func docBars(d *Doc, key string, series []*hSeries) []hBarGroup {
+	col := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == key })
+	if col < 0 {
+		return nil
+	}
+	c := d.Columns[col]
+	var out []hBarGroup
+	at := map[string]int{}
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			if len(r.Cells) == 0 {
+				continue
+			}
+			s := docSeries(series, r.Cells[0].Text)
+			if s == nil {
+				continue
+			}
+			parts := []string{g.Title}
+			for i := 1; i < len(d.Columns) && i < len(r.Cells); i++ {
+				if d.Columns[i].Left && !d.Columns[i].Hidden {
+					parts = append(parts, r.Cells[i].Text)
+				}
+			}
+			label := strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), " · ")
+			gi, ok := at[label]
+			if !ok {
+				gi, at[label] = len(out), len(out)
+				out = append(out, hBarGroup{label: label})
+			}
+			tip := r.Cells[0].Text
+			if label != "" {
+				tip += " · " + label
+			}
+			b := hBar{s: s, noisy: r.Noisy}
+			switch {
+			case r.Err != "":
+				b.err, b.tip = "error", tip+"\n"+r.Err
+				if strings.HasPrefix(r.Err, "not run") {
+					b.err = "not run"
+				}
+			case col < len(r.Cells):
+				v := r.Cells[col]
+				b.v, b.tip = hFiniteOr0(v.Value), tip+"\n"+c.Title+": "+strings.TrimSpace(v.format(c))
+				if v.hasSpread() {
+					b.lo, b.hi = hFiniteOr0(v.Min), hFiniteOr0(v.Max)
+					b.tip += " " + v.spread(c)
+				}
+				if n := len(v.Runs); n > 1 {
+					b.tip += fmt.Sprintf(", median of %d runs", n)
+				}
+				if r.Noisy != "" {
+					b.tip += "\nnoisy: " + r.Noisy
+				}
+			}
+			out[gi].bars = append(out[gi].bars, b)
+		}
+	}
+	return out
+}
+
+// docLines makes a line per series of d's column key: a point per Doc
+// group (x its index) for each row of the series, a failed row an ×.
+func docLines(d *Doc, key string, series []*hSeries) []hLine {
+	col := slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == key })
+	if col < 0 {
+		return nil
+	}
+	c := d.Columns[col]
+	var lines []hLine
+	for _, s := range series {
+		l := hLine{s: s}
+		for gi, g := range d.Groups {
+			for _, r := range g.Rows {
+				if len(r.Cells) == 0 || docSeries(series, r.Cells[0].Text) != s {
+					continue
+				}
+				pt := hPoint{x: float64(gi), tip: s.name + " · " + g.Title}
+				if r.Err != "" {
+					pt.err, pt.tip = r.Err, pt.tip+"\n"+r.Err
+				} else if col < len(r.Cells) {
+					pt.y, pt.tip = hFiniteOr0(r.Cells[col].Value), pt.tip+"\n"+c.Title+": "+strings.TrimSpace(r.Cells[col].format(c))
+				}
+				l.pts = append(l.pts, pt)
+			}
+		}
+		if len(l.pts) > 0 {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// barChart is a chart of bars (hBarChart); value labels the bars (nil:
+// three significant figures).
+func barChart(id, title, caption, unit string, groups []hBarGroup, series []*hSeries, value func(float64) string) chart {
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: unit,
+		groups: groups, series: series, value: value, shareLabel: "io_uring kernel threads"}))}
+}
+
+// logLineChart is a chart of lines over categories (hLineChart) on a log
+// axis.
+func logLineChart(id, title, caption, xLabel, unit string, cats []string, lines []hLine) chart {
+	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title,
+		x: hAxisSpec{label: xLabel, cats: cats}, y: hAxisSpec{label: unit, log10: true, fmt: hSig3}, lines: lines}))}
 }

@@ -549,11 +549,6 @@ func TestMarkdownEscape(t *testing.T) {
 			t.Errorf("mdEscape(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{"a": "`a`", "a`b": "``a`b``", "`a": "`` `a ``"} {
-		if got := mdCode(in); got != want {
-			t.Errorf("mdCode(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 // TestGoBench: one line per successful run, named by the row's identity

@@ -89,8 +89,8 @@ func (w *svgW) rect(x, y, width, height float64, attrs ...string) {
 
 // --- colours
 
-// hEngineColors gives each known engine, server engine, file-serving
-// method and writev way its colour in every chart: io_uring is the same
+// hEngineColors gives each known engine, tree engine, server engine,
+// file-serving method and writev way its colour in every chart: io_uring is the same
 // purple everywhere, and each baseline blue. fio twins are drawn in a
 // lighter, hatched variant of their engine's colour.
 var hEngineColors = map[string]string{
@@ -98,6 +98,7 @@ var hEngineColors = map[string]string{
 	"net": "#4e79a7", "epoll": "#59a14f",
 	"readwrite": "#4e79a7", "sendfile": "#f28e2b", "splice": "#59a14f",
 	"writes": "#4e79a7", "coalesced": "#f28e2b", "net.Buffers": "#59a14f",
+	"raw": "#4e79a7", "readfile": "#f28e2b", "pool": "#59a14f", "archive": "#e15759",
 }
 
 // hExtraColors are handed out, in order, to engines not in hEngineColors.

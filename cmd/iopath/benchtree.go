@@ -23,7 +23,7 @@ import (
 // runBenchTree is `iopath bench --tree [DIR]`.
 func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args []string, stdout, stderr io.Writer) error {
 	flags := cmd.Flags()
-	for _, name := range []string{"fio", "html", "profile", "bs", "qd", "pattern", "vectors", "sqpoll", "consume", "size"} {
+	for _, name := range []string{"fio", "profile", "bs", "qd", "pattern", "vectors", "sqpoll", "consume", "size"} {
 		if flags.Changed(name) {
 			return usagef("bench: --%s is for one file; it cannot be used with --tree", name)
 		}
@@ -31,7 +31,12 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if !slices.Contains(report.Formats(), o.format) {
 		return usagef("bench: --format %q: want one of %s", o.format, strings.Join(report.Formats(), ", "))
 	}
-	if err := checkJSONFile("bench", o.json, "", o.force, args...); err != nil {
+	if o.html != "" {
+		if err := checkOutputFile(o.html, o.force, args...); err != nil {
+			return usagef("bench: --html: %v", err)
+		}
+	}
+	if err := checkJSONFile("bench", o.json, o.html, o.force, args...); err != nil {
 		return err
 	}
 	cfg := bench.TreeConfig{
@@ -127,6 +132,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		return err
 	}
 	rerr := report.Write(stdout, o.format, rep, report.DocOptions{Wide: o.wide})
+	if herr := writeOutput(stderr, o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {
+		rerr = errors.Join(rerr, herr)
+	}
 	if jerr := writeOutput(stderr, o.json, o.force, func(w io.Writer) error { return report.JSON(w, rep) }); jerr != nil {
 		rerr = errors.Join(rerr, jerr)
 	}

@@ -67,6 +67,39 @@ func TestBenchTree(t *testing.T) {
 	}
 }
 
+// bench --tree --html writes the tree's page beside the table; an
+// --html that is also the --json, or in a missing directory, is refused
+// before anything runs.
+func TestBenchTreeHTML(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if _, errOut, code := runCLI("gen", "--tree", dir, "--files", "50", "--size", "1KiB"); code != 0 {
+		t.Fatalf("gen: exit %d: %s", code, errOut)
+	}
+	html := filepath.Join(t.TempDir(), "tree.html")
+	out, errOut, code := runCLI("bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "raw,readfile", "--html", html)
+	if code != 0 || !strings.Contains(out, "files/s") || !strings.Contains(errOut, "wrote "+html) {
+		t.Fatalf("exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", `data-chart="files-per-s" data-series="2"`, `data-chart="cpu-per-1k-files"`,
+		"Content-Security-Policy", "<th>files/s</th>"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, args := range [][]string{
+		{"bench", "--tree", dir, "--html", html, "--json", html, "--force"},
+		{"bench", "--tree", dir, "--html", filepath.Join(dir, "missing", "t.html")},
+	} {
+		if _, errOut, code := runCLI(args...); code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line", args, code, errOut)
+		}
+	}
+}
+
 func TestBenchTreeTemporary(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	out, errOut, code := runCLI("bench", "--tree", "--files", "200", "--dist", "2KiB", "--runs", "1", "--min-time", "0",
