@@ -16,9 +16,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/units"
-	"github.com/iopath/iopath/netio/filesrv"
 	"github.com/iopath/iopath/netio/netresult"
-	"github.com/iopath/iopath/netio/writev"
 )
 
 // nfOrdered returns the names in want's order, then any others in order
@@ -42,7 +40,7 @@ func nfOrdered(want []string, have []string) []string {
 
 // nfFileRows sorts rs by file size, then method (Methods order), stably.
 func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
-	order := filesrv.Methods()
+	order := netresult.FileServeMethods()
 	idx := func(m string) int {
 		if i := slices.Index(order, m); i >= 0 {
 			return i
@@ -60,7 +58,7 @@ func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
 func nfBaseline(rs []netresult.FileServe, r *netresult.FileServe) float64 {
 	for i := range rs {
 		b := &rs[i]
-		if b.Method == filesrv.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
+		if b.Method == netresult.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
 			return b.CPUSecPerGB
 		}
 	}
@@ -79,7 +77,7 @@ const (
 func nfTargetLine(rs []netresult.FileServe) string {
 	var parts []string
 	met := true
-	for _, m := range []string{filesrv.Sendfile, filesrv.Splice} {
+	for _, m := range []string{netresult.Sendfile, netresult.Splice} {
 		for i := range rs {
 			r := &rs[i]
 			if r.Method != m || r.FileSize != nfTargetSize || r.Err != "" {
@@ -149,7 +147,7 @@ func nfFileHeader(rows []netresult.FileServe) string {
 
 // nfWritevRows sorts rs by k, then way (Ways order), stably.
 func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
-	order := writev.Ways()
+	order := netresult.WritevWays()
 	idx := func(w string) int {
 		if i := slices.Index(order, w); i >= 0 {
 			return i
@@ -165,7 +163,7 @@ func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
 
 func nfWritesCPU(rs []netresult.Writev, k int) float64 {
 	for _, r := range rs {
-		if r.Way == writev.Writes && r.K == k && r.Err == "" {
+		if r.Way == netresult.Writes && r.K == k && r.Err == "" {
 			return r.CPUNsPerResp
 		}
 	}
@@ -274,7 +272,7 @@ func nfFileSections(in []netresult.FileServe) []section {
 	for _, r := range rows {
 		names, sizes = nfAdd(names, r.Method), nfAdd(sizes, units.FormatSize(r.FileSize))
 	}
-	series, _ := nameSeries(nfOrdered(filesrv.Methods(), names))
+	series, _ := nameSeries(nfOrdered(netresult.FileServeMethods(), names))
 
 	// The darker foot of a ratio's bar is io_uring's kernel threads, over
 	// readwrite's CPU: the Doc has a row per result, in rows' order.
@@ -318,7 +316,7 @@ func nfWritevSections(in []netresult.Writev) []section {
 	for _, r := range rows {
 		names, ks = nfAdd(names, r.Way), nfAdd(ks, strconv.Itoa(r.K))
 	}
-	series, _ := nameSeries(nfOrdered(writev.Ways(), names))
+	series, _ := nameSeries(nfOrdered(netresult.WritevWays(), names))
 	s.Charts = append(s.Charts, barChart("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
 		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
 		"× writes", docBars(d, "cpu_vs_writes", series), series, decimals(2)))
