@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/iopath/iopath/bench"
@@ -486,7 +487,11 @@ func treeDoc(r *bench.Report) *Doc {
 		latencyCol("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
 		{Column{Key: "cpu_s_per_1k_files", Title: "CPU-s/1k", Unit: "CPU-s/1k-files", Better: Lower, Prec: 4, Headline: true},
 			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.CPUSPer1kFiles, ok, func(x bench.Run) float64 { return 1000 * per(x.UserNs+x.SysNs, x) / 1e9 })
+				c := runsCell(res.CPUSPer1kFiles, ok, func(x bench.Run) float64 { return 1000 * per(x.UserNs+x.SysNs, x) / 1e9 })
+				if res.IOThreadCPUSPerGiB > 0 {
+					c.Mark = ioThreadMark // the notes say how much
+				}
+				return c
 			}},
 		{Column{Key: "syscalls_per_file", Title: "syscalls/file", Unit: "syscalls/file", Better: Lower, Prec: 2, Wide: true},
 			func(res *bench.Result, ok []bench.Run) Cell {
@@ -528,6 +533,9 @@ func treeDoc(r *bench.Report) *Doc {
 		Field{"GiB/s", "bytes delivered per second, median"},
 		Field{"P50 P99", "latency per file, its first syscall to its bytes being available"},
 		Field{"CPU-s/1k", "user+system CPU seconds per 1,000 files"})
+	if slices.ContainsFunc(r.Results, func(res bench.Result) bool { return res.Error == "" && res.IOThreadCPUSPerGiB > 0 }) {
+		d.Legend = append(d.Legend, Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"})
+	}
 	if errs {
 		d.Legend = append(d.Legend, Field{"errors", "files delivered with their own error, per pass"})
 	}

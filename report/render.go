@@ -85,7 +85,13 @@ func (d *Doc) cellTexts(r Row, cols []int, spread []bool, sub string) []string {
 		if i < len(r.Cells) {
 			c = r.Cells[i]
 		}
-		s := oneLine(c.format(d.Columns[i]))
+		raw := c.format(d.Columns[i])
+		s := oneLine(raw)
+		if pad := len(raw) - len(strings.TrimRight(raw, " ")); pad > 0 && s != "" {
+			// A blank mark (alignMarks) keeps the digits of a column
+			// aligned with those of its marked figures.
+			s += strings.Repeat(" ", pad)
+		}
 		if k == 0 && r.Sub {
 			s = sub + s
 		}

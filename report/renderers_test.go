@@ -740,3 +740,18 @@ func BenchmarkRenderText(b *testing.B) {
 		})
 	}
 }
+
+// A tree row whose CPU includes io_uring's kernel threads carries the mark
+// the notes speak of, and the legend explains it.
+func TestTreeIOThreadMark(t *testing.T) {
+	r := treeSample()
+	i := slices.IndexFunc(r.Results, func(res bench.Result) bool { return res.Error == "" && strings.HasPrefix(res.Engine, "io_uring") })
+	if i < 0 {
+		t.Fatal("no io_uring row in the tree fixture")
+	}
+	r.Results[i].IOThreadCPUSPerGiB = 0.05
+	out := string(render(t, "table", r))
+	if !regexp.MustCompile(`(?m)^io_uring.*[0-9]\*`).MatchString(out) || !strings.Contains(out, "*: includes io_uring's kernel threads") {
+		t.Errorf("no io-thread mark or legend:\n%s", out)
+	}
+}
