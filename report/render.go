@@ -60,6 +60,21 @@ func (d *Doc) shown(o DocOptions) []int {
 	return idx
 }
 
+// layout is the columns a table shows (shown), whether each has a
+// min–max column beside it (titled spreadTitle), and the table's
+// headings with whether each is left-aligned.
+func (d *Doc) layout(o DocOptions, spreadTitle string) (cols []int, spread []bool, head []string, left []bool) {
+	cols = d.shown(o)
+	spread = make([]bool, len(cols))
+	for k, i := range cols {
+		head, left = append(head, d.Columns[i].Title), append(left, d.Columns[i].Left)
+		if spread[k] = d.hasSpread(i); spread[k] {
+			head, left = append(head, spreadTitle), append(left, false)
+		}
+	}
+	return cols, spread, head, left
+}
+
 // hasSpread reports whether column i shows a min–max for any row.
 func (d *Doc) hasSpread(i int) bool {
 	if !d.Columns[i].Spread {
@@ -112,19 +127,7 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 		if d.Title != "" || len(d.Header) > 0 {
 			b.WriteString("\n")
 		}
-		cols := d.shown(o)
-		spread := make([]bool, len(cols))
-		var head []string
-		var left []bool
-		for k, i := range cols {
-			c := d.Columns[i]
-			head = append(head, c.Title)
-			left = append(left, c.Left)
-			if spread[k] = d.hasSpread(i); spread[k] {
-				head = append(head, "(min–max)")
-				left = append(left, false)
-			}
-		}
+		cols, spread, head, left := d.layout(o, "(min–max)")
 		type line struct {
 			cells []string
 			title string // a group's title, on a line of its own
@@ -151,12 +154,6 @@ func docTable(b *bytes.Buffer, d *Doc, o DocOptions) {
 		}
 		widths := make([]int, len(head))
 		for _, l := range lines {
-			if l.title != "" || l.err != "" {
-				for j, s := range l.cells {
-					widths[j] = max(widths[j], width(s))
-				}
-				continue
-			}
 			for j, s := range l.cells {
 				widths[j] = max(widths[j], width(s))
 			}
@@ -321,13 +318,12 @@ func docMarkdown(b *bytes.Buffer, d *Doc, o DocOptions) {
 	if len(d.Header) > 0 {
 		b.WriteString("\n")
 	}
-	cols := d.shown(o)
-	spread := make([]bool, len(cols))
-	var head []string
-	for k, i := range cols {
-		head = append(head, d.Columns[i].Title)
-		if spread[k] = d.hasSpread(i); spread[k] {
-			head = append(head, "min–max")
+	cols, spread, head, left := d.layout(o, "min–max")
+	seps := make([]string, len(head))
+	for j, l := range left {
+		seps[j] = "---:"
+		if l {
+			seps[j] = "---"
 		}
 	}
 	for _, g := range d.Groups {
@@ -335,28 +331,12 @@ func docMarkdown(b *bytes.Buffer, d *Doc, o DocOptions) {
 			b.WriteString("**" + mdEscape(oneLine(g.Title)) + "**\n\n")
 		}
 		mdRow(b, head, true)
-		seps := make([]string, len(head))
-		j := 0
-		for k, i := range cols {
-			seps[j] = "---:"
-			if d.Columns[i].Left {
-				seps[j] = "---"
-			}
-			j++
-			if spread[k] {
-				seps[j] = "---:"
-				j++
-			}
-		}
 		mdRow(b, seps, false)
 		for _, r := range g.Rows {
 			cells := d.cellTexts(r, cols, spread, "↳ ")
 			if r.Err != "" {
-				n := 0
-				for n < len(cols) && d.Columns[cols[n]].Left {
-					n++
-				}
-				cells = append(cells[:max(n, 1)], make([]string, len(head)-max(n, 1))...)
+				n := leadingLeft(left)
+				cells = append(cells[:n], make([]string, len(head)-n)...)
 				cells[len(cells)-1] = r.Err
 			}
 			mdRow(b, cells, true)
