@@ -210,23 +210,20 @@ func netMachine(m features.Machine) string {
 	return strings.Join(append([]string{kernel}, hardwareParts(m)...), ", ")
 }
 
-// netCPUList formats CPU numbers with ranges: "0", "1-3", "0,2,4-5".
+// netCPUList formats CPU numbers with ranges of three or more: "0",
+// "1-3", "0,2,4,5", "0-2,5,7-9".
 func netCPUList(cpus []int) string {
 	var parts []string
-	for i := 0; i < len(cpus); {
+	for i := 0; i < len(cpus); i++ {
 		j := i
 		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
 			j++
 		}
-		switch {
-		case j == i:
+		if j > i+1 {
+			parts, i = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j])), j
+		} else {
 			parts = append(parts, strconv.Itoa(cpus[i]))
-		case j == i+1:
-			parts = append(parts, strconv.Itoa(cpus[i]), strconv.Itoa(cpus[j]))
-		default:
-			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
 		}
-		i = j + 1
 	}
 	return strings.Join(parts, ",")
 }
@@ -254,26 +251,20 @@ func netPinLine(c netresult.Config) string {
 	return s
 }
 
-func netIntList(v []int, f func(int) string) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = f(x)
-	}
-	return strings.Join(s, ", ")
-}
-
 // netMatrixLine describes the matrix: "conns 1, 1000 × sizes 64B, 16KiB ×
 // modes pingpong".
 func netMatrixLine(c netresult.Config) string {
-	var parts []string
-	if len(c.Conns) > 0 {
-		parts = append(parts, "conns "+netIntList(c.Conns, strconv.Itoa))
+	var conns, sizes, parts []string
+	for _, n := range c.Conns {
+		conns = append(conns, strconv.Itoa(n))
 	}
-	if len(c.Sizes) > 0 {
-		parts = append(parts, "sizes "+netIntList(c.Sizes, func(n int) string { return units.FormatSize(int64(n)) }))
+	for _, n := range c.Sizes {
+		sizes = append(sizes, units.FormatSize(int64(n)))
 	}
-	if len(c.Modes) > 0 {
-		parts = append(parts, "modes "+strings.Join(c.Modes, ", "))
+	for i, v := range [][]string{conns, sizes, c.Modes} {
+		if len(v) > 0 {
+			parts = append(parts, []string{"conns ", "sizes ", "modes "}[i]+strings.Join(v, ", "))
+		}
 	}
 	return strings.Join(parts, " × ")
 }
