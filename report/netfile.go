@@ -27,8 +27,11 @@ type NetFilePage struct {
 }
 
 // NetFileHTML writes p as one self-contained HTML page (page.go's: no
-// script, no network, inline SVG charts). The sections are
-// FileServeHTML's and WritevHTML's.
+// script, no network, inline SVG charts): per side benchmark given, a
+// section of charts (file serving: fs-cpu-ratio, fs-cpu, fs-gbps and,
+// over several file sizes, fs-syscalls; writev: wv-cpu-ratio, wv-cpu and,
+// over several k, wv-syscalls), then its Doc's results table, notes and
+// definitions.
 func NetFileHTML(w io.Writer, p NetFilePage) error {
 	if p.Title == "" {
 		p.Title = "iopath net bench: file serving and writev"
@@ -48,18 +51,6 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 		d.Sections = append(d.Sections, section{ID: "notes", Title: "Notes", List: p.Notes})
 	}
 	return renderPage(w, d)
-}
-
-// FileServeHTML writes the file-serving sections alone (<section
-// id="file-serving"> with the charts, then the results table, its notes
-// and definitions), for a page that has the report's styles.
-func FileServeHTML(w io.Writer, rs []netresult.FileServe) error {
-	return renderSections(w, nfFileSections(rs))
-}
-
-// WritevHTML writes the writev sections alone (<section id="writev">...).
-func WritevHTML(w io.Writer, rs []netresult.Writev) error {
-	return renderSections(w, nfWritevSections(rs))
 }
 
 // nfDocSections are the results table of a side benchmark's Doc, its
