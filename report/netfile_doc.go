@@ -170,20 +170,8 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 		if conns {
 			title += ", " + plural(r.Conns, "connection")
 		}
-		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
-			d.Groups = append(d.Groups, Group{Title: title})
-		}
-		g := &d.Groups[len(d.Groups)-1]
-		if r.Responses == 0 && r.Err != "" {
-			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Method)}, Err: "error: " + oneLine(r.Err)})
-			continue
-		}
-		if r.Err != "" {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s %s: %s", r.Method, units.FormatSize(r.FileSize), oneLine(r.Err)))
-		}
 		per := func(f func(netresult.FileServeRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		cells := []Cell{
-			TextCell(r.Method),
 			withRuns(spanCell(r.GBps, r.GBpsMin, r.GBpsMax), per(func(x netresult.FileServeRun) float64 { return x.GBps })),
 			withRuns(spanCell(r.CPUSecPerGB, r.CPUSecPerGBMin, r.CPUSecPerGBMax), per(func(x netresult.FileServeRun) float64 { return x.CPUSecPerGB })),
 			ratioCell(r.CPUSecPerGB, nfBaseline(rows, r)),
@@ -193,9 +181,8 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 		if proc {
 			cells = append(cells, withRuns(measured(r.ProcCPUSecPerGB), per(func(x netresult.FileServeRun) float64 { return x.ProcCPUSecPerGB })))
 		}
-		cells = append(cells, Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)),
-			TextCell(nfVerified(r.Verified, r.Corrupted)))
-		g.Rows = append(g.Rows, Row{Cells: cells})
+		nfRow(d, title, r.Method, r.Method+" "+units.FormatSize(r.FileSize), r.Responses, r.Err, append(cells,
+			Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)), TextCell(nfVerified(r.Verified, r.Corrupted))))
 	}
 	if l := nfTargetLine(rows); l != "" {
 		d.Notes = append([]string{l}, d.Notes...)
@@ -237,28 +224,15 @@ func WritevDoc(rep *netresult.WritevReport) *Doc {
 	}
 	for i := range rows {
 		r := &rows[i]
-		title := fmt.Sprintf("k=%d, %d B per response", r.K, r.RespBytes)
-		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
-			d.Groups = append(d.Groups, Group{Title: title})
-		}
-		g := &d.Groups[len(d.Groups)-1]
-		if r.Responses == 0 && r.Err != "" {
-			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Way)}, Err: "error: " + oneLine(r.Err)})
-			continue
-		}
-		if r.Err != "" {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s k=%d: %s", r.Way, r.K, oneLine(r.Err)))
-		}
 		per := func(f func(netresult.WritevRun) float64) []float64 { return stats.Map(r.PerRun, f) }
-		g.Rows = append(g.Rows, Row{Cells: []Cell{
-			TextCell(r.Way),
+		nfRow(d, fmt.Sprintf("k=%d, %d B per response", r.K, r.RespBytes), r.Way, fmt.Sprintf("%s k=%d", r.Way, r.K), r.Responses, r.Err, []Cell{
 			withRuns(Figure(r.SyscallsPerResp), per(func(x netresult.WritevRun) float64 { return x.SyscallsPerResp })),
 			withRuns(spanCell(r.CPUNsPerResp, r.CPUNsPerRespMin, r.CPUNsPerRespMax), per(func(x netresult.WritevRun) float64 { return x.CPUNsPerResp })),
 			ratioCell(r.CPUNsPerResp, nfWritesCPU(rows, r.K)),
 			withRuns(measured(r.NsPerResp), per(func(x netresult.WritevRun) float64 { return x.NsPerResp })),
 			Figure(float64(r.K)), Figure(float64(r.RespBytes)), Figure(float64(r.Runs)),
 			TextCell(nfVerified(r.Verified, 0)),
-		}})
+		})
 	}
 	d.Legend = []Field{
 		{"k", "parts per response (64 B–1 KiB each unless configured otherwise)"},
@@ -270,6 +244,25 @@ func WritevDoc(rep *netresult.WritevReport) *Doc {
 		{"verified", "ok: the reader got exactly the bytes sent, in order"},
 	}
 	return d
+}
+
+// nfRow adds a result's row to d under title (a group of its own when
+// the last one has another title): its name, then its cells, or its
+// error when no response came back; an error beside responses (a run that
+// failed among others that did not) is a note saying where.
+func nfRow(d *Doc, title, name, where string, responses int64, err string, cells []Cell) {
+	if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
+		d.Groups = append(d.Groups, Group{Title: title})
+	}
+	g := &d.Groups[len(d.Groups)-1]
+	if responses == 0 && err != "" {
+		g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(name)}, Err: "error: " + oneLine(err)})
+		return
+	}
+	if err != "" {
+		d.Notes = append(d.Notes, where+": "+oneLine(err))
+	}
+	g.Rows = append(g.Rows, Row{Cells: append([]Cell{TextCell(name)}, cells...)})
 }
 
 // measured is a figure where 0 means "not measured": "–" then.
