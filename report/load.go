@@ -41,8 +41,9 @@ func LoadDoc(l Load) *Doc {
 		}
 		return Figure(float64(ns) / 1e3)
 	}
+	serverCPU := l.ServerPID > 0 && r.ServerCPUSource != ""
 	server := Figure(math.NaN())
-	if l.ServerPID > 0 && r.ServerCPUSource != "" {
+	if serverCPU {
 		server = Figure(r.ServerCPUPerReqUs)
 	}
 	d.Columns = []Column{
@@ -68,7 +69,7 @@ func LoadDoc(l Load) *Doc {
 		{"carried", "connections that had bytes echoed within the window"},
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf("client CPU %v over the window", r.ClientCPU.Round(time.Millisecond)))
-	if l.ServerPID > 0 && r.ServerCPUSource != "" {
+	if serverCPU {
 		src := "the kernel's process CPU clock"
 		if r.ServerCPUSource == "proc" {
 			src = "/proc/PID/stat, 10 ms ticks"

@@ -2,13 +2,13 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +19,10 @@ import (
 	"github.com/iopath/iopath/netio/netresult"
 )
 
-// What every output of netresult.Report (`iopath net bench`) shares: one
-// view of the report (netView: the points in a fixed order, one row per
-// engine, the ratios to the reference engines and the integrity summary),
-// the header lines, and the JSON. NetDoc (net_doc.go) maps the view into
-// a Doc for the text formats; NetHTML (net_html.go) draws it.
+// What every output of netresult.Report (`iopath net bench`) shares: the
+// order of its points (netPoints), the integrity verdict, the header
+// lines, and the JSON. NetDoc (net_doc.go) is its one model; NetHTML
+// (net_html.go) draws that Doc with the integrity tiles.
 
 // netTool is the Tool of a netresult.Report, which LoadNetJSON checks.
 const netTool = netresult.EchoTool
@@ -103,7 +102,7 @@ func decodeNet(path string, data []byte) (*netresult.Report, error) {
 	return &r, nil
 }
 
-// --- the view every renderer shares
+// --- the order and the verdict every output shares
 
 // netKey is one point of the matrix.
 type netKey struct {
@@ -111,203 +110,94 @@ type netKey struct {
 	mode        string
 }
 
+func keyOf(p *netresult.Point) netKey { return netKey{p.Conns, p.Size, p.Mode} }
+
 // label is "1000 conns × 64B × pingpong".
 func (k netKey) label() string {
 	return fmt.Sprintf("%s × %s × %s", plural(k.conns, "conn"), units.FormatSize(int64(k.size)), k.mode)
 }
 
-// netGroup is one point: its rows, one per engine in display order.
-type netGroup struct {
-	key  netKey
-	rows []*netresult.Point
-	// byEngine is each engine's (first) row at this point.
-	byEngine map[string]*netresult.Point
-}
-
-// netView is what every renderer shows of a net report.
-type netView struct {
-	r       *netresult.Report
-	engines []string // display order: Config.Engines, then any other
-	modes   []string // in order
-	groups  []netGroup
-	refs    []string // reference engines that have a row somewhere
-	spread  bool     // some row has more than one run
-	runsCol bool     // some measured row has a run count other than Config.Runs
-	latency bool     // some row has a latency (stream mode has none)
-	integ   netIntegrity
-}
-
-// netIntegrity sums what the load generator found wrong over the report.
-type netIntegrity struct {
-	runs       int   // runs measured
-	badRuns    int   // runs with corrupted or lost bytes
-	errRuns    int   // runs with connection errors
-	corrupted  int64 // bytes
-	lost       int64
-	connErrors int64
-	bad        []string // "epoll at 100 conns × 16KiB × pipeline:8: 4096 corrupted, 0 lost bytes"
-	errs       []string // the same for connection errors
-	failed     int      // points not measured (Err)
-}
-
-func newNetView(r *netresult.Report) *netView {
-	v := &netView{r: r}
-	seen := map[string]bool{}
-	addEngine := func(e string) {
-		if !seen[e] {
-			seen[e] = true
-			v.engines = append(v.engines, e)
-		}
-	}
-	for _, e := range r.Config.Engines {
-		addEngine(e)
-	}
-	seenMode := map[string]bool{}
-	for _, m := range r.Config.Modes {
-		if !seenMode[m] {
-			seenMode[m] = true
-			v.modes = append(v.modes, m)
-		}
-	}
-	index := map[netKey]int{}
+// netPoints orders r's points as every output shows them: a group per
+// point of the matrix, by mode, message size, then connections, so that
+// each mode's points read as growing load; in a group, a row per engine.
+// Modes and engines keep the order the command named them in (engines
+// says it, with any other a point names after them).
+func netPoints(r *netresult.Report) (engines []string, groups [][]*netresult.Point) {
+	modes := slices.Clone(r.Config.Modes)
+	ps := make([]*netresult.Point, len(r.Points))
+	engines = slices.Clone(r.Config.Engines)
 	for i := range r.Points {
-		p := &r.Points[i]
-		addEngine(p.Engine)
-		if !seenMode[p.Mode] {
-			seenMode[p.Mode] = true
-			v.modes = append(v.modes, p.Mode)
-		}
-		k := netKey{p.Conns, p.Size, p.Mode}
-		j, ok := index[k]
-		if !ok {
-			j = len(v.groups)
-			index[k] = j
-			v.groups = append(v.groups, netGroup{key: k, byEngine: map[string]*netresult.Point{}})
-		}
-		g := &v.groups[j]
-		g.rows = append(g.rows, p)
-		if g.byEngine[p.Engine] == nil {
-			g.byEngine[p.Engine] = p
-		}
+		ps[i] = &r.Points[i]
+		engines, modes = append(engines, ps[i].Engine), append(modes, ps[i].Mode)
 	}
-	// Points by mode, then message size, then connections: each mode's
-	// points read as growing load.
-	modeIdx := map[string]int{}
-	for i, m := range v.modes {
-		modeIdx[m] = i
-	}
-	sort.SliceStable(v.groups, func(i, j int) bool {
-		a, b := v.groups[i].key, v.groups[j].key
-		if a.mode != b.mode {
-			return modeIdx[a.mode] < modeIdx[b.mode]
-		}
-		if a.size != b.size {
-			return a.size < b.size
-		}
-		return a.conns < b.conns
+	engines, modes = hUniq(engines), hUniq(modes)
+	slices.SortStableFunc(ps, func(a, b *netresult.Point) int {
+		return cmp.Or(cmp.Compare(slices.Index(modes, a.Mode), slices.Index(modes, b.Mode)), cmp.Compare(a.Size, b.Size),
+			cmp.Compare(a.Conns, b.Conns), cmp.Compare(slices.Index(engines, a.Engine), slices.Index(engines, b.Engine)))
 	})
-	engIdx := map[string]int{}
-	for i, e := range v.engines {
-		engIdx[e] = i
+	for i, p := range ps {
+		if i == 0 || keyOf(p) != keyOf(ps[i-1]) {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], p)
 	}
-	hasRow := map[string]bool{}
-	for gi := range v.groups {
-		g := &v.groups[gi]
-		slices.SortStableFunc(g.rows, func(a, b *netresult.Point) int { return engIdx[a.Engine] - engIdx[b.Engine] })
-		for _, p := range g.rows {
-			hasRow[p.Engine] = true
-			v.integ.add(p, g.key)
+	return engines, groups
+}
+
+// netVerdict is what the load generator found wrong over groups: "0
+// corrupted or lost bytes in 12 runs", or, in capitals, what went wrong
+// and where, then a line for connection errors and one for points not
+// measured. clean says that some run was measured and none corrupted or
+// lost a byte or had a connection fail.
+func netVerdict(groups [][]*netresult.Point) (lines []string, clean bool) {
+	var runs, badRuns, errRuns, failed int
+	var corrupted, lost, connErrors int64
+	var bad, errs []string
+	for _, g := range groups {
+		for _, p := range g {
 			if p.Err != "" {
-				continue
+				failed++
 			}
-			if len(p.Runs) > 1 {
-				v.spread = true
+			runs += len(p.Runs)
+			// The point's sums are what count; its runs are looked at
+			// only to say how many were hit.
+			nBad, nErr := 0, 0
+			for _, run := range p.Runs {
+				if run.Corrupted > 0 || run.Lost > 0 {
+					nBad++
+				}
+				if run.ConnErrors > 0 {
+					nErr++
+				}
 			}
-			if len(p.Runs) != r.Config.Runs {
-				v.runsCol = true
+			at := p.Engine + " at " + keyOf(p).label()
+			if p.Corrupted > 0 || p.Lost > 0 {
+				corrupted, lost, badRuns = corrupted+p.Corrupted, lost+p.Lost, badRuns+max(nBad, 1)
+				bad = append(bad, fmt.Sprintf("%s: %d corrupted, %d lost bytes", at, p.Corrupted, p.Lost))
 			}
-			if p.P50Ns > 0 || p.P99Ns > 0 || p.P999Ns > 0 || p.MaxNs > 0 {
-				v.latency = true
+			if p.ConnErrors > 0 {
+				connErrors, errRuns = connErrors+p.ConnErrors, errRuns+max(nErr, 1)
+				errs = append(errs, fmt.Sprintf("%s: %d", at, p.ConnErrors))
 			}
 		}
 	}
-	for _, e := range netRefs {
-		if hasRow[e] {
-			v.refs = append(v.refs, e)
-		}
-	}
-	return v
-}
-
-func (in *netIntegrity) add(p *netresult.Point, k netKey) {
-	if p.Err != "" {
-		in.failed++
-	}
-	in.runs += len(p.Runs)
-	bad, errs := 0, 0
-	for _, run := range p.Runs {
-		if run.Corrupted > 0 || run.Lost > 0 {
-			bad++
-		}
-		if run.ConnErrors > 0 {
-			errs++
-		}
-	}
-	// The point's sums are what count; a run that shows them is looked
-	// for only to say how many runs were hit.
-	if p.Corrupted > 0 || p.Lost > 0 {
-		in.corrupted += p.Corrupted
-		in.lost += p.Lost
-		in.badRuns += max(bad, 1)
-		in.bad = append(in.bad, fmt.Sprintf("%s at %s: %d corrupted, %d lost bytes", p.Engine, k.label(), p.Corrupted, p.Lost))
-	}
-	if p.ConnErrors > 0 {
-		in.connErrors += p.ConnErrors
-		in.errRuns += max(errs, 1)
-		in.errs = append(in.errs, fmt.Sprintf("%s at %s: %d", p.Engine, k.label(), p.ConnErrors))
-	}
-}
-
-// ok reports whether no byte was corrupted or lost and no connection
-// failed.
-func (in *netIntegrity) ok() bool { return in.corrupted == 0 && in.lost == 0 && in.connErrors == 0 }
-
-// summary is the integrity verdict: "0 corrupted or lost bytes in 12
-// runs", or, in capitals, what went wrong and where.
-func (in *netIntegrity) summary() []string {
-	var out []string
 	switch {
-	case in.runs == 0:
-		out = append(out, "NO RUN WAS MEASURED: nothing was verified")
-	case in.corrupted == 0 && in.lost == 0:
-		out = append(out, fmt.Sprintf("0 corrupted or lost bytes in %s", plural(in.runs, "run")))
+	case runs == 0:
+		lines = append(lines, "NO RUN WAS MEASURED: nothing was verified")
+	case corrupted == 0 && lost == 0:
+		lines = append(lines, fmt.Sprintf("0 corrupted or lost bytes in %s", plural(runs, "run")))
 	default:
-		out = append(out, fmt.Sprintf("INTEGRITY FAILURE: %d CORRUPTED AND %d LOST BYTES in %d of %s: %s",
-			in.corrupted, in.lost, in.badRuns, plural(in.runs, "run"), strings.Join(in.bad, "; ")))
+		lines = append(lines, fmt.Sprintf("INTEGRITY FAILURE: %d CORRUPTED AND %d LOST BYTES in %d of %s: %s",
+			corrupted, lost, badRuns, plural(runs, "run"), strings.Join(bad, "; ")))
 	}
-	if in.connErrors > 0 {
-		out = append(out, fmt.Sprintf("%d CONNECTION ERRORS in %d of %s: %s", in.connErrors, in.errRuns,
-			plural(in.runs, "run"), strings.Join(in.errs, "; ")))
+	if connErrors > 0 {
+		lines = append(lines, fmt.Sprintf("%d CONNECTION ERRORS in %d of %s: %s", connErrors, errRuns,
+			plural(runs, "run"), strings.Join(errs, "; ")))
 	}
-	if in.failed > 0 {
-		out = append(out, fmt.Sprintf("%s not measured (error): not verified", plural(in.failed, "point")))
+	if failed > 0 {
+		lines = append(lines, fmt.Sprintf("%s not measured (error): not verified", plural(failed, "point")))
 	}
-	return out
-}
-
-// refRatio is p's server CPU-µs per request divided by ref's at the same
-// point: "" when p is the reference or it has no row there, n/a when one
-// of the two was not measured.
-func (g *netGroup) refRatio(p *netresult.Point, ref string) (float64, string) {
-	rp := g.byEngine[ref]
-	if rp == nil || p.Engine == ref {
-		return 0, ""
-	}
-	a, b := p.ServerCPUPerReqUs, rp.ServerCPUPerReqUs
-	if rp.Err != "" || !(a > 0) || !(b > 0) || !finite(a) || !finite(b) {
-		return 0, "n/a"
-	}
-	return a / b, ratio(a / b)
+	return lines, runs > 0 && corrupted == 0 && lost == 0 && connErrors == 0
 }
 
 // --- header
@@ -315,40 +205,25 @@ func (g *netGroup) refRatio(p *netresult.Point, ref string) (float64, string) {
 // netMachine describes the machine in one line (a net report has no
 // file, so no filesystem).
 func netMachine(m features.Machine) string {
-	kernel := "Linux " + m.Kernel
-	if m.Kernel == "" {
-		kernel = "Linux"
-	}
-	parts := []string{strings.TrimSpace(kernel + " " + m.Arch)}
-	if s := strings.TrimSpace(m.CPUModel); s != "" {
-		parts = append(parts, s)
-	}
-	if m.Cores > 0 {
-		parts = append(parts, plural(m.Cores, "core"))
-	}
-	if m.MemBytes > 0 {
-		parts = append(parts, units.RoughSize(m.MemBytes)+" RAM")
-	}
-	return strings.Join(parts, ", ")
+	m.Filesystem, m.Device = "", ""
+	kernel := strings.TrimSpace(strings.TrimSpace("Linux "+m.Kernel) + " " + m.Arch)
+	return strings.Join(append([]string{kernel}, hardwareParts(m)...), ", ")
 }
 
-// netCPUList formats CPU numbers with ranges: "0", "1-3", "0,2,4-5".
+// netCPUList formats CPU numbers with ranges of three or more: "0",
+// "1-3", "0,2,4,5", "0-2,5,7-9".
 func netCPUList(cpus []int) string {
 	var parts []string
-	for i := 0; i < len(cpus); {
+	for i := 0; i < len(cpus); i++ {
 		j := i
 		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
 			j++
 		}
-		switch {
-		case j == i:
+		if j > i+1 {
+			parts, i = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j])), j
+		} else {
 			parts = append(parts, strconv.Itoa(cpus[i]))
-		case j == i+1:
-			parts = append(parts, strconv.Itoa(cpus[i]), strconv.Itoa(cpus[j]))
-		default:
-			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
 		}
-		i = j + 1
 	}
 	return strings.Join(parts, ",")
 }
@@ -376,26 +251,20 @@ func netPinLine(c netresult.Config) string {
 	return s
 }
 
-func netIntList(v []int, f func(int) string) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = f(x)
-	}
-	return strings.Join(s, ", ")
-}
-
 // netMatrixLine describes the matrix: "conns 1, 1000 × sizes 64B, 16KiB ×
 // modes pingpong".
 func netMatrixLine(c netresult.Config) string {
-	var parts []string
-	if len(c.Conns) > 0 {
-		parts = append(parts, "conns "+netIntList(c.Conns, strconv.Itoa))
+	var conns, sizes, parts []string
+	for _, n := range c.Conns {
+		conns = append(conns, strconv.Itoa(n))
 	}
-	if len(c.Sizes) > 0 {
-		parts = append(parts, "sizes "+netIntList(c.Sizes, func(n int) string { return units.FormatSize(int64(n)) }))
+	for _, n := range c.Sizes {
+		sizes = append(sizes, units.FormatSize(int64(n)))
 	}
-	if len(c.Modes) > 0 {
-		parts = append(parts, "modes "+strings.Join(c.Modes, ", "))
+	for i, v := range [][]string{conns, sizes, c.Modes} {
+		if len(v) > 0 {
+			parts = append(parts, []string{"conns ", "sizes ", "modes "}[i]+strings.Join(v, ", "))
+		}
 	}
 	return strings.Join(parts, " × ")
 }

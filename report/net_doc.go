@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 // the notes. The headline figures are QPS, P99 and the server's CPU per
 // request; every figure built from runs carries them, for compare's test.
 func NetDoc(r *netresult.Report) *Doc {
-	v := newNetView(r)
+	_, groups := netPoints(r)
 	d := &Doc{Kind: "net-bench", Title: "iopath net bench: echo servers"}
 	for _, f := range []Field{
 		{"command", r.Command},
@@ -35,8 +34,8 @@ func NetDoc(r *netresult.Report) *Doc {
 	if !r.Started.IsZero() {
 		d.Header = append(d.Header, Field{"started", r.Started.Format("2006-01-02 15:04:05 MST")})
 	}
-	verdict := v.integ.summary()
-	if v.integ.ok() && v.integ.failed == 0 && v.integ.runs > 0 {
+	// A clean verdict is one line; a point not measured adds one.
+	if verdict, clean := netVerdict(groups); clean && len(verdict) == 1 {
 		d.Header = append(d.Header, Field{"integrity", verdict[0]})
 	} else {
 		d.Header = append(d.Header, Field{"integrity", "FAILED: see the notes"})
@@ -48,8 +47,14 @@ func NetDoc(r *netresult.Report) *Doc {
 	for _, n := range r.Notes {
 		d.Notes = append(d.Notes, oneLine(n))
 	}
-	if len(v.groups) == 0 {
+	if len(groups) == 0 {
 		return d
+	}
+	var refs []string // the reference engines that have a row somewhere
+	for _, e := range netRefs {
+		if slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.Engine == e }) {
+			refs = append(refs, e)
+		}
 	}
 
 	d.Columns = []Column{
@@ -63,7 +68,7 @@ func NetDoc(r *netresult.Report) *Doc {
 	}
 	// The first reference is in the table, the others behind --wide:
 	// the table fits 100 columns.
-	for i, ref := range v.refs {
+	for i, ref := range refs {
 		d.Columns = append(d.Columns, Column{Key: "server_cpu_vs_" + ref, Title: "vs " + ref, Unit: "×", Better: Lower, Prec: 2, Wide: i > 0})
 	}
 	d.Columns = append(d.Columns,
@@ -78,10 +83,10 @@ func NetDoc(r *netresult.Report) *Doc {
 		Column{Key: "conn_errors", Title: "conn errors", Wide: true},
 		Column{Key: "integrity", Title: "integrity"},
 	)
-	for gi := range v.groups {
-		g := &v.groups[gi]
-		grp := Group{Title: g.key.label()}
-		for _, p := range g.rows {
+	spread := false // some row has more than one run
+	for _, g := range groups {
+		grp := Group{Title: keyOf(g[0]).label()}
+		for _, p := range g {
 			if p.Err != "" {
 				why := "error: " + oneLine(p.Err)
 				if p.Err == netresult.NotRun {
@@ -90,6 +95,7 @@ func NetDoc(r *netresult.Report) *Doc {
 				grp.Rows = append(grp.Rows, Row{Cells: []Cell{TextCell(p.Engine)}, Err: why})
 				continue
 			}
+			spread = spread || len(p.Runs) > 1
 			cells := []Cell{
 				TextCell(p.Engine),
 				netRuns(p, func(r *netresult.Run) float64 { return r.QPS }, false),
@@ -99,12 +105,16 @@ func NetDoc(r *netresult.Report) *Doc {
 				netRuns(p, func(r *netresult.Run) float64 { return float64(r.MaxNs) / 1e3 }, true),
 				netRuns(p, func(r *netresult.Run) float64 { return r.ServerCPUPerReqUs }, true),
 			}
-			for _, ref := range v.refs {
+			// Server CPU per request over the reference's at the same
+			// point: blank for the reference itself or where it has no row.
+			for _, ref := range refs {
 				c := TextCell("")
-				if x, s := g.refRatio(p, ref); s == "n/a" {
-					c = Figure(math.NaN())
-				} else if s != "" {
-					c = Figure(x)
+				if i := slices.IndexFunc(g, func(q *netresult.Point) bool { return q.Engine == ref }); i >= 0 && p.Engine != ref {
+					base := g[i].ServerCPUPerReqUs
+					if g[i].Err != "" {
+						base = 0
+					}
+					c = ratioCell(p.ServerCPUPerReqUs, base)
 				}
 				cells = append(cells, c)
 			}
@@ -127,10 +137,10 @@ func NetDoc(r *netresult.Report) *Doc {
 		{"P99 µs", "latency from a request's send to the last byte of its echo (–: not measured, as in stream mode)"},
 		{"CPU µs/req", "CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock"},
 	}
-	if len(v.refs) > 0 {
-		d.Legend = append(d.Legend, Field{"vs " + v.refs[0], "CPU µs/req divided by " + v.refs[0] + "'s at the same point: below 1.00 costs less CPU"})
+	if len(refs) > 0 {
+		d.Legend = append(d.Legend, Field{"vs " + refs[0], "CPU µs/req divided by " + refs[0] + "'s at the same point: below 1.00 costs less CPU"})
 	}
-	if v.spread {
+	if spread {
 		d.Legend = append(d.Legend, Field{"(min–max)", "over the runs; the figures are medians"})
 	}
 	d.Legend = append(d.Legend,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,120 +32,137 @@ import (
 //
 // MODE is the mode made into a slug: pingpong, pipeline-8, stream.
 func NetHTML(w io.Writer, r *netresult.Report) error {
-	return renderPage(w, newNetHTML(r).page())
-}
-
-type netHTML struct {
-	v      *netView
-	series []*hSeries // engines with a row, in display order
-	byName map[string]*hSeries
-	ids    chartIDs
-}
-
-func newNetHTML(r *netresult.Report) *netHTML {
-	m := &netHTML{v: newNetView(r), ids: chartIDs{}}
-	has := map[string]bool{}
-	for _, p := range r.Points {
-		has[p.Engine] = true
-	}
-	var names []string
-	for _, e := range m.v.engines {
-		if has[e] {
-			names = append(names, e)
+	engines, groups := netPoints(r)
+	d := NetDoc(r) // a group per point, in groups' order
+	var names, modes []string
+	for _, g := range groups {
+		modes = append(modes, g[0].Mode)
+		for _, p := range g {
+			names = append(names, p.Engine)
 		}
 	}
-	m.series, m.byName = nameSeries(names)
-	return m
-}
+	// The engines that have a row, in the engines' order.
+	series, _ := nameSeries(slices.DeleteFunc(slices.Clone(engines), func(e string) bool { return !slices.Contains(names, e) }))
 
-// groupsOf returns the points of one mode, in the view's order.
-func (m *netHTML) groupsOf(mode string) []*netGroup {
-	var out []*netGroup
-	for i := range m.v.groups {
-		if g := &m.v.groups[i]; g.key.mode == mode {
-			out = append(out, g)
+	ver := r.Version
+	if ver == "" {
+		ver = r.Machine.IopathVersion
+	}
+	p := page{Title: "iopath net bench", Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
+		Machine: machineKV(r.Machine, ver), Generator: strings.TrimSpace("iopath " + ver)}
+	p.Banner, p.BannerOK = netVerdict(groups)
+	if !strings.HasPrefix(p.Banner[0], "INTEGRITY") {
+		p.Banner[0] = "Integrity: " + p.Banner[0]
+	}
+	if !r.Started.IsZero() {
+		addKV(&p.Run, "started", stamp(r.Started))
+	}
+	addKV(&p.Run, "engines", strings.Join(engines, ", "))
+	addKV(&p.Run, "matrix", netMatrixLine(r.Config))
+	addKV(&p.Run, "runs", netRunsLine(r.Config))
+	addKV(&p.Run, "pinning", netPinLine(r.Config))
+	addKV(&p.Run, "address", r.Config.Addr)
+
+	ids := chartIDs{}
+	var cpuC, qpsC, latC, integC []chart
+	var noLat []string
+	for _, mode := range hUniq(modes) {
+		sub, points := *d, [][]*netresult.Point{}
+		sub.Groups = nil
+		for i, g := range groups {
+			if g[0].Mode == mode && i < len(d.Groups) {
+				sub.Groups, points = append(sub.Groups, d.Groups[i]), append(points, g)
+			}
 		}
-	}
-	return out
-}
-
-// netTip is the tooltip of a row's tile in the integrity matrix.
-func netTip(p *netresult.Point, lines ...string) string {
-	head := fmt.Sprintf("%s · %s", p.Engine, netKey{p.Conns, p.Size, p.Mode}.label())
-	if p.Err != "" {
-		return head + "\nerror: " + oneLine(p.Err)
-	}
-	return strings.Join(append([]string{head}, lines...), "\n")
-}
-
-// modeBars draws the Doc's column key over mode's points (chart id
-// KIND-MODE, titled "TITLE — MODE"), and says whether any was measured: a group per
-// point labelled by its connections, with the message size under each
-// run of points that share it, a bar per engine; figures are multiplied
-// by scale (to thousands, to nanoseconds). NetDoc has a group per point,
-// in the view's order.
-func (m *netHTML) modeBars(d *Doc, mode, key, kind, title, caption, unit string, scale float64) (chart, bool) {
-	sub := *d
-	sub.Groups = nil
-	var keys []netKey
-	for i, g := range m.v.groups {
-		if g.key.mode == mode && i < len(d.Groups) {
-			sub.Groups, keys = append(sub.Groups, d.Groups[i]), append(keys, g.key)
+		// bars draws the Doc's column key over mode's points (chart id
+		// KIND-MODE), and says whether any was measured: a group per point
+		// labelled by its connections, with the message size under each
+		// run of points that share it, a bar per engine; figures are
+		// multiplied by scale (to thousands, to nanoseconds).
+		bars := func(key, kind, title, caption, unit string, scale float64) (chart, bool) {
+			groups := docBars(&sub, key, series)
+			measured := false
+			for i := range groups {
+				groups[i].label, groups[i].super = strconv.Itoa(points[i][0].Conns), units.FormatSize(int64(points[i][0].Size))
+				for j := range groups[i].bars {
+					b := &groups[i].bars[j]
+					b.v, b.lo, b.hi = b.v*scale, b.lo*scale, b.hi*scale
+					measured = measured || b.v > 0
+				}
+			}
+			id := ids.id(kind, mode)
+			title += " — " + mode
+			spec := hBarSpec{id: id, title: title, unit: unit, groups: groups, series: series, value: hSig3, rowNames: [2]string{"conns", "size"}}
+			if key == "p99_us" {
+				spec.log, spec.value, spec.tick = true, func(f float64) string { return latency(int64(f)) }, hLatencyTick
+			}
+			return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(spec))}, measured
 		}
-	}
-	groups := docBars(&sub, key, m.series)
-	measured := false
-	for i := range groups {
-		groups[i].label, groups[i].super = strconv.Itoa(keys[i].conns), units.FormatSize(int64(keys[i].size))
-		for j := range groups[i].bars {
-			b := &groups[i].bars[j]
-			b.v, b.lo, b.hi = b.v*scale, b.lo*scale, b.hi*scale
-			measured = measured || b.v > 0
+		c, _ := bars("server_cpu_us_per_req", "cpu", "Server CPU per request",
+			"CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over "+
+				"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” "+
+				"is a point that could not be measured (hover for why).", "server CPU-µs per request", 1)
+		cpuC = append(cpuC, c)
+		c, _ = bars("qps", "qps", "Requests per second", "Requests echoed whole and verified per second, in thousands; "+
+			"median over the runs, the whisker spanning the runs' minimum to maximum. Higher is better.", "thousand requests/s", 1e-3)
+		qpsC = append(qpsC, c)
+		if c, ok := bars("p99_us", "p99", "P99 latency", "99th-percentile latency per request, from its send to the last "+
+			"byte of its echo, on a log scale: the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. "+
+			"“n/m”: not measured.", "P99 latency (log scale)", 1e3); ok {
+			latC = append(latC, c)
+		} else {
+			noLat = append(noLat, mode)
 		}
+		integC = append(integC, integrityChart(ids.id("integrity", mode), mode, points, series))
 	}
-	id := m.ids.id(kind, mode)
-	title += " — " + mode
-	spec := hBarSpec{id: id, title: title, unit: unit, groups: groups, series: m.series, value: hSig3, rowNames: [2]string{"conns", "size"}}
-	if key == "p99_us" {
-		spec.log, spec.value, spec.tick = true, func(f float64) string { return latency(int64(f)) }, hLatencyTick
+	lat := section{ID: "latency", Title: "P99 latency", Charts: latC, Empty: "No latency was measured."}
+	if len(noLat) > 0 {
+		lat.Intro = []string{"No latency was measured in mode " + strings.Join(noLat, ", ") + "."}
 	}
-	return chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(hBarChart(spec))}, measured
+	p.Sections = []section{
+		{ID: "cpu", Title: "Server CPU per request", Charts: cpuC},
+		{ID: "qps", Title: "Requests per second", Charts: qpsC},
+		lat,
+		{ID: "integrity", Title: "Integrity", Charts: integC},
+	}
+	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
+	return renderPage(w, p)
 }
-
-// --- the integrity matrix
 
 // integrityChart draws one mode's integrity: a tile per engine (row) and
 // point (column), green when every byte came back as sent, red with the
 // count when not, grey with "error" for a point that was not measured.
-func (m *netHTML) integrityChart(mode string) chart {
-	id := m.ids.id("integrity", mode)
+func integrityChart(id, mode string, points [][]*netresult.Point, series []*hSeries) chart {
 	title := "Integrity — " + mode
-	groups := m.groupsOf(mode)
 	spec := hTileSpec{id: id, title: title, rowNames: [2]string{"conns", "size"}, key: []hLegendItem{
 		{name: "every byte back as sent", kind: hLegShare, color: "#59a14f"},
 		{name: "bytes corrupted or lost, or connections failed", kind: hLegShare, color: "#c0392b"},
 		{name: "not measured", kind: hLegShare, color: "#c9ced4"},
 	}}
-	for _, g := range groups {
-		spec.cols = append(spec.cols, hBarGroup{label: strconv.Itoa(g.key.conns), super: units.FormatSize(int64(g.key.size))})
+	for _, g := range points {
+		spec.cols = append(spec.cols, hBarGroup{label: strconv.Itoa(g[0].Conns), super: units.FormatSize(int64(g[0].Size))})
 	}
-	for _, s := range m.series {
+	for _, s := range series {
 		var row []hTile
 		seen := false
-		for _, g := range groups {
-			p := g.byEngine[s.name]
-			seen = seen || p != nil
+		for _, g := range points {
+			i := slices.IndexFunc(g, func(p *netresult.Point) bool { return p.Engine == s.name })
+			seen = seen || i >= 0
+			if i < 0 {
+				row = append(row, hTile{"#f1f3f5", "–", "tl", fmt.Sprintf("%s · %s\nnot run", s.name, keyOf(g[0]).label())})
+				continue
+			}
+			p := g[i]
+			tip := p.Engine + " · " + keyOf(p).label() + "\n"
 			switch {
-			case p == nil:
-				row = append(row, hTile{"#f1f3f5", "–", "tl", fmt.Sprintf("%s · %s\nnot run", s.name, g.key.label())})
 			case p.Err != "":
-				row = append(row, hTile{"#c9ced4", "error", "tl", netTip(p)})
+				row = append(row, hTile{"#c9ced4", "error", "tl", tip + "error: " + oneLine(p.Err)})
 			case p.Corrupted == 0 && p.Lost == 0 && p.ConnErrors == 0:
-				row = append(row, hTile{"#59a14f", "✓", "tl ok", netTip(p, fmt.Sprintf(
-					"every echoed byte verified in %s: 0 corrupted, 0 lost, 0 connection errors", plural(len(p.Runs), "run")))})
+				row = append(row, hTile{"#59a14f", "✓", "tl ok", tip + fmt.Sprintf(
+					"every echoed byte verified in %s: 0 corrupted, 0 lost, 0 connection errors", plural(len(p.Runs), "run"))})
 			default:
-				row = append(row, hTile{"#c0392b", netBadTile(p), "tl bad", netTip(p, fmt.Sprintf(
-					"%d bytes corrupted, %d lost, %d connections failed, over %s", p.Corrupted, p.Lost, p.ConnErrors, plural(len(p.Runs), "run")))})
+				row = append(row, hTile{"#c0392b", netBadTile(p), "tl bad", tip + fmt.Sprintf(
+					"%d bytes corrupted, %d lost, %d connections failed, over %s", p.Corrupted, p.Lost, p.ConnErrors, plural(len(p.Runs), "run"))})
 			}
 		}
 		if seen {
@@ -167,65 +185,4 @@ func netBadTile(p *netresult.Point) string {
 	default:
 		return units.RoughSize(n) + " bad"
 	}
-}
-
-// --- page
-
-func (m *netHTML) page() page {
-	r := m.v.r
-	ver := r.Version
-	if ver == "" {
-		ver = r.Machine.IopathVersion
-	}
-	p := page{Title: "iopath net bench", Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
-		Machine: machineKV(r.Machine, ver), Generator: strings.TrimSpace("iopath " + ver)}
-	p.Banner, p.BannerOK = m.v.integ.summary(), m.v.integ.ok() && m.v.integ.runs > 0
-	if !strings.HasPrefix(p.Banner[0], "INTEGRITY") {
-		p.Banner[0] = "Integrity: " + p.Banner[0]
-	}
-	if !r.Started.IsZero() {
-		addKV(&p.Run, "started", stamp(r.Started))
-	}
-	addKV(&p.Run, "engines", strings.Join(m.v.engines, ", "))
-	addKV(&p.Run, "matrix", netMatrixLine(r.Config))
-	addKV(&p.Run, "runs", netRunsLine(r.Config))
-	addKV(&p.Run, "pinning", netPinLine(r.Config))
-	addKV(&p.Run, "address", r.Config.Addr)
-
-	d := NetDoc(r)
-	var cpuC, qpsC, latC, integC []chart
-	var noLat []string
-	for _, mode := range m.v.modes {
-		if len(m.groupsOf(mode)) == 0 {
-			continue
-		}
-		c, _ := m.modeBars(d, mode, "server_cpu_us_per_req", "cpu", "Server CPU per request",
-			"CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock; median over "+
-				"the runs, the whisker spanning the runs' minimum to maximum. Lower is better. A shaded gap labelled “error” "+
-				"is a point that could not be measured (hover for why).", "server CPU-µs per request", 1)
-		cpuC = append(cpuC, c)
-		c, _ = m.modeBars(d, mode, "qps", "qps", "Requests per second", "Requests echoed whole and verified per second, in thousands; "+
-			"median over the runs, the whisker spanning the runs' minimum to maximum. Higher is better.", "thousand requests/s", 1e-3)
-		qpsC = append(qpsC, c)
-		if c, ok := m.modeBars(d, mode, "p99_us", "p99", "P99 latency", "99th-percentile latency per request, from its send to the last "+
-			"byte of its echo, on a log scale: the dot is the median over the runs, the whisker spans the runs' P99s. Lower is better. "+
-			"“n/m”: not measured.", "P99 latency (log scale)", 1e3); ok {
-			latC = append(latC, c)
-		} else {
-			noLat = append(noLat, mode)
-		}
-		integC = append(integC, m.integrityChart(mode))
-	}
-	lat := section{ID: "latency", Title: "P99 latency", Charts: latC, Empty: "No latency was measured."}
-	if len(noLat) > 0 {
-		lat.Intro = []string{"No latency was measured in mode " + strings.Join(noLat, ", ") + "."}
-	}
-	p.Sections = []section{
-		{ID: "cpu", Title: "Server CPU per request", Charts: cpuC},
-		{ID: "qps", Title: "Requests per second", Charts: qpsC},
-		lat,
-		{ID: "integrity", Title: "Integrity", Charts: integC},
-	}
-	p.Sections = append(p.Sections, docSections("results", "Results", d, m.series...)...)
-	return p
 }

@@ -1,13 +1,10 @@
 package report
 
-// The HTML page of `iopath net bench --serve-file` (netio/filesrv) and
-// `--writev` (netio/writev), or sections of one, with inline SVG charts
-// drawn by svg.go's helpers, and what it shares with their Docs
-// (netfile_doc.go): the row order, the baselines, the target, the legends.
+// The HTML page of `iopath net bench --serve-file` and `--writev`, or
+// sections of one: their Docs (netfile_doc.go) drawn by page.go, with
+// charts made from the Docs' columns.
 
 import (
-	"cmp"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -18,190 +15,6 @@ import (
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netresult"
 )
-
-// nfOrdered returns the names in want's order, then any others in order
-// of appearance.
-func nfOrdered(want []string, have []string) []string {
-	var out []string
-	for _, n := range want {
-		if slices.Contains(have, n) {
-			out = append(out, n)
-		}
-	}
-	for _, n := range have {
-		if !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// --- file serving
-
-// nfFileRows sorts rs by file size, then method (Methods order), stably.
-func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
-	order := netresult.FileServeMethods()
-	idx := func(m string) int {
-		if i := slices.Index(order, m); i >= 0 {
-			return i
-		}
-		return len(order)
-	}
-	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b netresult.FileServe) int {
-		return cmp.Or(cmp.Compare(a.FileSize, b.FileSize), cmp.Compare(a.Conns, b.Conns), cmp.Compare(idx(a.Method), idx(b.Method)))
-	})
-	return out
-}
-
-// nfBaseline is readwrite's CPU-s/GB for r's size and connections, or 0.
-func nfBaseline(rs []netresult.FileServe, r *netresult.FileServe) float64 {
-	for i := range rs {
-		b := &rs[i]
-		if b.Method == netresult.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
-			return b.CPUSecPerGB
-		}
-	}
-	return 0
-}
-
-// nfTarget is the file-serving target: at 1 MiB, sendfile and splice use
-// at most 0.6× readwrite's server CPU per GB.
-const (
-	nfTargetSize  = 1 << 20
-	nfTargetRatio = 0.6
-)
-
-// nfTargetLine says how the 1 MiB rows did against the target, or "" when
-// they were not all measured.
-func nfTargetLine(rs []netresult.FileServe) string {
-	var parts []string
-	met := true
-	for _, m := range []string{netresult.Sendfile, netresult.Splice} {
-		for i := range rs {
-			r := &rs[i]
-			if r.Method != m || r.FileSize != nfTargetSize || r.Err != "" {
-				continue
-			}
-			base := nfBaseline(rs, r)
-			if base <= 0 || r.CPUSecPerGB <= 0 {
-				continue
-			}
-			ratio := r.CPUSecPerGB / base
-			met = met && ratio <= nfTargetRatio
-			parts = append(parts, fmt.Sprintf("%s %.2f×", m, ratio))
-			break
-		}
-	}
-	if len(parts) < 2 {
-		return ""
-	}
-	verdict := "met"
-	if !met {
-		verdict = "NOT met"
-	}
-	return fmt.Sprintf("target at 1MiB: %s readwrite's server CPU per GB (want ≤ %.1f×): %s",
-		strings.Join(parts, ", "), nfTargetRatio, verdict)
-}
-
-const fileServeLegend = `GB/s           file bytes received and verified per second of wall time (1 GB = 10⁹ B),
-               median over the runs, with the slowest and fastest run
-CPU-s/GB       server CPU seconds per GB sent: the threads serving the data connections
-               (their own CPU clocks: kernel work on the send path included, client excluded)
-               plus io_uring's kernel threads; lower is better
-×readwrite     CPU-s/GB ÷ readwrite's at the same file size
-syscalls/MB    the server's system calls per 10⁶ B sent, counted at its own call sites: the
-               recv of each request, pread, send, sendfile, splice, io_uring_enter
-sys/resp       the same per response (one response = the whole file)
-proc CPU-s/GB  the whole server process (RUSAGE_SELF: Go runtime and control connection
-               included), when the server ran in a process of its own
-verified       ok: every response complete and byte-exact; else how many bytes differed
-`
-
-// nfFileHeader describes the server's setup when the rows share it.
-func nfFileHeader(rows []netresult.FileServe) string {
-	if len(rows) == 0 {
-		return ""
-	}
-	var p []string
-	if !nfVaries(rows, func(r netresult.FileServe) string { return strconv.FormatBool(r.InProcess) }) {
-		if rows[0].InProcess {
-			p = append(p, "server in the client's process (CPU from its own threads)")
-		} else {
-			p = append(p, "server in a child process")
-		}
-	}
-	if !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) }) {
-		p = append(p, plural(rows[0].Conns, "connection")+", one request at a time each")
-	}
-	if c := rows[0].Chunk; c > 0 && !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Chunk) }) {
-		p = append(p, "chunk "+units.FormatSize(int64(c)))
-	}
-	if d := rows[0].Depth; d > 0 && !nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Depth) }) {
-		p = append(p, fmt.Sprintf("io_uring depth %d", d))
-	}
-	return strings.Join(p, "; ")
-}
-
-// --- writev
-
-// nfWritevRows sorts rs by k, then way (Ways order), stably.
-func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
-	order := netresult.WritevWays()
-	idx := func(w string) int {
-		if i := slices.Index(order, w); i >= 0 {
-			return i
-		}
-		return len(order)
-	}
-	out := slices.Clone(rs)
-	slices.SortStableFunc(out, func(a, b netresult.Writev) int {
-		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(idx(a.Way), idx(b.Way)))
-	})
-	return out
-}
-
-func nfWritesCPU(rs []netresult.Writev, k int) float64 {
-	for _, r := range rs {
-		if r.Way == netresult.Writes && r.K == k && r.Err == "" {
-			return r.CPUNsPerResp
-		}
-	}
-	return 0
-}
-
-const writevLegend = `k              parts per response (64 B–1 KiB each unless configured otherwise)
-syscalls/resp  system calls the sending thread made per response: write(2)/writev(2) as the
-               kernel counted them (/proc/thread-self/io syscw: Go's own retries included)
-               for the Go ways; io_uring_enter for io_uring
-CPU ns/resp    the sending thread's CPU per response (CLOCK_THREAD_CPUTIME_ID), median over
-               the runs with the lowest and highest; includes the kernel's send path
-×writes        CPU ns/resp ÷ that of k separate writes
-wall ns/resp   elapsed time per response (the reader shares the machine)
-verified       ok: the reader got exactly the bytes sent, in order
-`
-
-// --- helpers
-
-func nfVaries[T any](rs []T, f func(T) string) bool {
-	seen := map[string]bool{}
-	for _, r := range rs {
-		seen[f(r)] = true
-	}
-	return len(seen) > 1
-}
-
-func nfVerified(ok bool, corrupted int64) string {
-	switch {
-	case ok:
-		return "ok"
-	case corrupted > 0:
-		return fmt.Sprintf("%d B CORRUPT", corrupted)
-	}
-	return "NO"
-}
-
-// --- HTML
 
 // NetFilePage is what NetFileHTML draws. Either result list may be empty.
 type NetFilePage struct {
@@ -214,8 +27,11 @@ type NetFilePage struct {
 }
 
 // NetFileHTML writes p as one self-contained HTML page (page.go's: no
-// script, no network, inline SVG charts). The sections are
-// FileServeHTML's and WritevHTML's.
+// script, no network, inline SVG charts): per side benchmark given, a
+// section of charts (file serving: fs-cpu-ratio, fs-cpu, fs-gbps and,
+// over several file sizes, fs-syscalls; writev: wv-cpu-ratio, wv-cpu and,
+// over several k, wv-syscalls), then its Doc's results table, notes and
+// definitions.
 func NetFileHTML(w io.Writer, p NetFilePage) error {
 	if p.Title == "" {
 		p.Title = "iopath net bench: file serving and writev"
@@ -235,18 +51,6 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 		d.Sections = append(d.Sections, section{ID: "notes", Title: "Notes", List: p.Notes})
 	}
 	return renderPage(w, d)
-}
-
-// FileServeHTML writes the file-serving sections alone (<section
-// id="file-serving"> with the charts, then the results table, its notes
-// and definitions), for a page that has the report's styles.
-func FileServeHTML(w io.Writer, rs []netresult.FileServe) error {
-	return renderSections(w, nfFileSections(rs))
-}
-
-// WritevHTML writes the writev sections alone (<section id="writev">...).
-func WritevHTML(w io.Writer, rs []netresult.Writev) error {
-	return renderSections(w, nfWritevSections(rs))
 }
 
 // nfDocSections are the results table of a side benchmark's Doc, its
@@ -270,9 +74,10 @@ func nfFileSections(in []netresult.FileServe) []section {
 	d := FileServeDoc(&netresult.FileServeReport{Results: rows})
 	var names, sizes []string
 	for _, r := range rows {
-		names, sizes = nfAdd(names, r.Method), nfAdd(sizes, units.FormatSize(r.FileSize))
+		names, sizes = append(names, r.Method), append(sizes, units.FormatSize(r.FileSize))
 	}
-	series, _ := nameSeries(nfOrdered(netresult.FileServeMethods(), names))
+	series := nfSeries(netresult.FileServeMethods(), names)
+	sizes = hUniq(sizes)
 
 	// The darker foot of a ratio's bar is io_uring's kernel threads, over
 	// readwrite's CPU: the Doc has a row per result, in rows' order.
@@ -314,9 +119,10 @@ func nfWritevSections(in []netresult.Writev) []section {
 	d := WritevDoc(&netresult.WritevReport{Results: rows})
 	var names, ks []string
 	for _, r := range rows {
-		names, ks = nfAdd(names, r.Way), nfAdd(ks, strconv.Itoa(r.K))
+		names, ks = append(names, r.Way), append(ks, strconv.Itoa(r.K))
 	}
-	series, _ := nameSeries(nfOrdered(netresult.WritevWays(), names))
+	series := nfSeries(netresult.WritevWays(), names)
+	ks = hUniq(ks)
 	s.Charts = append(s.Charts, barChart("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
 		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
 		"× writes", docBars(d, "cpu_vs_writes", series), series, decimals(2)))
@@ -333,25 +139,11 @@ func nfWritevSections(in []netresult.Writev) []section {
 	return append([]section{s}, nfDocSections("writev", "writev", d, series)...)
 }
 
-// nfAdd appends s to list unless it is in it.
-func nfAdd(list []string, s string) []string {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
-// nfDefs turns a text legend (term, then its text over indented lines)
-// into definitions.
-func nfDefs(legend string) []kv {
-	var out []kv
-	for _, line := range strings.Split(strings.TrimRight(legend, "\n"), "\n") {
-		if strings.HasPrefix(line, " ") && len(out) > 0 {
-			out[len(out)-1].V += " " + strings.TrimSpace(line)
-			continue
-		}
-		term, text, _ := strings.Cut(line, "  ")
-		out = append(out, kv{K: strings.TrimSpace(term), V: strings.TrimSpace(text)})
-	}
-	return out
+// nfSeries is a chart series per name: those in order first, in its
+// order, then any other in order of appearance.
+func nfSeries(order, names []string) []*hSeries {
+	names = hUniq(names)
+	slices.SortStableFunc(names, func(a, b string) int { return rank(order, a) - rank(order, b) })
+	series, _ := nameSeries(names)
+	return series
 }

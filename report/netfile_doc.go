@@ -1,16 +1,132 @@
 package report
 
+// The Docs of `iopath net bench --serve-file` (netio/filesrv) and
+// `--writev` (netio/writev), with what their HTML (netfile.go) reads
+// beside them: the row order, the baselines and the target.
+
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"strconv"
+	"strings"
 
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netresult"
 )
+
+// rank is name's place in order, or len(order) for a name not in it.
+func rank(order []string, name string) int {
+	if i := slices.Index(order, name); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+// nfFileRows sorts rs by file size, connections, then method (in
+// FileServeMethods' order), stably.
+func nfFileRows(rs []netresult.FileServe) []netresult.FileServe {
+	order := netresult.FileServeMethods()
+	return slices.SortedStableFunc(slices.Values(rs), func(a, b netresult.FileServe) int {
+		return cmp.Or(cmp.Compare(a.FileSize, b.FileSize), cmp.Compare(a.Conns, b.Conns), cmp.Compare(rank(order, a.Method), rank(order, b.Method)))
+	})
+}
+
+// nfWritevRows sorts rs by k, then way (in WritevWays' order), stably.
+func nfWritevRows(rs []netresult.Writev) []netresult.Writev {
+	order := netresult.WritevWays()
+	return slices.SortedStableFunc(slices.Values(rs), func(a, b netresult.Writev) int {
+		return cmp.Or(cmp.Compare(a.K, b.K), cmp.Compare(rank(order, a.Way), rank(order, b.Way)))
+	})
+}
+
+// nfBaseline is readwrite's CPU-s/GB for r's size and connections, or 0.
+func nfBaseline(rs []netresult.FileServe, r *netresult.FileServe) float64 {
+	for _, b := range rs {
+		if b.Method == netresult.ReadWrite && b.FileSize == r.FileSize && b.Conns == r.Conns && b.Err == "" {
+			return b.CPUSecPerGB
+		}
+	}
+	return 0
+}
+
+// nfWritesCPU is k separate writes' CPU per response, or 0.
+func nfWritesCPU(rs []netresult.Writev, k int) float64 {
+	for _, r := range rs {
+		if r.Way == netresult.Writes && r.K == k && r.Err == "" {
+			return r.CPUNsPerResp
+		}
+	}
+	return 0
+}
+
+// The file-serving target: at 1 MiB, sendfile and splice use at most
+// 0.6× readwrite's server CPU per GB.
+const (
+	nfTargetSize  = 1 << 20
+	nfTargetRatio = 0.6
+)
+
+// nfTargetLine says how the 1 MiB rows did against the target, or "" when
+// they were not all measured.
+func nfTargetLine(rs []netresult.FileServe) string {
+	var parts []string
+	met := true
+	for _, m := range []string{netresult.Sendfile, netresult.Splice} {
+		i := slices.IndexFunc(rs, func(r netresult.FileServe) bool {
+			return r.Method == m && r.FileSize == nfTargetSize && r.Err == "" && r.CPUSecPerGB > 0 && nfBaseline(rs, &r) > 0
+		})
+		if i < 0 {
+			return ""
+		}
+		ratio := rs[i].CPUSecPerGB / nfBaseline(rs, &rs[i])
+		met = met && ratio <= nfTargetRatio
+		parts = append(parts, fmt.Sprintf("%s %.2f×", m, ratio))
+	}
+	verdict := "met"
+	if !met {
+		verdict = "NOT met"
+	}
+	return fmt.Sprintf("target at 1MiB: %s readwrite's server CPU per GB (want ≤ %.1f×): %s",
+		strings.Join(parts, ", "), nfTargetRatio, verdict)
+}
+
+// nfFileHeader describes the server's setup, as far as the rows share it.
+func nfFileHeader(rows []netresult.FileServe) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	r := rows[0]
+	same := func(f func(netresult.FileServe) any) bool {
+		return !slices.ContainsFunc(rows, func(x netresult.FileServe) bool { return f(x) != f(r) })
+	}
+	var p []string
+	if same(func(x netresult.FileServe) any { return x.InProcess }) {
+		p = append(p, map[bool]string{true: "server in the client's process (CPU from its own threads)", false: "server in a child process"}[r.InProcess])
+	}
+	if same(func(x netresult.FileServe) any { return x.Conns }) {
+		p = append(p, plural(r.Conns, "connection")+", one request at a time each")
+	}
+	if r.Chunk > 0 && same(func(x netresult.FileServe) any { return x.Chunk }) {
+		p = append(p, "chunk "+units.FormatSize(int64(r.Chunk)))
+	}
+	if r.Depth > 0 && same(func(x netresult.FileServe) any { return x.Depth }) {
+		p = append(p, fmt.Sprintf("io_uring depth %d", r.Depth))
+	}
+	return strings.Join(p, "; ")
+}
+
+func nfVerified(ok bool, corrupted int64) string {
+	switch {
+	case ok:
+		return "ok"
+	case corrupted > 0:
+		return fmt.Sprintf("%d B CORRUPT", corrupted)
+	}
+	return "NO"
+}
 
 // FileServeDoc maps a file-serving report (`net bench --serve-file`)
 // into a Doc: one group per file size (and connection count, when it
@@ -30,7 +146,7 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 	if len(rows) == 0 {
 		return d
 	}
-	conns := nfVaries(rows, func(r netresult.FileServe) string { return strconv.Itoa(r.Conns) })
+	conns := slices.ContainsFunc(rows, func(r netresult.FileServe) bool { return r.Conns != rows[0].Conns })
 	d.Columns = []Column{
 		{Key: "method", Title: "method", Left: true},
 		{Key: "gb_per_s", Title: "GB/s", Unit: "GB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
@@ -54,20 +170,8 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 		if conns {
 			title += ", " + plural(r.Conns, "connection")
 		}
-		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
-			d.Groups = append(d.Groups, Group{Title: title})
-		}
-		g := &d.Groups[len(d.Groups)-1]
-		if r.Responses == 0 && r.Err != "" {
-			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Method)}, Err: "error: " + oneLine(r.Err)})
-			continue
-		}
-		if r.Err != "" {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s %s: %s", r.Method, units.FormatSize(r.FileSize), oneLine(r.Err)))
-		}
 		per := func(f func(netresult.FileServeRun) float64) []float64 { return stats.Map(r.PerRun, f) }
 		cells := []Cell{
-			TextCell(r.Method),
 			withRuns(spanCell(r.GBps, r.GBpsMin, r.GBpsMax), per(func(x netresult.FileServeRun) float64 { return x.GBps })),
 			withRuns(spanCell(r.CPUSecPerGB, r.CPUSecPerGBMin, r.CPUSecPerGBMax), per(func(x netresult.FileServeRun) float64 { return x.CPUSecPerGB })),
 			ratioCell(r.CPUSecPerGB, nfBaseline(rows, r)),
@@ -77,14 +181,22 @@ func FileServeDoc(rep *netresult.FileServeReport) *Doc {
 		if proc {
 			cells = append(cells, withRuns(measured(r.ProcCPUSecPerGB), per(func(x netresult.FileServeRun) float64 { return x.ProcCPUSecPerGB })))
 		}
-		cells = append(cells, Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)),
-			TextCell(nfVerified(r.Verified, r.Corrupted)))
-		g.Rows = append(g.Rows, Row{Cells: cells})
+		nfRow(d, title, r.Method, r.Method+" "+units.FormatSize(r.FileSize), r.Responses, r.Err, append(cells,
+			Figure(float64(r.FileSize)), Figure(float64(r.Conns)), Figure(float64(r.Runs)), TextCell(nfVerified(r.Verified, r.Corrupted))))
 	}
 	if l := nfTargetLine(rows); l != "" {
 		d.Notes = append([]string{l}, d.Notes...)
 	}
-	d.Legend = legendFields(fileServeLegend)
+	d.Legend = []Field{
+		{"GB/s", "file bytes received and verified per second of wall time (1 GB = 10⁹ B), median over the runs, with the slowest and fastest run"},
+		{"CPU-s/GB", "server CPU seconds per GB sent: the threads serving the data connections (their own CPU clocks: kernel work on the send path " +
+			"included, client excluded) plus io_uring's kernel threads; lower is better"},
+		{"×readwrite", "CPU-s/GB ÷ readwrite's at the same file size"},
+		{"syscalls/MB", "the server's system calls per 10⁶ B sent, counted at its own call sites: the recv of each request, pread, send, sendfile, splice, io_uring_enter"},
+		{"sys/resp", "the same per response (one response = the whole file)"},
+		{"proc CPU-s/GB", "the whole server process (RUSAGE_SELF: Go runtime and control connection included), when the server ran in a process of its own"},
+		{"verified", "ok: every response complete and byte-exact; else how many bytes differed"},
+	}
 	return d
 }
 
@@ -112,31 +224,45 @@ func WritevDoc(rep *netresult.WritevReport) *Doc {
 	}
 	for i := range rows {
 		r := &rows[i]
-		title := fmt.Sprintf("k=%d, %d B per response", r.K, r.RespBytes)
-		if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
-			d.Groups = append(d.Groups, Group{Title: title})
-		}
-		g := &d.Groups[len(d.Groups)-1]
-		if r.Responses == 0 && r.Err != "" {
-			g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(r.Way)}, Err: "error: " + oneLine(r.Err)})
-			continue
-		}
-		if r.Err != "" {
-			d.Notes = append(d.Notes, fmt.Sprintf("%s k=%d: %s", r.Way, r.K, oneLine(r.Err)))
-		}
 		per := func(f func(netresult.WritevRun) float64) []float64 { return stats.Map(r.PerRun, f) }
-		g.Rows = append(g.Rows, Row{Cells: []Cell{
-			TextCell(r.Way),
+		nfRow(d, fmt.Sprintf("k=%d, %d B per response", r.K, r.RespBytes), r.Way, fmt.Sprintf("%s k=%d", r.Way, r.K), r.Responses, r.Err, []Cell{
 			withRuns(Figure(r.SyscallsPerResp), per(func(x netresult.WritevRun) float64 { return x.SyscallsPerResp })),
 			withRuns(spanCell(r.CPUNsPerResp, r.CPUNsPerRespMin, r.CPUNsPerRespMax), per(func(x netresult.WritevRun) float64 { return x.CPUNsPerResp })),
 			ratioCell(r.CPUNsPerResp, nfWritesCPU(rows, r.K)),
 			withRuns(measured(r.NsPerResp), per(func(x netresult.WritevRun) float64 { return x.NsPerResp })),
 			Figure(float64(r.K)), Figure(float64(r.RespBytes)), Figure(float64(r.Runs)),
 			TextCell(nfVerified(r.Verified, 0)),
-		}})
+		})
 	}
-	d.Legend = legendFields(writevLegend)
+	d.Legend = []Field{
+		{"k", "parts per response (64 B–1 KiB each unless configured otherwise)"},
+		{"syscalls/resp", "system calls the sending thread made per response: write(2)/writev(2) as the kernel counted them " +
+			"(/proc/thread-self/io syscw: Go's own retries included) for the Go ways; io_uring_enter for io_uring"},
+		{"CPU ns/resp", "the sending thread's CPU per response (CLOCK_THREAD_CPUTIME_ID), median over the runs with the lowest and highest; includes the kernel's send path"},
+		{"×writes", "CPU ns/resp ÷ that of k separate writes"},
+		{"wall ns/resp", "elapsed time per response (the reader shares the machine)"},
+		{"verified", "ok: the reader got exactly the bytes sent, in order"},
+	}
 	return d
+}
+
+// nfRow adds a result's row to d under title (a group of its own when
+// the last one has another title): its name, then its cells, or its
+// error when no response came back; an error beside responses (a run that
+// failed among others that did not) is a note saying where.
+func nfRow(d *Doc, title, name, where string, responses int64, err string, cells []Cell) {
+	if len(d.Groups) == 0 || d.Groups[len(d.Groups)-1].Title != title {
+		d.Groups = append(d.Groups, Group{Title: title})
+	}
+	g := &d.Groups[len(d.Groups)-1]
+	if responses == 0 && err != "" {
+		g.Rows = append(g.Rows, Row{Cells: []Cell{TextCell(name)}, Err: "error: " + oneLine(err)})
+		return
+	}
+	if err != "" {
+		d.Notes = append(d.Notes, where+": "+oneLine(err))
+	}
+	g.Rows = append(g.Rows, Row{Cells: append([]Cell{TextCell(name)}, cells...)})
 }
 
 // measured is a figure where 0 means "not measured": "–" then.
@@ -172,16 +298,6 @@ func ratioCell(a, b float64) Cell {
 		return Figure(math.NaN())
 	}
 	return Figure(a / b)
-}
-
-// legendFields turns a text legend (term, then its text over indented
-// lines) into the Doc's legend.
-func legendFields(legend string) []Field {
-	var out []Field
-	for _, kv := range nfDefs(legend) {
-		out = append(out, Field{kv.K, kv.V})
-	}
-	return out
 }
 
 // WriteFileServe writes a file-serving report in one of KindFormats:

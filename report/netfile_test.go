@@ -293,28 +293,8 @@ func TestNetFileHTML(t *testing.T) {
 	}
 }
 
-func TestNetFileFragments(t *testing.T) {
-	var b bytes.Buffer
-	if err := FileServeHTML(&b, fileServeFixture()); err != nil {
-		t.Fatal(err)
-	}
-	doc := b.String()
-	if !strings.HasPrefix(doc, `<section id="file-serving">`) || strings.Contains(doc, "<html") {
-		t.Errorf("not a section fragment: %.80s", doc)
-	}
-	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4, "fs-syscalls": 4})
-	b.Reset()
-	if err := WritevHTML(&b, writevFixture()); err != nil {
-		t.Fatal(err)
-	}
-	doc = b.String()
-	if !strings.HasPrefix(doc, `<section id="writev">`) || strings.Contains(doc, "<html") {
-		t.Errorf("not a section fragment: %.80s", doc)
-	}
-	checkCharts(t, doc, map[string]int{"wv-cpu-ratio": 4, "wv-cpu": 4, "wv-syscalls": 4})
-}
-
-// One size (or one k) draws bars instead of lines over sizes.
+// One size (or one k) draws bars instead of lines over sizes; a page of
+// one side has that side alone.
 func TestNetFileOneSize(t *testing.T) {
 	var fs []netresult.FileServe
 	for _, r := range fileServeFixture() {
@@ -323,10 +303,15 @@ func TestNetFileOneSize(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := FileServeHTML(&b, fs); err != nil {
+	if err := NetFileHTML(&b, NetFilePage{FileServe: fs}); err != nil {
 		t.Fatal(err)
 	}
-	checkCharts(t, b.String(), map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4})
+	doc := b.String()
+	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4})
+	// One side given, one side drawn; and no lines over a single size.
+	if !strings.Contains(doc, `<section id="file-serving">`) || strings.Contains(doc, `<section id="writev">`) || strings.Contains(doc, `"fs-syscalls"`) {
+		t.Error("a page of one file size: want the file-serving section alone, without fs-syscalls")
+	}
 	var wv []netresult.Writev
 	for _, r := range writevFixture() {
 		if r.K == 1 {
@@ -334,8 +319,12 @@ func TestNetFileOneSize(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := WritevHTML(&b, wv); err != nil {
+	if err := NetFileHTML(&b, NetFilePage{Writev: wv}); err != nil {
 		t.Fatal(err)
 	}
-	checkCharts(t, b.String(), map[string]int{"wv-cpu-ratio": 4, "wv-cpu": 4})
+	doc = b.String()
+	checkCharts(t, doc, map[string]int{"wv-cpu-ratio": 4, "wv-cpu": 4})
+	if !strings.Contains(doc, `<section id="writev">`) || strings.Contains(doc, `<section id="file-serving">`) || strings.Contains(doc, `"wv-syscalls"`) {
+		t.Error("a page of one k: want the writev section alone, without wv-syscalls")
+	}
 }
