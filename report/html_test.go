@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 var htmlOut = flag.String("html-out", "", "write the HTML of the test fixtures to this directory, to look at them")
@@ -608,7 +609,7 @@ func pages(t *testing.T) map[string]string {
 	out["tree"] = renderHTML(t, treeSample())
 	out["net"] = netRenderHTML(t, netBig())
 	var b bytes.Buffer
-	if err := NetFileHTML(&b, NetFilePage{FileServe: fileServeFixture(), Writev: writevFixture()}); err != nil {
+	if err := NetFileHTML(&b, NetFilePage{FileServe: &netresult.FileServeReport{Results: fileServeFixture()}, Writev: &netresult.WritevReport{Results: writevFixture()}}); err != nil {
 		t.Fatal(err)
 	}
 	out["netfile"] = b.String()

@@ -21,8 +21,8 @@ type NetFilePage struct {
 	Title     string // default "iopath net bench: file serving and writev"
 	Command   string // the command line that produced it
 	Machine   features.Machine
-	FileServe []netresult.FileServe
-	Writev    []netresult.Writev
+	FileServe *netresult.FileServeReport // its results and the methods skipped
+	Writev    *netresult.WritevReport
 	Notes     []string
 }
 
@@ -38,11 +38,11 @@ func NetFileHTML(w io.Writer, p NetFilePage) error {
 	}
 	d := page{Title: p.Title, Subtitle: subtitle(time.Time{}, p.Machine), Command: p.Command,
 		Machine: machineKV(p.Machine, ""), Generator: strings.TrimSpace("iopath " + p.Machine.IopathVersion)}
-	if len(p.FileServe) > 0 {
+	if p.FileServe != nil && (len(p.FileServe.Results) > 0 || len(p.FileServe.Skipped) > 0) {
 		d.Sections = append(d.Sections, nfFileSections(p.FileServe)...)
 	}
-	if len(p.Writev) > 0 {
-		d.Sections = append(d.Sections, nfWritevSections(p.Writev)...)
+	if p.Writev != nil && len(p.Writev.Results) > 0 {
+		d.Sections = append(d.Sections, nfWritevSections(p.Writev.Results)...)
 	}
 	if len(d.Sections) == 0 {
 		d.Sections = append(d.Sections, section{ID: "results", Title: "Results"})
@@ -63,15 +63,15 @@ func nfDocSections(id, title string, d *Doc, series []*hSeries) []section {
 	return out
 }
 
-func nfFileSections(in []netresult.FileServe) []section {
-	rows := nfFileRows(in)
+func nfFileSections(rep *netresult.FileServeReport) []section {
+	rows := nfFileRows(rep.Results)
 	s := section{ID: "file-serving", Title: "File serving", Target: nfTargetLine(rows)}
 	intro := "A file in the page cache served over loopback TCP four ways, every response verified byte for byte."
 	if h := nfFileHeader(rows); h != "" {
 		intro += " " + strings.ToUpper(h[:1]) + h[1:] + "."
 	}
 	s.Intro = []string{intro}
-	d := FileServeDoc(&netresult.FileServeReport{Results: rows})
+	d := FileServeDoc(&netresult.FileServeReport{Results: rows, Skipped: rep.Skipped})
 	var names, sizes []string
 	for _, r := range rows {
 		names, sizes = append(names, r.Method), append(sizes, units.FormatSize(r.FileSize))

@@ -229,11 +229,16 @@ func TestNetFileEmpty(t *testing.T) {
 func TestNetFileHTML(t *testing.T) {
 	var b bytes.Buffer
 	p := NetFilePage{Command: "iopath net bench --serve-file --writev", Machine: features.Machine{Kernel: "6.18", Cores: 2},
-		FileServe: fileServeFixture(), Writev: writevFixture(), Notes: []string{"a note <b>bold?</b>"}}
+		FileServe: &netresult.FileServeReport{Results: fileServeFixture(), Skipped: []netresult.Skip{{Engine: "io_uring", Reason: "disabled <by policy>"}}},
+		Writev:    &netresult.WritevReport{Results: writevFixture()}, Notes: []string{"a note <b>bold?</b>"}}
 	if err := NetFileHTML(&b, p); err != nil {
 		t.Fatal(err)
 	}
 	doc := b.String()
+	// The methods that could not run are said on the page, as in the text.
+	if !strings.Contains(doc, "io_uring skipped: disabled &lt;by policy&gt;") {
+		t.Error("the page does not say which method was skipped and why")
+	}
 	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4, "fs-syscalls": 4,
 		"wv-cpu-ratio": 4, "wv-cpu": 4, "wv-syscalls": 4})
 	if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
@@ -303,7 +308,7 @@ func TestNetFileOneSize(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := NetFileHTML(&b, NetFilePage{FileServe: fs}); err != nil {
+	if err := NetFileHTML(&b, NetFilePage{FileServe: &netresult.FileServeReport{Results: fs}}); err != nil {
 		t.Fatal(err)
 	}
 	doc := b.String()
@@ -319,7 +324,7 @@ func TestNetFileOneSize(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := NetFileHTML(&b, NetFilePage{Writev: wv}); err != nil {
+	if err := NetFileHTML(&b, NetFilePage{Writev: &netresult.WritevReport{Results: wv}}); err != nil {
 		t.Fatal(err)
 	}
 	doc = b.String()

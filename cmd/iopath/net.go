@@ -502,7 +502,7 @@ func runNetFileBench(ctx context.Context, o netBenchOptions, runsSet bool, cmdli
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, FileServe: rep.Results}
+		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, FileServe: rep}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
@@ -547,7 +547,7 @@ func runNetWritevBench(ctx context.Context, o netBenchOptions, runsSet bool, cmd
 		return err
 	}
 	if o.html != "" {
-		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, Writev: rep.Results}
+		page := report.NetFilePage{Command: cmdline, Machine: rep.Machine, Writev: rep}
 		if err := writeFileAtomic(o.html, o.force, func(w io.Writer) error { return report.NetFileHTML(w, page) }); err != nil {
 			return fmt.Errorf("net bench: --html: %w", err)
 		}
