@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -35,29 +34,15 @@ const (
 	VerdictNA Verdict = "n/a"
 )
 
-// The tests a Delta's verdict comes from.
+// The tests a Delta's verdict comes from, MinTestRuns and Alpha, and the
+// rule in words: internal/stats judges.
 const (
-	// TestMannWhitney: both sides have MinTestRuns runs or more; the change
-	// is significant when a two-sided Mann–Whitney U test gives p < Alpha.
-	TestMannWhitney = "mann-whitney"
-	// TestMinMax: fewer runs; the change is noise when it is smaller than
-	// the larger of the two sides' min–max spreads.
-	TestMinMax = "min-max"
+	TestMannWhitney = stats.TestMannWhitney
+	TestMinMax      = stats.TestMinMax
+	MinTestRuns     = stats.MinTestRuns
+	Alpha           = stats.Alpha
+	NoiseRule       = stats.NoiseRule
 )
-
-// MinTestRuns is the number of runs each side needs for the Mann–Whitney
-// test (with 5 and 5 the smallest p it can give is 0.008, well under
-// Alpha); with fewer the min–max overlap rule decides.
-const MinTestRuns = 5
-
-// Alpha is the significance level of the Mann–Whitney test.
-const Alpha = 0.05
-
-// NoiseRule is the rule the verdicts follow, for readers of the JSON.
-const NoiseRule = "with at least 5 runs on each side, a change is significant when a two-sided " +
-	"Mann-Whitney U test of the two sides' per-run figures gives p < 0.05; with 2 to 4 runs, " +
-	"a change is noise when |new - old| < max(old max - old min, new max - new min); " +
-	"with a single run on a side the spread is unknown and the verdict is \"?\""
 
 // CompareStatus says how a row of one report relates to the other.
 type CompareStatus string
@@ -533,39 +518,18 @@ func judge(m CompareMetric, o, n *CompareFigure) *Delta {
 		return d
 	}
 	d.Pct = (n.Median - o.Median) / o.Median * 100
-	runs := min(max(len(o.Runs), 1), max(len(n.Runs), 1))
-	var significant bool
-	switch {
-	case runs < 2:
-		d.Verdict = VerdictUnknown
-		d.Why = plural(runs, "run") + ": spread unknown"
-		return d
-	case runs >= MinTestRuns:
-		th := benchmath.DefaultThresholds
-		th.CompareAlpha = Alpha
-		r := benchmath.AssumeNothing.Compare(benchmath.NewSample(o.Runs, &th), benchmath.NewSample(n.Runs, &th))
-		d.Test, d.P = TestMannWhitney, r.P
-		significant = r.P < Alpha
-	default:
-		spread := max(o.Max-o.Min, n.Max-n.Min)
-		if !finite(spread) || spread < 0 {
-			spread = 0
-		}
-		d.Test, d.Spread = TestMinMax, spread
-		significant = math.Abs(n.Median-o.Median) >= spread
-	}
-	up := n.Median > o.Median
-	switch {
-	case !significant || n.Median == o.Median:
+	lower := m.col.Better == Lower
+	j := stats.Judge(o.Runs, n.Runs, !lower)
+	d.Test, d.P, d.Spread = j.Test, j.P, j.Spread
+	switch j.Change {
+	case stats.Unknown:
+		d.Verdict, d.Why = VerdictUnknown, "1 run: spread unknown"
+	case stats.Noise:
 		d.Verdict = VerdictNoise
-	case m.col.Better == Lower && up:
-		d.Verdict = VerdictWorse
-	case m.col.Better == Lower:
-		d.Verdict = VerdictBetter
-	case up:
-		d.Verdict = VerdictFaster
+	case stats.Better:
+		d.Verdict = map[bool]Verdict{false: VerdictFaster, true: VerdictBetter}[lower]
 	default:
-		d.Verdict = VerdictSlower
+		d.Verdict = map[bool]Verdict{false: VerdictSlower, true: VerdictWorse}[lower]
 	}
 	return d
 }
