@@ -25,16 +25,16 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 	if c.New.Machine.IopathVersion != "" {
 		p.Generator += " (iopath " + c.New.Machine.IopathVersion + ")"
 	}
+	d := CompareDoc(c)
 	if c.MachineDiffers() {
 		p.Banner = []string{"The reports come from different machines: comparisons across machines are suspect."}
-	}
-	if !c.MachineDiffers() {
+	} else {
 		p.Machine = machineKV(c.New.Machine, "")
 	}
-	addKV(&p.Run, "old", compareSource(c.Old))
-	addKV(&p.Run, "new", compareSource(c.New))
-	for _, d := range c.Differences {
-		addKV(&p.Run, d.What, orNone(d.Old)+" → "+orNone(d.New))
+	for _, f := range d.Header {
+		if f.Key != "machine" { // the Machine card says it
+			addKV(&p.Run, f.Key, f.Value)
+		}
 	}
 	addKV(&p.Run, "summary", c.Summary.String())
 
@@ -50,15 +50,11 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 				continue
 			}
 			d := r.Deltas[i]
-			label := r.Name()
-			if len(groups) > 1 && r.Group != "" {
-				label += " · " + r.Group
-			}
 			band := -1.0
 			if d.Test == TestMinMax && d.Old > 0 {
 				band = d.Spread / d.Old * 100
 			}
-			rows = append(rows, hSigned{label: label, value: deltaPct(d), class: verdictClass(d.Verdict), pct: d.Pct, band: band,
+			rows = append(rows, hSigned{label: rowLabel(&r, len(groups) > 1, " · %s"), value: deltaPct(d), class: verdictClass(d.Verdict), pct: d.Pct, band: band,
 				tip: compareTip(m, d)})
 		}
 		better := "higher is better"
@@ -70,7 +66,6 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 			SVG:     template.HTML(hSignedChart("compare-"+m.Key, m.Title+" change, %", rows))})
 	}
 	p.Sections = append(p.Sections, charts)
-	d := CompareDoc(c)
 	p.Sections = append(p.Sections, docSections("results", "Rows", d)...)
 	if len(d.After) > 0 {
 		p.Sections[1].Intro = append(p.Sections[1].Intro, d.After...)
