@@ -35,13 +35,11 @@ const (
 	VerdictNA Verdict = "n/a"
 )
 
-// The tests a Delta's verdict comes from, MinTestRuns and Alpha, and the
-// rule in words: internal/stats judges.
+// The tests a Delta's verdict comes from (Delta.Test), and the rule in
+// words (Comparison.NoiseRule): stats.Judge judges.
 const (
 	TestMannWhitney = stats.TestMannWhitney
 	TestMinMax      = stats.TestMinMax
-	MinTestRuns     = stats.MinTestRuns
-	Alpha           = stats.Alpha
 	NoiseRule       = stats.NoiseRule
 )
 
@@ -490,28 +488,21 @@ func differences(old, new CompareSource) []Difference {
 			ds = append(ds, Difference{What: what, Old: o, New: n, Machine: machine})
 		}
 	}
-	size := func(n int64) string {
+	// n's text, "" for 0: not recorded.
+	pos := func(n int64, f func(int64) string) string {
 		if n <= 0 {
 			return ""
 		}
-		return units.FormatSize(n)
+		return f(n)
 	}
-	num := func(n int) string {
-		if n <= 0 {
-			return ""
-		}
-		return fmt.Sprint(n)
-	}
-	if old.Kind != new.Kind {
-		add("kind", old.Kind, new.Kind, false)
-	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	om, nm := old.Machine, new.Machine
 	add("kernel", om.Kernel, nm.Kernel, true)
 	add("arch", om.Arch, nm.Arch, true)
 	add("CPU model", om.CPUModel, nm.CPUModel, true)
-	add("cores", num(om.Cores), num(nm.Cores), true)
-	add("memory", size(om.MemBytes), size(nm.MemBytes), true)
-	add("page size", num(om.PageSize), num(nm.PageSize), true)
+	add("cores", pos(int64(om.Cores), itoa), pos(int64(nm.Cores), itoa), true)
+	add("memory", pos(om.MemBytes, units.FormatSize), pos(nm.MemBytes, units.FormatSize), true)
+	add("page size", pos(int64(om.PageSize), itoa), pos(int64(nm.PageSize), itoa), true)
 	add("THP", om.THP, nm.THP, true)
 	add("filesystem", om.Filesystem, nm.Filesystem, true)
 	add("device", om.Device, nm.Device, true)
@@ -519,20 +510,17 @@ func differences(old, new CompareSource) []Difference {
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
 	// The kind's own settings, in the new report's order, then those only
 	// the old one has.
-	get := func(fs []Field, k string) string {
-		for _, f := range fs {
-			if f.Key == k {
-				return f.Value
-			}
-		}
-		return ""
+	only := map[string]string{}
+	for _, f := range old.Props {
+		only[f.Key] = f.Value
 	}
 	for _, f := range new.Props {
-		add(f.Key, get(old.Props, f.Key), f.Value, false)
+		add(f.Key, only[f.Key], f.Value, false)
+		delete(only, f.Key)
 	}
 	for _, f := range old.Props {
-		if !slices.ContainsFunc(new.Props, func(n Field) bool { return n.Key == f.Key }) {
-			add(f.Key, f.Value, "", false)
+		if v, ok := only[f.Key]; ok {
+			add(f.Key, v, "", false)
 		}
 	}
 	add("Go version", om.GoVersion, nm.GoVersion, false)
