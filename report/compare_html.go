@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -17,11 +18,7 @@ import (
 // Each chart is <svg class="chart" data-chart="compare-KEY">, KEY being
 // the metric's key (gib_per_s, qps...).
 func CompareHTML(w io.Writer, c *Comparison) error {
-	kind := c.Kind
-	if kind == "" {
-		kind = "report"
-	}
-	p := page{Title: "iopath compare: two " + kind + " reports", Generator: "iopath compare"}
+	p := page{Title: "iopath compare: two " + cmp.Or(c.Kind, "report") + " reports", Generator: "iopath compare"}
 	if c.New.Machine.IopathVersion != "" {
 		p.Generator += " (iopath " + c.New.Machine.IopathVersion + ")"
 	}
@@ -54,22 +51,15 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 			if d.Test == TestMinMax && d.Old > 0 {
 				band = d.Spread / d.Old * 100
 			}
-			rows = append(rows, hSigned{label: rowLabel(&r, len(groups) > 1, " · %s"), value: deltaPct(d), class: verdictClass(d.Verdict), pct: d.Pct, band: band,
-				tip: compareTip(m, d)})
-		}
-		better := "higher is better"
-		if m.Better == "lower" {
-			better = "lower is better"
+			rows = append(rows, hSigned{label: rowLabel(&r, len(groups) > 1, " · %s"), value: deltaPct(d),
+				class: verdictClass(d.Verdict), pct: d.Pct, band: band, tip: compareTip(m, d)})
 		}
 		charts.Charts = append(charts.Charts, chart{ID: "compare-" + m.Key, Title: m.Title + " change",
-			Caption: fmt.Sprintf("Change of the median %s, new against old (%s).", m.Title, better),
+			Caption: fmt.Sprintf("Change of the median %s, new against old (%s is better).", m.Title, m.Better),
 			SVG:     template.HTML(hSignedChart("compare-"+m.Key, m.Title+" change, %", rows))})
 	}
-	p.Sections = append(p.Sections, charts)
-	p.Sections = append(p.Sections, docSections("results", "Rows", d)...)
-	if len(d.After) > 0 {
-		p.Sections[1].Intro = append(p.Sections[1].Intro, d.After...)
-	}
+	p.Sections = append([]section{charts}, docSections("results", "Rows", d)...)
+	p.Sections[1].Intro = d.After // the summary
 	return renderPage(w, p)
 }
 
