@@ -43,9 +43,9 @@ func CompareDoc(c *Comparison) *Doc {
 			add(p.Key, p.Value)
 		}
 	}
-	groups := groupTitles(c.Rows)
-	if len(groups) == 1 {
-		add("workload", groups[0])
+	grouped := c.grouped()
+	if !grouped && len(c.Rows) > 0 {
+		add("workload", c.Rows[0].Group)
 	}
 	for i, df := range c.Differences {
 		d.Header = append(d.Header, Field{map[bool]string{true: "differs"}[i == 0], df.What + ": " + orNone(df.Old) + " → " + orNone(df.New)})
@@ -84,8 +84,8 @@ func CompareDoc(c *Comparison) *Doc {
 	// One group per workload, untitled when there is only one.
 	for i := range c.Rows {
 		r := &c.Rows[i]
-		if len(d.Groups) == 0 || len(groups) > 1 && d.Groups[len(d.Groups)-1].Title != r.Group {
-			d.Groups = append(d.Groups, Group{Title: map[bool]string{true: r.Group}[len(groups) > 1]})
+		if len(d.Groups) == 0 || grouped && d.Groups[len(d.Groups)-1].Title != r.Group {
+			d.Groups = append(d.Groups, Group{Title: map[bool]string{true: r.Group}[grouped]})
 		}
 		g := &d.Groups[len(d.Groups)-1]
 		g.Rows = append(g.Rows, compareDocRow(c, r))
@@ -94,7 +94,7 @@ func CompareDoc(c *Comparison) *Doc {
 			s    *CompareSide
 		}{{"old", r.Old}, {"new", r.New}} {
 			if side.s != nil && side.s.Noisy != "" {
-				d.Notes = append(d.Notes, rowLabel(r, len(groups) > 1, " (%s)")+": "+side.name+": noisy runs ("+side.s.Noisy+")")
+				d.Notes = append(d.Notes, rowLabel(r, grouped, " (%s)")+": "+side.name+": noisy runs ("+side.s.Noisy+")")
 			}
 		}
 	}
@@ -157,31 +157,22 @@ func compareDocRow(c *Comparison, r *CompareRow) Row {
 }
 
 func deltaPct(d *Delta) string {
-	if d == nil || d.Verdict == VerdictNA || !finite(d.Pct) {
+	if d.Verdict == VerdictNA || !finite(d.Pct) {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f%%", d.Pct)
 }
 
 func verdictText(d *Delta) string {
-	switch {
-	case d == nil:
-		return ""
-	case d.Verdict == VerdictUnknown && strings.HasSuffix(d.Why, " run: spread unknown"):
-		return "? (" + strings.TrimSuffix(d.Why, ": spread unknown") + ")"
+	if d.Verdict == VerdictUnknown {
+		return "? (1 run)" // the only reason there is
 	}
 	return string(d.Verdict)
 }
 
-// groupTitles are the rows' groups, in order.
-func groupTitles(rows []CompareRow) []string {
-	var out []string
-	for _, r := range rows {
-		if len(out) == 0 || out[len(out)-1] != r.Group {
-			out = append(out, r.Group)
-		}
-	}
-	return out
+// grouped says the rows belong to more than one group (workload).
+func (c *Comparison) grouped() bool {
+	return slices.ContainsFunc(c.Rows, func(r CompareRow) bool { return r.Group != c.Rows[0].Group })
 }
 
 func orNone(s string) string {
@@ -197,7 +188,7 @@ func compareSource(s CompareSource) string {
 		parts = append(parts, "iopath "+s.Machine.IopathVersion)
 	}
 	if !s.Started.IsZero() {
-		parts = append(parts, s.Started.UTC().Format("2006-01-02 15:04:05 MST"))
+		parts = append(parts, stamp(s.Started.UTC()))
 	}
 	if s.Interrupted {
 		parts = append(parts, "interrupted: incomplete")

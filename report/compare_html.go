@@ -39,7 +39,7 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 		"Each bar is a row's change from the old report to the new, in percent of the old median; " +
 			"green is better, red worse, grey within the noise, white with a dashed edge not judged (a single run). " +
 			"A shaded band is the noise of a min–max verdict (fewer than 5 runs a side)."}}
-	groups := groupTitles(c.Rows)
+	grouped := c.grouped()
 	for i, m := range c.Metrics {
 		var rows []hSigned
 		for _, r := range c.Rows {
@@ -51,7 +51,7 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 			if d.Test == TestMinMax && d.Old > 0 {
 				band = d.Spread / d.Old * 100
 			}
-			rows = append(rows, hSigned{label: rowLabel(&r, len(groups) > 1, " · %s"), value: deltaPct(d),
+			rows = append(rows, hSigned{label: rowLabel(&r, grouped, " · %s"), value: deltaPct(d),
 				class: verdictClass(d.Verdict), pct: d.Pct, band: band, tip: compareTip(m, d)})
 		}
 		charts.Charts = append(charts.Charts, chart{ID: "compare-" + m.Key, Title: m.Title + " change",
