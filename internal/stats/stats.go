@@ -157,11 +157,12 @@ type Judgement struct {
 
 // Judge decides whether a figure measured over the runs old and then new
 // changed beyond its noise (NoiseRule), and if so whether for the better:
-// higherBetter says which way that is. The direction and the min–max
-// rule's change are those of the medians.
+// higherBetter says which way that is. The change, for its direction and
+// the min–max rule, is that of the runs' medians.
 func Judge(old, new []float64, higherBetter bool) Judgement {
 	var j Judgement
 	var significant bool
+	mo, mn := Median(old), Median(new)
 	switch n := min(len(old), len(new)); {
 	case n < 2:
 		return j
@@ -177,13 +178,12 @@ func Judge(old, new []float64, higherBetter bool) Judgement {
 		if !Finite(j.Spread) {
 			j.Spread = 0
 		}
-		significant = math.Abs(Median(new)-Median(old)) >= j.Spread
+		significant = math.Abs(mn-mo) >= j.Spread
 	}
-	up := Median(new) > Median(old)
 	switch {
-	case !significant || Median(new) == Median(old):
+	case !significant || mn == mo:
 		j.Change = Noise
-	case up == higherBetter:
+	case (mn > mo) == higherBetter:
 		j.Change = Better
 	default:
 		j.Change = Worse
