@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/perf/benchmath"
-
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -35,29 +35,13 @@ const (
 	VerdictNA Verdict = "n/a"
 )
 
-// The tests a Delta's verdict comes from.
+// The tests a Delta's verdict comes from (Delta.Test), and the rule in
+// words (Comparison.NoiseRule): stats.Judge judges.
 const (
-	// TestMannWhitney: both sides have MinTestRuns runs or more; the change
-	// is significant when a two-sided Mann–Whitney U test gives p < Alpha.
-	TestMannWhitney = "mann-whitney"
-	// TestMinMax: fewer runs; the change is noise when it is smaller than
-	// the larger of the two sides' min–max spreads.
-	TestMinMax = "min-max"
+	TestMannWhitney = stats.TestMannWhitney
+	TestMinMax      = stats.TestMinMax
+	NoiseRule       = stats.NoiseRule
 )
-
-// MinTestRuns is the number of runs each side needs for the Mann–Whitney
-// test (with 5 and 5 the smallest p it can give is 0.008, well under
-// Alpha); with fewer the min–max overlap rule decides.
-const MinTestRuns = 5
-
-// Alpha is the significance level of the Mann–Whitney test.
-const Alpha = 0.05
-
-// NoiseRule is the rule the verdicts follow, for readers of the JSON.
-const NoiseRule = "with at least 5 runs on each side, a change is significant when a two-sided " +
-	"Mann-Whitney U test of the two sides' per-run figures gives p < 0.05; with 2 to 4 runs, " +
-	"a change is noise when |new - old| < max(old max - old min, new max - new min); " +
-	"with a single run on a side the spread is unknown and the verdict is \"?\""
 
 // CompareStatus says how a row of one report relates to the other.
 type CompareStatus string
@@ -161,8 +145,6 @@ type CompareRow struct {
 	Fields map[string]string `json:"fields"`
 	// Error, for an error row, says which side failed and why.
 	Error string `json:"error,omitempty"`
-
-	fields []string // every key column's text, hidden ones included
 }
 
 // Name is the row's key, as the report's table shows it.
@@ -260,59 +242,43 @@ func (c *Comparison) Regressions(pct float64) []*CompareRow {
 	return out
 }
 
-// compared is one report made ready for Compare: its table and its source.
+// compared is one report made ready for compare: its table and its source.
 type compared struct {
 	doc *Doc
 	src CompareSource
 }
 
-// docRow is a row of a Doc with what names it: the texts of all its key
-// columns (fields, hidden ones included), in its group.
-type docRow struct {
-	group  string
-	fields []string
-	row    *Row
+// keyedRow is a row of a Doc as compare names it: by its group and its
+// key columns' texts (the Doc's text columns, hidden ones included), with
+// an id that pairs the n-th row of a name in one report with the n-th in
+// the other.
+type keyedRow struct {
+	id    string
+	row   *Row
+	named CompareRow // Group, Key and Fields
 }
 
-func (d docRow) id() string { return d.group + "\x00" + strings.Join(d.fields, "\x00") }
-
-// keyColumns are the indexes of d's key columns: its text columns.
-func keyColumns(d *Doc) []int {
-	var idx []int
-	for i, c := range d.Columns {
-		if c.Left {
-			idx = append(idx, i)
-		}
-	}
-	return idx
-}
-
-// visible picks from a row's fields those of the key columns a table
-// shows.
-func (c *Comparison) visible(fields []string) []string {
-	var out []string
-	for k, col := range c.keyCols {
-		if k < len(fields) && !col.Hidden {
-			out = append(out, fields[k])
-		}
-	}
-	return out
-}
-
-func keyedRows(d *Doc) []docRow {
-	keys := keyColumns(d)
-	var out []docRow
+func keyedRows(d *Doc) []keyedRow {
+	var out []keyedRow
+	seen := map[string]int{}
 	for gi := range d.Groups {
 		g := &d.Groups[gi]
 		for ri := range g.Rows {
 			r := &g.Rows[ri]
-			k := make([]string, 0, len(keys))
-			for _, i := range keys {
-				if i < len(r.Cells) {
-					k = append(k, r.Cells[i].Text)
+			k := keyedRow{id: g.Title, row: r, named: CompareRow{Group: g.Title, Fields: map[string]string{}}}
+			for i, col := range d.Columns {
+				if col.Left && i < len(r.Cells) {
+					t := r.Cells[i].Text
+					k.id += "\x00" + t
+					k.named.Fields[col.Key] = t
+					if !col.Hidden {
+						k.named.Key = append(k.named.Key, t)
+					}
 				}
 			}
-			out = append(out, docRow{group: g.Title, fields: k, row: r})
+			seen[k.id]++
+			k.id += "\x00" + strconv.Itoa(seen[k.id])
+			out = append(out, k)
 		}
 	}
 	return out
@@ -322,11 +288,8 @@ func keyedRows(d *Doc) []docRow {
 // their indexes in each.
 func metricsOf(old, new *Doc) (ms []CompareMetric, oi, ni []int) {
 	for i, c := range old.Columns {
-		if !c.Headline {
-			continue
-		}
 		j := slices.IndexFunc(new.Columns, func(n Column) bool { return n.Key == c.Key })
-		if j < 0 {
+		if !c.Headline || j < 0 {
 			continue
 		}
 		better := "higher"
@@ -363,83 +326,55 @@ func sideOf(r *Row, idx []int) *CompareSide {
 	return s
 }
 
-// Compare matches the rows of two reports of one kind by their group
+// compare matches the rows of two reports of one kind by their group
 // (workload) and key columns (engine, cache...) and judges the change of
-// each headline figure (Column.Headline): with MinTestRuns runs or more
-// on each side by a Mann–Whitney U test of the per-run figures, with
-// fewer by whether the change exceeds the runs' min–max spread, with a
-// single run not at all (VerdictUnknown). A figure not measured on a side
-// (not a finite number above zero) gets VerdictNA.
+// each headline figure (Column.Headline) by stats.Judge. A figure not
+// measured on a side (not a finite number above zero) gets VerdictNA.
 //
 // Rows in only one report are StatusAdded or StatusRemoved; rows that
 // failed on either side are StatusError and have no deltas. Rows are in
 // the new report's order, removed rows after them, grouped as in the
 // reports. Rows with the same name in one report are paired in order.
 func compare(old, new compared) *Comparison {
-	c := &Comparison{Kind: new.src.Kind, Old: old.src, New: new.src, NoiseRule: NoiseRule}
-	c.Differences = differences(old.src, new.src)
+	c := &Comparison{Kind: new.src.Kind, Old: old.src, New: new.src, Differences: differences(old.src, new.src),
+		Rows: []CompareRow{}, NoiseRule: NoiseRule}
 	var oi, ni []int
 	c.Metrics, oi, ni = metricsOf(old.doc, new.doc)
-	for _, i := range keyColumns(new.doc) {
-		c.keyCols = append(c.keyCols, new.doc.Columns[i])
-	}
-
-	type slot struct {
-		id string
-		n  int
-	}
-	oldRows, newRows := keyedRows(old.doc), keyedRows(new.doc)
-	oldIndex := map[slot]int{}
-	seen := map[string]int{}
-	for i, r := range oldRows {
-		oldIndex[slot{r.id(), seen[r.id()]}] = i
-		seen[r.id()]++
-	}
-	clear(seen)
-	used := make([]bool, len(oldRows))
-	var rows []CompareRow
-	for _, nr := range newRows {
-		s := slot{nr.id(), seen[nr.id()]}
-		seen[nr.id()]++
-		row := CompareRow{Group: nr.group, Key: c.visible(nr.fields), New: sideOf(nr.row, ni), fields: nr.fields}
-		j, ok := oldIndex[s]
-		if !ok {
-			row.Status = StatusAdded
-			rows = append(rows, row)
-			continue
+	for _, col := range new.doc.Columns {
+		if col.Left {
+			c.keyCols = append(c.keyCols, col)
 		}
-		used[j] = true
-		row.Old = sideOf(oldRows[j].row, oi)
-		c.judgeRow(&row)
-		rows = append(rows, row)
 	}
-	for i, or := range oldRows {
-		if !used[i] {
-			rows = append(rows, CompareRow{Group: or.group, Key: c.visible(or.fields), Status: StatusRemoved, Old: sideOf(or.row, oi), fields: or.fields})
+	oldRows := keyedRows(old.doc)
+	oldAt := map[string]int{}
+	for i, r := range oldRows {
+		oldAt[r.id] = i
+	}
+	used := make([]bool, len(oldRows))
+	for _, nr := range keyedRows(new.doc) {
+		r := nr.named
+		r.Status, r.New = StatusAdded, sideOf(nr.row, ni)
+		if j, ok := oldAt[nr.id]; ok {
+			used[j], r.Old = true, sideOf(oldRows[j].row, oi)
+			c.judgeRow(&r)
+		}
+		c.Rows = append(c.Rows, r)
+	}
+	for j, or := range oldRows {
+		if !used[j] {
+			r := or.named
+			r.Status, r.Old = StatusRemoved, sideOf(or.row, oi)
+			c.Rows = append(c.Rows, r)
 		}
 	}
 	// Group, keeping the order within each group.
-	var order []string
-	groups := map[string][]CompareRow{}
-	for _, r := range rows {
-		if _, ok := groups[r.Group]; !ok {
-			order = append(order, r.Group)
-		}
-		groups[r.Group] = append(groups[r.Group], r)
+	first := map[string]int{}
+	for i, r := range slices.Backward(c.Rows) {
+		first[r.Group] = i
 	}
-	c.Rows = []CompareRow{}
-	for _, g := range order {
-		c.Rows = append(c.Rows, groups[g]...)
-	}
+	slices.SortStableFunc(c.Rows, func(a, b CompareRow) int { return first[a.Group] - first[b.Group] })
 	for i := range c.Rows {
-		r := &c.Rows[i]
-		r.Fields = map[string]string{}
-		for k, col := range c.keyCols {
-			if k < len(r.fields) {
-				r.Fields[col.Key] = r.fields[k]
-			}
-		}
-		c.count(r)
+		c.count(&c.Rows[i])
 	}
 	return c
 }
@@ -460,28 +395,17 @@ func (c *Comparison) count(r *CompareRow) {
 		default:
 			s.Failed++
 		}
-	case StatusMatched:
-		h := r.Headline()
-		if h == nil {
-			s.NA++
-			return
+	default:
+		v := VerdictNA
+		if h := r.Headline(); h != nil {
+			v = h.Verdict
 		}
-		switch h.Verdict {
-		case VerdictFaster, VerdictBetter:
-			s.Faster++
-		case VerdictSlower, VerdictWorse:
-			s.Slower++
-		case VerdictNoise:
-			s.Noise++
-		case VerdictUnknown:
-			s.Unknown++
-		default:
-			s.NA++
-		}
+		*map[Verdict]*int{VerdictFaster: &s.Faster, VerdictBetter: &s.Faster, VerdictSlower: &s.Slower, VerdictWorse: &s.Slower,
+			VerdictNoise: &s.Noise, VerdictUnknown: &s.Unknown, VerdictNA: &s.NA}[v]++
 	}
 }
 
-// notRun says an error means an interrupt kept the row from running.
+// cmpNotRun says an error means an interrupt kept the row from running.
 func cmpNotRun(err string) bool {
 	return strings.HasPrefix(err, "interrupted") || strings.HasPrefix(err, "not run")
 }
@@ -533,39 +457,18 @@ func judge(m CompareMetric, o, n *CompareFigure) *Delta {
 		return d
 	}
 	d.Pct = (n.Median - o.Median) / o.Median * 100
-	runs := min(max(len(o.Runs), 1), max(len(n.Runs), 1))
-	var significant bool
-	switch {
-	case runs < 2:
-		d.Verdict = VerdictUnknown
-		d.Why = plural(runs, "run") + ": spread unknown"
-		return d
-	case runs >= MinTestRuns:
-		th := benchmath.DefaultThresholds
-		th.CompareAlpha = Alpha
-		r := benchmath.AssumeNothing.Compare(benchmath.NewSample(o.Runs, &th), benchmath.NewSample(n.Runs, &th))
-		d.Test, d.P = TestMannWhitney, r.P
-		significant = r.P < Alpha
-	default:
-		spread := max(o.Max-o.Min, n.Max-n.Min)
-		if !finite(spread) || spread < 0 {
-			spread = 0
-		}
-		d.Test, d.Spread = TestMinMax, spread
-		significant = math.Abs(n.Median-o.Median) >= spread
-	}
-	up := n.Median > o.Median
-	switch {
-	case !significant || n.Median == o.Median:
+	lower := m.col.Better == Lower
+	j := stats.Judge(o.Runs, n.Runs, !lower)
+	d.Test, d.P, d.Spread = j.Test, j.P, j.Spread
+	switch j.Change {
+	case stats.Unknown:
+		d.Verdict, d.Why = VerdictUnknown, "1 run: spread unknown"
+	case stats.Noise:
 		d.Verdict = VerdictNoise
-	case m.col.Better == Lower && up:
-		d.Verdict = VerdictWorse
-	case m.col.Better == Lower:
-		d.Verdict = VerdictBetter
-	case up:
-		d.Verdict = VerdictFaster
+	case stats.Better:
+		d.Verdict = map[bool]Verdict{false: VerdictFaster, true: VerdictBetter}[lower]
 	default:
-		d.Verdict = VerdictSlower
+		d.Verdict = map[bool]Verdict{false: VerdictSlower, true: VerdictWorse}[lower]
 	}
 	return d
 }
@@ -585,28 +488,21 @@ func differences(old, new CompareSource) []Difference {
 			ds = append(ds, Difference{What: what, Old: o, New: n, Machine: machine})
 		}
 	}
-	size := func(n int64) string {
+	// n's text, "" for 0: not recorded.
+	pos := func(n int64, f func(int64) string) string {
 		if n <= 0 {
 			return ""
 		}
-		return units.FormatSize(n)
+		return f(n)
 	}
-	num := func(n int) string {
-		if n <= 0 {
-			return ""
-		}
-		return fmt.Sprint(n)
-	}
-	if old.Kind != new.Kind {
-		add("kind", old.Kind, new.Kind, false)
-	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	om, nm := old.Machine, new.Machine
 	add("kernel", om.Kernel, nm.Kernel, true)
 	add("arch", om.Arch, nm.Arch, true)
 	add("CPU model", om.CPUModel, nm.CPUModel, true)
-	add("cores", num(om.Cores), num(nm.Cores), true)
-	add("memory", size(om.MemBytes), size(nm.MemBytes), true)
-	add("page size", num(om.PageSize), num(nm.PageSize), true)
+	add("cores", pos(int64(om.Cores), itoa), pos(int64(nm.Cores), itoa), true)
+	add("memory", pos(om.MemBytes, units.FormatSize), pos(nm.MemBytes, units.FormatSize), true)
+	add("page size", pos(int64(om.PageSize), itoa), pos(int64(nm.PageSize), itoa), true)
 	add("THP", om.THP, nm.THP, true)
 	add("filesystem", om.Filesystem, nm.Filesystem, true)
 	add("device", om.Device, nm.Device, true)
@@ -614,20 +510,17 @@ func differences(old, new CompareSource) []Difference {
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
 	// The kind's own settings, in the new report's order, then those only
 	// the old one has.
-	get := func(fs []Field, k string) string {
-		for _, f := range fs {
-			if f.Key == k {
-				return f.Value
-			}
-		}
-		return ""
+	only := map[string]string{}
+	for _, f := range old.Props {
+		only[f.Key] = f.Value
 	}
 	for _, f := range new.Props {
-		add(f.Key, get(old.Props, f.Key), f.Value, false)
+		add(f.Key, only[f.Key], f.Value, false)
+		delete(only, f.Key)
 	}
 	for _, f := range old.Props {
-		if !slices.ContainsFunc(new.Props, func(n Field) bool { return n.Key == f.Key }) {
-			add(f.Key, f.Value, "", false)
+		if v, ok := only[f.Key]; ok {
+			add(f.Key, v, "", false)
 		}
 	}
 	add("Go version", om.GoVersion, nm.GoVersion, false)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -26,7 +27,7 @@ func WriteCompare(w io.Writer, format string, c *Comparison, o DocOptions) error
 // figure's change and verdict, the legend with the noise rule, the
 // summary and notes.
 func CompareDoc(c *Comparison) *Doc {
-	d := &Doc{Kind: "compare"}
+	d := &Doc{Kind: "compare", After: []string{"summary: " + c.Summary.String()}}
 	add := func(k, v string) {
 		if v != "" {
 			d.Header = append(d.Header, Field{k, v})
@@ -35,30 +36,25 @@ func CompareDoc(c *Comparison) *Doc {
 	add("old", compareSource(c.Old))
 	add("new", compareSource(c.New))
 	if !c.MachineDiffers() {
-		add("machine", compareMachine(c.New))
+		add("machine", compareMachine(c.New.Machine))
 	}
 	for _, p := range c.New.Props {
 		if !slices.ContainsFunc(c.Differences, func(x Difference) bool { return x.What == p.Key }) {
 			add(p.Key, p.Value)
 		}
 	}
-	groups := groupTitles(c.Rows)
-	if len(groups) == 1 && groups[0] != "" {
-		add("workload", groups[0])
+	grouped := c.grouped()
+	if !grouped && len(c.Rows) > 0 {
+		add("workload", c.Rows[0].Group)
 	}
 	for i, df := range c.Differences {
-		k := ""
-		if i == 0 {
-			k = "differs"
-		}
-		d.Header = append(d.Header, Field{k, df.What + ": " + orNone(df.Old) + " → " + orNone(df.New)})
+		d.Header = append(d.Header, Field{map[bool]string{true: "differs"}[i == 0], df.What + ": " + orNone(df.Old) + " → " + orNone(df.New)})
 	}
 	if c.MachineDiffers() {
 		d.Notes = append(d.Notes, "WARNING: the reports come from different machines; comparisons across machines are suspect.")
 	}
 	if len(c.Rows) == 0 {
 		d.Notes = append(d.Notes, "no results in either report")
-		d.After = append(d.After, "summary: "+c.Summary.String())
 		return d
 	}
 
@@ -68,54 +64,49 @@ func CompareDoc(c *Comparison) *Doc {
 		}
 	}
 	for i, m := range c.Metrics {
+		better := m.Better + " is better"
+		title, what := m.Title+" Δ%", "Δ% of the medians"
 		if i == 0 {
 			d.Columns = append(d.Columns,
 				Column{Key: m.Key + "_old", Title: m.Title + " old", Unit: m.Unit, Prec: m.col.Prec},
 				Column{Key: m.Key + "_new", Title: "new", Unit: m.Unit, Prec: m.col.Prec})
+			title, what = "Δ%", "medians old → new, Δ% = (new − old) / old"
 		}
-		title := "Δ%"
-		if i > 0 {
-			title = m.Title + " Δ%"
-		}
-		d.Columns = append(d.Columns,
-			Column{Key: m.Key + "_delta_pct", Title: title, Unit: "%"},
+		d.Columns = append(d.Columns, Column{Key: m.Key + "_delta_pct", Title: title, Unit: "%"},
 			Column{Key: m.Key + "_verdict", Title: "verdict", Left: true})
+		d.Legend = append(d.Legend, Field{m.Title, what + "; " + better})
 	}
 	d.Columns = append(d.Columns, Column{Key: "runs", Title: "runs", Left: true})
-
-	var g *Group
-	for i := range c.Rows {
-		r := &c.Rows[i]
-		if g == nil || (len(groups) > 1 && g.Title != r.Group) {
-			title := ""
-			if len(groups) > 1 {
-				title = r.Group
-			}
-			d.Groups = append(d.Groups, Group{Title: title})
-			g = &d.Groups[len(d.Groups)-1]
-		}
-		g.Rows = append(g.Rows, compareDocRow(c, r))
-	}
-
-	legend := []Field{}
-	for i, m := range c.Metrics {
-		better := "higher is better"
-		if m.Better == "lower" {
-			better = "lower is better"
-		}
-		what := "Δ% of the medians"
-		if i == 0 {
-			what = "medians old → new, Δ% = (new − old) / old"
-		}
-		legend = append(legend, Field{m.Title, what + "; " + better})
-	}
-	legend = append(legend,
+	d.Legend = append(d.Legend,
 		Field{"verdict", "≥5 runs a side: Mann–Whitney U test, p < 0.05; 2–4 runs: noise when within the larger min–max spread; ? (1 run): no spread to judge by; n/a: not measured"},
 		Field{"runs", "old→new; * some noisy, kept (see notes)"})
-	d.Legend = legend
-	d.Notes = append(d.Notes, compareNotes(c, len(groups) > 1)...)
-	d.After = append(d.After, "summary: "+c.Summary.String())
+
+	// One group per workload, untitled when there is only one.
+	for i := range c.Rows {
+		r := &c.Rows[i]
+		if len(d.Groups) == 0 || grouped && d.Groups[len(d.Groups)-1].Title != r.Group {
+			d.Groups = append(d.Groups, Group{Title: map[bool]string{true: r.Group}[grouped]})
+		}
+		g := &d.Groups[len(d.Groups)-1]
+		g.Rows = append(g.Rows, compareDocRow(c, r))
+		for _, side := range []struct {
+			name string
+			s    *CompareSide
+		}{{"old", r.Old}, {"new", r.New}} {
+			if side.s != nil && side.s.Noisy != "" {
+				d.Notes = append(d.Notes, rowLabel(r, grouped, " (%s)")+": "+side.name+": noisy runs ("+side.s.Noisy+")")
+			}
+		}
+	}
 	return d
+}
+
+// rowLabel is a row's name, with its group in form when there are several.
+func rowLabel(r *CompareRow, groups bool, form string) string {
+	if groups && r.Group != "" {
+		return r.Name() + fmt.Sprintf(form, r.Group)
+	}
+	return r.Name()
 }
 
 // compareDocRow is one row of the comparison's table.
@@ -125,19 +116,13 @@ func compareDocRow(c *Comparison, r *CompareRow) Row {
 		row.Cells = append(row.Cells, TextCell(k))
 	}
 	if r.Status == StatusError {
-		o, n := r.Old.Error, r.New.Error
-		if cmpNotRun(o) || cmpNotRun(n) {
-			side := "old and new"
-			switch {
-			case !cmpNotRun(o):
-				side = "new"
-			case !cmpNotRun(n):
-				side = "old"
-			}
-			row.Err = "not run (" + side + "): interrupted"
-			return row
+		o, n := cmpNotRun(r.Old.Error), cmpNotRun(r.New.Error)
+		switch {
+		case o || n:
+			row.Err = "not run (" + map[[2]bool]string{{true, true}: "old and new", {true, false}: "old", {false, true}: "new"}[[2]bool{o, n}] + "): interrupted"
+		default:
+			row.Err = "error (" + strings.Replace(r.Error, ": ", "): ", 1)
 		}
-		row.Err = "error (" + strings.Replace(r.Error, ": ", "): ", 1)
 		return row
 	}
 	first := func(s *CompareSide) Cell {
@@ -151,16 +136,10 @@ func compareDocRow(c *Comparison, r *CompareRow) Row {
 		if i == 0 {
 			row.Cells = append(row.Cells, first(r.Old), first(r.New))
 		}
-		switch {
-		case r.Status != StatusMatched:
-			v := ""
-			if i == 0 {
-				v = string(r.Status)
-			}
-			row.Cells = append(row.Cells, TextCell(""), TextCell(v))
-		default:
-			dl := r.Deltas[i]
-			row.Cells = append(row.Cells, TextCell(deltaPct(dl)), TextCell(verdictText(dl)))
+		if r.Status == StatusMatched {
+			row.Cells = append(row.Cells, TextCell(deltaPct(r.Deltas[i])), TextCell(verdictText(r.Deltas[i])))
+		} else {
+			row.Cells = append(row.Cells, TextCell(""), TextCell(map[bool]string{true: string(r.Status)}[i == 0]))
 		}
 	}
 	runs := func(s *CompareSide) string {
@@ -178,52 +157,22 @@ func compareDocRow(c *Comparison, r *CompareRow) Row {
 }
 
 func deltaPct(d *Delta) string {
-	if d == nil || d.Verdict == VerdictNA || !finite(d.Pct) {
+	if d.Verdict == VerdictNA || !finite(d.Pct) {
 		return "-"
 	}
 	return fmt.Sprintf("%+.1f%%", d.Pct)
 }
 
 func verdictText(d *Delta) string {
-	switch {
-	case d == nil:
-		return ""
-	case d.Verdict == VerdictUnknown && strings.HasSuffix(d.Why, " run: spread unknown"):
-		return "? (" + strings.TrimSuffix(d.Why, ": spread unknown") + ")"
+	if d.Verdict == VerdictUnknown {
+		return "? (1 run)" // the only reason there is
 	}
 	return string(d.Verdict)
 }
 
-// groupTitles are the rows' groups, in order.
-func groupTitles(rows []CompareRow) []string {
-	var out []string
-	for _, r := range rows {
-		if len(out) == 0 || out[len(out)-1] != r.Group {
-			out = append(out, r.Group)
-		}
-	}
-	return out
-}
-
-// compareNotes lists, row by row and side by side, the noisy runs.
-func compareNotes(c *Comparison, withGroup bool) []string {
-	var notes []string
-	for i := range c.Rows {
-		r := &c.Rows[i]
-		label := r.Name()
-		if withGroup && r.Group != "" {
-			label += " (" + r.Group + ")"
-		}
-		for _, side := range []struct {
-			name string
-			s    *CompareSide
-		}{{"old", r.Old}, {"new", r.New}} {
-			if side.s != nil && side.s.Noisy != "" {
-				notes = append(notes, label+": "+side.name+": noisy runs ("+side.s.Noisy+")")
-			}
-		}
-	}
-	return notes
+// grouped says the rows belong to more than one group (workload).
+func (c *Comparison) grouped() bool {
+	return slices.ContainsFunc(c.Rows, func(r CompareRow) bool { return r.Group != c.Rows[0].Group })
 }
 
 func orNone(s string) string {
@@ -239,7 +188,7 @@ func compareSource(s CompareSource) string {
 		parts = append(parts, "iopath "+s.Machine.IopathVersion)
 	}
 	if !s.Started.IsZero() {
-		parts = append(parts, s.Started.UTC().Format("2006-01-02 15:04:05 MST"))
+		parts = append(parts, stamp(s.Started.UTC()))
 	}
 	if s.Interrupted {
 		parts = append(parts, "interrupted: incomplete")
@@ -255,8 +204,7 @@ func compareSource(s CompareSource) string {
 	return path + " (" + desc + ")"
 }
 
-func compareMachine(s CompareSource) string {
-	m := s.Machine
+func compareMachine(m features.Machine) string {
 	var parts []string
 	if m.Kernel != "" {
 		parts = append(parts, strings.TrimSpace("Linux "+m.Kernel+" "+m.Arch))

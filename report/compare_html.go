@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -17,24 +18,20 @@ import (
 // Each chart is <svg class="chart" data-chart="compare-KEY">, KEY being
 // the metric's key (gib_per_s, qps...).
 func CompareHTML(w io.Writer, c *Comparison) error {
-	kind := c.Kind
-	if kind == "" {
-		kind = "report"
-	}
-	p := page{Title: "iopath compare: two " + kind + " reports", Generator: "iopath compare"}
+	p := page{Title: "iopath compare: two " + cmp.Or(c.Kind, "report") + " reports", Generator: "iopath compare"}
 	if c.New.Machine.IopathVersion != "" {
 		p.Generator += " (iopath " + c.New.Machine.IopathVersion + ")"
 	}
+	d := CompareDoc(c)
 	if c.MachineDiffers() {
 		p.Banner = []string{"The reports come from different machines: comparisons across machines are suspect."}
-	}
-	if !c.MachineDiffers() {
+	} else {
 		p.Machine = machineKV(c.New.Machine, "")
 	}
-	addKV(&p.Run, "old", compareSource(c.Old))
-	addKV(&p.Run, "new", compareSource(c.New))
-	for _, d := range c.Differences {
-		addKV(&p.Run, d.What, orNone(d.Old)+" → "+orNone(d.New))
+	for _, f := range d.Header {
+		if f.Key != "machine" { // the Machine card says it
+			addKV(&p.Run, f.Key, f.Value)
+		}
 	}
 	addKV(&p.Run, "summary", c.Summary.String())
 
@@ -42,7 +39,7 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 		"Each bar is a row's change from the old report to the new, in percent of the old median; " +
 			"green is better, red worse, grey within the noise, white with a dashed edge not judged (a single run). " +
 			"A shaded band is the noise of a min–max verdict (fewer than 5 runs a side)."}}
-	groups := groupTitles(c.Rows)
+	grouped := c.grouped()
 	for i, m := range c.Metrics {
 		var rows []hSigned
 		for _, r := range c.Rows {
@@ -50,31 +47,19 @@ func CompareHTML(w io.Writer, c *Comparison) error {
 				continue
 			}
 			d := r.Deltas[i]
-			label := r.Name()
-			if len(groups) > 1 && r.Group != "" {
-				label += " · " + r.Group
-			}
 			band := -1.0
 			if d.Test == TestMinMax && d.Old > 0 {
 				band = d.Spread / d.Old * 100
 			}
-			rows = append(rows, hSigned{label: label, value: deltaPct(d), class: verdictClass(d.Verdict), pct: d.Pct, band: band,
-				tip: compareTip(m, d)})
-		}
-		better := "higher is better"
-		if m.Better == "lower" {
-			better = "lower is better"
+			rows = append(rows, hSigned{label: rowLabel(&r, grouped, " · %s"), value: deltaPct(d),
+				class: verdictClass(d.Verdict), pct: d.Pct, band: band, tip: compareTip(m, d)})
 		}
 		charts.Charts = append(charts.Charts, chart{ID: "compare-" + m.Key, Title: m.Title + " change",
-			Caption: fmt.Sprintf("Change of the median %s, new against old (%s).", m.Title, better),
+			Caption: fmt.Sprintf("Change of the median %s, new against old (%s is better).", m.Title, m.Better),
 			SVG:     template.HTML(hSignedChart("compare-"+m.Key, m.Title+" change, %", rows))})
 	}
-	p.Sections = append(p.Sections, charts)
-	d := CompareDoc(c)
-	p.Sections = append(p.Sections, docSections("results", "Rows", d)...)
-	if len(d.After) > 0 {
-		p.Sections[1].Intro = append(p.Sections[1].Intro, d.After...)
-	}
+	p.Sections = append([]section{charts}, docSections("results", "Rows", d)...)
+	p.Sections[1].Intro = d.After // the summary
 	return renderPage(w, p)
 }
 

@@ -1,18 +1,15 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/internal/jsondoc"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netresult"
 )
@@ -20,9 +17,9 @@ import (
 // compareKinds are the kinds of report compare reads, each with how to
 // make one ready: decode it and map it into its Doc, whose headline
 // columns are compared.
-var compareKinds = map[string]func(path string, data []byte) (compared, error){
-	"file":                  loadBenchCompared,
-	"tree":                  loadBenchCompared,
+var compareKinds = map[string]func(d *jsondoc.Doc) (compared, error){
+	bench.KindFile:          loadBenchCompared,
+	bench.KindTree:          loadBenchCompared,
 	netresult.EchoKind:      loadNetCompared,
 	netresult.FileServeKind: loadFileServeCompared,
 	netresult.WritevKind:    loadWritevCompared,
@@ -30,12 +27,7 @@ var compareKinds = map[string]func(path string, data []byte) (compared, error){
 
 // CompareKinds lists the kinds of report compare reads.
 func CompareKinds() []string {
-	var ks []string
-	for k := range compareKinds {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
+	return slices.Sorted(maps.Keys(compareKinds))
 }
 
 // CompareFiles reads two JSON reports of one kind and compares them. Its
@@ -59,58 +51,40 @@ func CompareFiles(oldPath, newPath string) (*Comparison, error) {
 // loadCompared reads path, tells its kind and hands it to that kind's
 // loader.
 func loadCompared(path string) (compared, error) {
-	data, err := os.ReadFile(path)
+	data, err := readReport(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return compared{}, fmt.Errorf("%s: %w", path, err)
+		return compared{}, err
 	}
-	const want = "want the JSON of iopath bench, bench --tree, net bench, net bench --serve-file or --writev"
-	if len(bytes.TrimSpace(data)) == 0 {
-		return compared{}, fmt.Errorf("%s: empty file, not an iopath JSON report (%s)", path, want)
+	d, err := jsondoc.Open(path, data, "iopath report",
+		"want the JSON of iopath bench, bench --tree, net bench, net bench --serve-file or --writev")
+	if err != nil {
+		return compared{}, err
 	}
-	var probe struct {
-		Kind string          `json:"kind"`
-		Tool string          `json:"tool"`
-		Tree json.RawMessage `json:"tree"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return compared{}, fmt.Errorf("%s: not JSON (%v at byte %d)", path, se, se.Offset)
-		}
-		return compared{}, fmt.Errorf("%s: not an iopath report (JSON, but not an object; %s)", path, want)
-	}
-	kind := probe.Kind
+	kind := d.Str("kind")
 	if kind == "" {
 		// Reports from before "kind" was written.
-		switch {
-		case probe.Tool == bench.ToolIopath && len(probe.Tree) > 0 && string(probe.Tree) != "null":
-			kind = "tree"
-		case probe.Tool == bench.ToolIopath:
-			kind = "file"
-		case probe.Tool == netTool:
-			kind = "net-echo"
+		switch tool := d.Str("tool"); {
+		case tool == bench.ToolIopath && d.Has("tree"):
+			kind = bench.KindTree
+		case tool == bench.ToolIopath:
+			kind = bench.KindFile
+		case tool == netTool:
+			kind = netresult.EchoKind
 		default:
-			return compared{}, fmt.Errorf("%s: not an iopath report (no \"kind\", and its \"tool\" is %q; %s)", path, probe.Tool, want)
+			return compared{}, d.Errorf("no \"kind\", and its \"tool\" is %q", tool)
 		}
 	}
 	load, ok := compareKinds[kind]
 	if !ok {
 		return compared{}, fmt.Errorf("%s: compare does not read %s reports (it reads %s)", path, kind, strings.Join(CompareKinds(), ", "))
 	}
-	c, err := load(path, data)
-	if err != nil {
-		return compared{}, err
-	}
+	c, err := load(d)
 	c.src.Kind = kind
-	return c, nil
+	return c, err
 }
 
-func loadBenchCompared(path string, data []byte) (compared, error) {
-	r, err := decodeBench(path, data)
+func loadBenchCompared(d *jsondoc.Doc) (compared, error) {
+	r, err := decodeBench(d)
 	if err != nil {
 		return compared{}, err
 	}
@@ -138,80 +112,21 @@ func loadBenchCompared(path string, data []byte) (compared, error) {
 	return compared{doc: BenchDoc(r), src: src}, nil
 }
 
-// LoadJSON reads a report written by `iopath bench --format json` (the
-// kinds "file" and "tree"), of this schema_version or an older one, whose
-// keys it renames (benchRenames) and whose figures bench.Upgrade brings up
-// to date. Its errors are one line and name path: the file is missing or
-// unreadable, is not JSON, is JSON but not an iopath report, or has a
-// schema_version newer than this iopath knows (then the fix is to upgrade
-// iopath).
-func LoadJSON(path string) (*bench.Report, error) {
-	data, err := os.ReadFile(path)
+// decodeSide decodes d as a report of kind, `net bench --serve-file` or
+// `--writev` (flag), into v and returns its schema_version. Version 1 (no
+// per-run figures, no start time or config) decodes into the current
+// types as it is.
+func decodeSide(d *jsondoc.Doc, kind, flag string, current int, v any) (int, error) {
+	d.Name, d.Want = "iopath "+kind+" report", "want the output of iopath net bench "+flag+" --format json"
+	version, err := d.Version(current)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return 0, err
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("%s: empty file, not an iopath JSON report", path)
-	}
-	return decodeBench(path, data)
+	return version, d.Decode(v, nil)
 }
 
-// decodeBench decodes data, read from path, as a report of iopath bench
-// (see LoadJSON).
-func decodeBench(path string, data []byte) (*bench.Report, error) {
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%s: not JSON (%v at byte %d)", path, se, se.Offset)
-		}
-		return nil, fmt.Errorf("%s: not an iopath report (JSON, but not an object)", path)
-	}
-	const want = "want the output of iopath bench --format json"
-	var tool string
-	if raw, ok := probe["tool"]; !ok || json.Unmarshal(raw, &tool) != nil || tool != bench.ToolIopath {
-		return nil, fmt.Errorf("%s: not an iopath report (its \"tool\" is not \"iopath\"; %s)", path, want)
-	}
-	var version int
-	raw, ok := probe["schema_version"]
-	if !ok {
-		return nil, fmt.Errorf("%s: not an iopath report (no schema_version; %s)", path, want)
-	}
-	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
-		return nil, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(raw)))
-	}
-	if version > bench.SchemaVersion {
-		return nil, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, bench.SchemaVersion)
-	}
-	if version < 3 {
-		// Versions 1 and 2 had keys without their units: rename them.
-		var err error
-		if data, err = benchRenames.rename(data); err != nil {
-			return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
-		}
-	} else {
-		var kind string
-		if raw, ok := probe["kind"]; !ok || json.Unmarshal(raw, &kind) != nil || (kind != bench.KindFile && kind != bench.KindTree) {
-			return nil, fmt.Errorf("%s: not an iopath bench report (its \"kind\" is not %q or %q; %s)", path, bench.KindFile, bench.KindTree, want)
-		}
-	}
-	var r bench.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a valid iopath report: %v", path, oneLine(err.Error()))
-	}
-	r.SchemaVersion = version
-	if err := bench.Upgrade(&r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
-}
-
-func loadNetCompared(path string, data []byte) (compared, error) {
-	r, err := decodeNet(path, data)
+func loadNetCompared(d *jsondoc.Doc) (compared, error) {
+	r, err := decodeNet(d)
 	if err != nil {
 		return compared{}, err
 	}
@@ -223,9 +138,9 @@ func loadNetCompared(path string, data []byte) (compared, error) {
 
 // loadFileServeCompared: two file-serving reports should have served the
 // same file sizes over as many connections, each run as long.
-func loadFileServeCompared(path string, data []byte) (compared, error) {
+func loadFileServeCompared(d *jsondoc.Doc) (compared, error) {
 	r := &netresult.FileServeReport{}
-	v, err := decodeSide(path, data, netresult.FileServeKind, netresult.FileServeSchemaVersion, r)
+	v, err := decodeSide(d, netresult.FileServeKind, "--serve-file", netresult.FileServeSchemaVersion, r)
 	if err != nil {
 		return compared{}, err
 	}
@@ -252,9 +167,9 @@ func loadFileServeCompared(path string, data []byte) (compared, error) {
 
 // loadWritevCompared: two writev reports should have sent responses of
 // the same part counts and sizes, as many per run.
-func loadWritevCompared(path string, data []byte) (compared, error) {
+func loadWritevCompared(d *jsondoc.Doc) (compared, error) {
 	r := &netresult.WritevReport{}
-	v, err := decodeSide(path, data, netresult.WritevKind, netresult.WritevSchemaVersion, r)
+	v, err := decodeSide(d, netresult.WritevKind, "--writev", netresult.WritevSchemaVersion, r)
 	if err != nil {
 		return compared{}, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/netio/netresult"
 )
 
@@ -376,7 +377,7 @@ func TestCompareBenchTested(t *testing.T) {
 	old.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 7.8, 7.9, 8.0, 8.1, 8.2)}
 	cur.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 8.3, 8.4, 8.5, 8.6, 8.7)}
 	h := compareBench(t, old, cur).Rows[0].Headline()
-	if h.Test != TestMannWhitney || h.Verdict != VerdictFaster || h.P >= Alpha {
+	if h.Test != TestMannWhitney || h.Verdict != VerdictFaster || h.P >= stats.Alpha {
 		t.Errorf("headline %+v: want faster by the Mann–Whitney test", h)
 	}
 	// Overlapping runs whose medians differ: the test says noise where the

@@ -169,7 +169,7 @@ func notRun(r *bench.Result) bool { return r.Error == bench.InterruptedError }
 // oneLine makes s one line of inert text: runs of white space become one
 // space, and what would not print as itself (an escape byte in a file
 // name inside an error) is escaped as Go quotes it.
-func oneLine(s string) string { return units.EscapeControls(strings.Join(strings.Fields(s), " ")) }
+func oneLine(s string) string { return units.OneLine(s) }
 
 // plural formats a count of things: "1 worker", "4 workers".
 func plural(n int, what string) string {

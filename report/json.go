@@ -1,10 +1,11 @@
 package report
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/internal/jsondoc"
@@ -36,47 +37,73 @@ func WritevJSON(w io.Writer, r *netresult.WritevReport) error {
 	return jsondoc.Write(w, netresult.WritevKind, netresult.WritevSchemaVersion, r)
 }
 
-// decodeSide decodes data, read from path, as a report of kind (the JSON
-// of `net bench --serve-file` or `--writev`, compare's loaders) into v,
-// and returns its schema_version. Version 1 (no per-run figures, no start time or
-// config) decodes into the current types as it is; a newer version than
-// current, another kind or a report that is not an object is an error
-// naming path.
-func decodeSide(path string, data []byte, kind string, current int, v any) (int, error) {
-	want := "want the output of iopath net bench --serve-file --format json"
-	if kind == netresult.WritevKind {
-		want = "want the output of iopath net bench --writev --format json"
+// LoadJSON reads a report written by `iopath bench --format json` (the
+// kinds "file" and "tree"), of this schema_version or an older one, whose
+// keys it renames (benchRenames) and whose figures bench.Upgrade brings up
+// to date. Its errors are one line and name path: the file is missing or
+// unreadable, is not JSON, is JSON but not an iopath report, or has a
+// schema_version newer than this iopath knows (then the fix is to upgrade
+// iopath).
+func LoadJSON(path string) (*bench.Report, error) {
+	data, err := readReport(path)
+	if err != nil {
+		return nil, err
 	}
-	var probe struct {
-		Kind          string          `json:"kind"`
-		SchemaVersion json.RawMessage `json:"schema_version"`
+	d, err := jsondoc.Open(path, data, benchName, benchWant)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return 0, fmt.Errorf("%s: not an iopath report (%s)", path, want)
-	}
-	if probe.Kind != kind {
-		return 0, fmt.Errorf("%s: not an iopath %s report (its \"kind\" is %q; %s)", path, kind, probe.Kind, want)
-	}
-	var version int
-	if err := json.Unmarshal(probe.SchemaVersion, &version); err != nil || version < 1 {
-		return 0, fmt.Errorf("%s: not an iopath report (schema_version %s is not a positive whole number)", path, oneLine(string(probe.SchemaVersion)))
-	}
-	if version > current {
-		return 0, fmt.Errorf("%s: report schema_version %d is newer than this iopath reads (%d); upgrade iopath", path, version, current)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return 0, fmt.Errorf("%s: not a valid iopath %s report: %v", path, kind, oneLine(err.Error()))
-	}
-	return version, nil
+	return decodeBench(d)
 }
 
-// keyRenames maps the keys of an older schema_version to the current ones:
-// for each place in the document ("" the top level, "machine" an object
-// under it, "results[]" each element of an array), old key -> new key.
-type keyRenames map[string]map[string]string
+// readReport reads path; its error is "PATH: what is wrong", one line.
+func readReport(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
+}
+
+const (
+	benchName = "iopath report"
+	benchWant = "want the output of iopath bench --format json"
+)
+
+// decodeBench decodes d as a report of iopath bench (see LoadJSON).
+func decodeBench(d *jsondoc.Doc) (*bench.Report, error) {
+	d.Name, d.Want = benchName, benchWant
+	if d.Str("tool") != bench.ToolIopath {
+		return nil, d.Errorf("its \"tool\" is not %q", bench.ToolIopath)
+	}
+	version, err := d.Version(bench.SchemaVersion)
+	if err != nil {
+		return nil, err
+	}
+	var renames jsondoc.Renames
+	if version < 3 {
+		// Versions 1 and 2 had no kind, and keys without their units.
+		renames = benchRenames
+	} else if k := d.Str("kind"); k != bench.KindFile && k != bench.KindTree {
+		return nil, d.Errorf("its \"kind\" is not %q or %q", bench.KindFile, bench.KindTree)
+	}
+	var r bench.Report
+	if err := d.Decode(&r, renames); err != nil {
+		return nil, err
+	}
+	r.SchemaVersion = version
+	if err := bench.Upgrade(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	return &r, nil
+}
 
 // benchRenames brings a bench report of schema_version 1 or 2 to 3.
-var benchRenames = keyRenames{
+var benchRenames = jsondoc.Renames{
 	"machine": {"page_size": "page_size_bytes"},
 	"sweep":   {"block_sizes": "block_sizes_bytes"},
 	"results[]": {"bs": "bs_bytes", "syscalls": "syscalls_per_pass", "minflt": "minflt_per_pass",
@@ -86,44 +113,6 @@ var benchRenames = keyRenames{
 }
 
 // netRenames brings a net bench report of schema_version 1 to 2.
-var netRenames = keyRenames{
+var netRenames = jsondoc.Renames{
 	"machine": {"page_size": "page_size_bytes"},
-}
-
-// rename returns data, a JSON object, with its keys renamed by k. Numbers
-// keep their digits (an int64 of nanoseconds is not rounded to a float).
-func (k keyRenames) rename(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	k.walk(v, "")
-	return json.Marshal(v)
-}
-
-func (k keyRenames) walk(v any, at string) {
-	switch v := v.(type) {
-	case map[string]any:
-		for old, new := range k[at] {
-			if x, ok := v[old]; ok {
-				if _, clash := v[new]; !clash {
-					v[new] = x
-					delete(v, old)
-				}
-			}
-		}
-		for key, x := range v {
-			next := key
-			if at != "" {
-				next = at + "." + key
-			}
-			k.walk(x, next)
-		}
-	case []any:
-		for _, x := range v {
-			k.walk(x, at+"[]")
-		}
-	}
 }

@@ -43,25 +43,6 @@ func TestLoadNetJSONVersions(t *testing.T) {
 	}
 }
 
-// TestKeyRenames: keys are renamed at their place in the document only,
-// numbers keep their digits, and a key whose new name is already there
-// is left alone.
-func TestKeyRenames(t *testing.T) {
-	k := keyRenames{"": {"a": "a_ns"}, "x[]": {"a": "a_bytes"}, "x[].y": {"b": "b_pct"}}
-	in := `{"a": 9007199254740993, "b": 1, "x": [{"a": 2, "y": {"b": 3, "a": 4}}, {"a": 5, "a_bytes": 6}], "z": {"a": 7}}`
-	out, err := k.rename([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"a_ns":9007199254740993,"b":1,"x":[{"a_bytes":2,"y":{"a":4,"b_pct":3}},{"a":5,"a_bytes":6}],"z":{"a":7}}`
-	if string(out) != want {
-		t.Errorf("got  %s\nwant %s", out, want)
-	}
-	if _, err := k.rename([]byte(`{"a": `)); err == nil || !strings.Contains(err.Error(), "EOF") {
-		t.Errorf("truncated JSON: %v", err)
-	}
-}
-
 // TestKindJSONGolden: the JSON of the kinds without a golden of their own
 // elsewhere, each read by eye when it changes.
 func TestKindJSONGolden(t *testing.T) {

@@ -1,10 +1,7 @@
 package report
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,53 +47,39 @@ func LoadNetJSON(path string) (*netresult.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeNet(path, data)
+	d, err := jsondoc.Open(path, data, netName, netWant)
+	if err != nil {
+		return nil, err
+	}
+	return decodeNet(d)
 }
 
-// decodeNet decodes data, read from path, as LoadNetJSON does.
-func decodeNet(path string, data []byte) (*netresult.Report, error) {
-	const want = "want the output of iopath net bench --format json"
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("%s: empty file, not an iopath net bench report (%s)", path, want)
-	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(data, &probe); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%s: not JSON (%v at byte %d)", path, se, se.Offset)
-		}
-		return nil, fmt.Errorf("%s: not an iopath net bench report (JSON, but not an object; %s)", path, want)
-	}
-	var tool string
-	if raw, ok := probe["tool"]; !ok || json.Unmarshal(raw, &tool) != nil || tool != netTool {
+const (
+	netName = "iopath net bench report"
+	netWant = "want the output of iopath net bench --format json"
+)
+
+// decodeNet decodes d as LoadNetJSON does.
+func decodeNet(d *jsondoc.Doc) (*netresult.Report, error) {
+	d.Name, d.Want = netName, netWant
+	if tool := d.Str("tool"); tool != netTool {
 		hint := ""
 		if tool == "iopath" {
-			hint = " (it is an iopath bench report of files)"
+			hint = ": it is an iopath bench report of files"
 		}
-		return nil, fmt.Errorf("%s: not an iopath net bench report: its \"tool\" is not %q%s; %s", path, netTool, hint, want)
+		return nil, d.Errorf("its \"tool\" is not %q%s", netTool, hint)
 	}
-	raw, ok := probe["schema_version"]
-	if !ok {
-		return nil, fmt.Errorf("%s: not an iopath net bench report: no schema_version; %s", path, want)
+	version, err := d.Version(netresult.EchoSchemaVersion)
+	if err != nil {
+		return nil, err
 	}
-	var version int
-	if err := json.Unmarshal(raw, &version); err != nil || version < 1 {
-		return nil, fmt.Errorf("%s: schema_version %s is not a positive whole number", path, oneLine(string(raw)))
-	}
-	if version > netresult.EchoSchemaVersion {
-		return nil, fmt.Errorf("%s: net report schema_version %d is newer than this iopath reads (%d); upgrade iopath",
-			path, version, netresult.EchoSchemaVersion)
-	}
+	var renames jsondoc.Renames
 	if version < 2 {
-		// Version 1 differs in key names only.
-		var err error
-		if data, err = netRenames.rename(data); err != nil {
-			return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
-		}
+		renames = netRenames // version 1 differs in key names only
 	}
 	var r netresult.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a valid iopath net bench report: %s", path, oneLine(err.Error()))
+	if err := d.Decode(&r, renames); err != nil {
+		return nil, err
 	}
 	r.SchemaVersion = netresult.EchoSchemaVersion
 	return &r, nil

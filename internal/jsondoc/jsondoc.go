@@ -2,7 +2,9 @@
 // whose first keys are "schema_version" and "kind" (docs/reports.md, "JSON";
 // the schemas are in docs/schema), so that every command's JSON is of one
 // family. It is the one JSON writer of report and advise, which cannot
-// import each other's writers.
+// import each other's writers, and the one reader of such a document
+// back (read.go): the envelope and older versions' keys, while which kind
+// a file is stays its caller's.
 package jsondoc
 
 import (

@@ -1,7 +1,8 @@
 // Package stats holds the few statistics iopath's measurements share: the
 // median and min–max of a set of runs, a nearest-rank quantile, and the
 // rule that decides whether a sampled figure is over a limit given its
-// sampling error. Every package that summarizes runs (bench, advise,
+// sampling error, and the verdict on a figure measured before and after
+// (Judge). Every package that summarizes runs (bench, advise,
 // netio's benchmarks) calls these, so that a "median" means the same
 // thing in every report.
 //
@@ -13,6 +14,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"golang.org/x/perf/benchmath"
 )
 
 // Median is the median of v: the middle value, or the mean of the two
@@ -101,3 +104,89 @@ func Exceeds(value, limit, slack float64) (over, unknown bool) {
 // Finite reports whether f is a number a summary may use: not NaN and not
 // ±Inf (a rate over a zero duration, a ratio to a zero baseline).
 func Finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// Change is Judge's verdict on a figure measured before and after.
+type Change int
+
+const (
+	// Unknown: a side has fewer than two runs, so there is no spread to
+	// judge the change by. It is never significant.
+	Unknown Change = iota
+	// Noise: no change beyond the noise.
+	Noise
+	// Better and Worse: a significant change, judged by whether higher
+	// is better.
+	Better
+	Worse
+)
+
+// The tests Judge's verdict comes from.
+const (
+	// TestMannWhitney: both sides have MinTestRuns runs or more; the change
+	// is significant when a two-sided Mann–Whitney U test gives p < Alpha.
+	TestMannWhitney = "mann-whitney"
+	// TestMinMax: fewer runs; the change is noise when it is smaller than
+	// the larger of the two sides' min–max spreads.
+	TestMinMax = "min-max"
+)
+
+// MinTestRuns is the number of runs each side needs for the Mann–Whitney
+// test (with 5 and 5 the smallest p it can give is 0.008, well under
+// Alpha); with fewer the min–max rule decides.
+const MinTestRuns = 5
+
+// Alpha is the significance level of the Mann–Whitney test.
+const Alpha = 0.05
+
+// NoiseRule is Judge's rule in words, for readers of a comparison's JSON.
+const NoiseRule = "with at least 5 runs on each side, a change is significant when a two-sided " +
+	"Mann-Whitney U test of the two sides' per-run figures gives p < 0.05; with 2 to 4 runs, " +
+	"a change is noise when |new - old| < max(old max - old min, new max - new min); " +
+	"with a single run on a side the spread is unknown and the verdict is \"?\""
+
+// Judgement is what Judge decided and by which test.
+type Judgement struct {
+	Change Change
+	// Test is TestMannWhitney or TestMinMax ("" for Unknown).
+	Test string
+	// P is the Mann–Whitney test's p-value.
+	P float64
+	// Spread is the min–max rule's noise band, in the figure's unit.
+	Spread float64
+}
+
+// Judge decides whether a figure measured over the runs old and then new
+// changed beyond its noise (NoiseRule), and if so whether for the better:
+// higherBetter says which way that is. The change, for its direction and
+// the min–max rule, is that of the runs' medians.
+func Judge(old, new []float64, higherBetter bool) Judgement {
+	var j Judgement
+	var significant bool
+	mo, mn := Median(old), Median(new)
+	switch n := min(len(old), len(new)); {
+	case n < 2:
+		return j
+	case n >= MinTestRuns:
+		th := benchmath.DefaultThresholds
+		th.CompareAlpha = Alpha
+		// NewSample sorts its values in place: give it copies.
+		r := benchmath.AssumeNothing.Compare(benchmath.NewSample(slices.Clone(old), &th), benchmath.NewSample(slices.Clone(new), &th))
+		j.Test, j.P = TestMannWhitney, r.P
+		significant = r.P < Alpha
+	default:
+		j.Test, j.Spread = TestMinMax, max(Spread(old), Spread(new))
+		if !Finite(j.Spread) {
+			j.Spread = 0
+		}
+		significant = math.Abs(mn-mo) >= j.Spread
+	}
+	switch {
+	case !significant || mn == mo:
+		j.Change = Noise
+	case (mn > mo) == higherBetter:
+		j.Change = Better
+	default:
+		j.Change = Worse
+	}
+	return j
+}

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -122,5 +123,47 @@ func TestFinite(t *testing.T) {
 		if got := Finite(tc.f); got != tc.want {
 			t.Errorf("Finite(%v) = %v, want %v", tc.f, got, tc.want)
 		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	five := []float64{10, 10.1, 9.9, 10.2, 9.8}
+	up := []float64{12, 12.1, 11.9, 12.2, 11.8}
+	for _, tc := range []struct {
+		name     string
+		old, new []float64
+		higher   bool
+		change   Change
+		test     string
+	}{
+		{"no runs", nil, nil, true, Unknown, ""},
+		{"one run a side", []float64{10}, []float64{20, 21}, true, Unknown, ""},
+		{"min-max within spread", []float64{10, 12}, []float64{11, 11.5}, true, Noise, TestMinMax},
+		{"min-max beyond spread, higher better", []float64{10, 11}, []float64{13, 14}, true, Better, TestMinMax},
+		{"min-max beyond spread, lower better", []float64{10, 11}, []float64{13, 14}, false, Worse, TestMinMax},
+		{"min-max, change exactly the spread", []float64{10, 11}, []float64{11, 12}, true, Better, TestMinMax},
+		{"min-max, no spread, no change", []float64{5, 5}, []float64{5, 5}, true, Noise, TestMinMax},
+		{"mann-whitney, shifted", five, up, true, Better, TestMannWhitney},
+		{"mann-whitney, shifted down", up, five, true, Worse, TestMannWhitney},
+		{"mann-whitney, lower better", up, five, false, Better, TestMannWhitney},
+		{"mann-whitney, same runs", five, []float64{9.8, 10.2, 10, 9.9, 10.1}, true, Noise, TestMannWhitney},
+		{"4 and 5 runs: min-max", five[:4], up, true, Better, TestMinMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, new := slices.Clone(tc.old), slices.Clone(tc.new)
+			j := Judge(old, new, tc.higher)
+			if j.Change != tc.change || j.Test != tc.test {
+				t.Errorf("Judge = %+v, want change %d by %q", j, tc.change, tc.test)
+			}
+			if j.Test == TestMannWhitney && (j.P <= 0 || j.P > 1 || (j.P < Alpha) != (tc.change != Noise)) {
+				t.Errorf("p = %v with change %d", j.P, j.Change)
+			}
+			if j.Test == TestMinMax && j.Spread != max(Spread(tc.old), Spread(tc.new)) {
+				t.Errorf("spread %v", j.Spread)
+			}
+			if !slices.Equal(old, tc.old) || !slices.Equal(new, tc.new) {
+				t.Errorf("Judge reordered its arguments: %v %v", old, new)
+			}
+		})
 	}
 }

@@ -149,6 +149,11 @@ func EscapeControls(s string) string {
 	return b.String()
 }
 
+// OneLine is s on one line: its runs of white space one space, its other
+// control characters escaped (EscapeControls), for text quoted in an
+// error message or a table cell.
+func OneLine(s string) string { return EscapeControls(strings.Join(strings.Fields(s), " ")) }
+
 // printable says whether every character of s prints as itself: valid
 // UTF-8, and graphic or the ASCII space.
 func printable(s string) bool {
