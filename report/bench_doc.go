@@ -19,7 +19,8 @@ func BenchDoc(r *bench.Report) *Doc {
 	if r.Tree != nil {
 		return treeDoc(r)
 	}
-	return fileDoc(r)
+	d, _ := fileDoc(r)
+	return d
 }
 
 // Markers set after a figure, explained in the legend and the notes.
@@ -124,8 +125,8 @@ func textCol(key, title string, hidden bool, text func(*bench.Result) string) be
 var checksumCol = benchCol{Column{Key: "checksum", Title: "checksum"},
 	func(res *bench.Result, _ []bench.Run) Cell { return TextCell(checksum(res.ChecksumOK)) }}
 
-// fileDoc is BenchDoc for one file.
-func fileDoc(r *bench.Report) *Doc {
+// fileDoc is BenchDoc for one file, with the result each row came from.
+func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	d := &Doc{Kind: "file"}
 	groups := groupResults(r.Results)
 	var all []*bench.Result
@@ -269,7 +270,7 @@ func fileDoc(r *bench.Report) *Doc {
 	}
 	if len(r.Results) == 0 {
 		d.After = []string{"no results"}
-		return d
+		return d, ordered
 	}
 
 	if fioRows {
@@ -311,7 +312,7 @@ func fileDoc(r *bench.Report) *Doc {
 	wide += "), qd"
 	d.Legend = append(d.Legend, Field{"--wide adds", wide})
 	d.Notes = benchNotes(r, all)
-	return d
+	return d, ordered
 }
 
 // benchRow is res's row: its cells, or for a row without figures its
