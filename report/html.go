@@ -382,9 +382,28 @@ func (v *fileView) groupLines(kind, title, caption, c string, gi int, spec hLine
 	return chart{ID: spec.id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(spec))}
 }
 
-// point is row ri of group gi's throughput at x in a sweep chart.
-func (v *fileView) point(gi, ri int, x float64) hPoint {
-	return docPoint(v.d, v.gib, v.d.Groups[gi].Rows[ri], x, v.tip(gi, ri))
+// sweepLines draws the throughput of rows (group, row) against x: a line
+// per series, its points in x order; ticks are the xs.
+func (v *fileView) sweepLines(rows [][2]int, x func(*bench.Result) int) (lines []hLine, ticks []float64) {
+	for _, s := range v.series {
+		var pts []hPoint
+		for _, r := range rows {
+			if res := v.res[r[0]][r[1]]; v.byName[engineName(res)] == s {
+				pts = append(pts, docPoint(v.d, v.gib, v.d.Groups[r[0]].Rows[r[1]], float64(x(res)), v.tip(r[0], r[1])))
+			}
+		}
+		slices.SortStableFunc(pts, func(a, b hPoint) int { return cmp.Compare(a.x, b.x) })
+		if len(pts) > 0 {
+			lines = append(lines, hLine{s: s, pts: pts})
+		}
+	}
+	for _, r := range rows {
+		if t := float64(x(v.res[r[0]][r[1]])); !slices.Contains(ticks, t) {
+			ticks = append(ticks, t)
+		}
+	}
+	slices.Sort(ticks)
+	return lines, ticks
 }
 
 // bsCharts draws throughput against block size, per cache state and
@@ -394,34 +413,21 @@ func (v *fileView) bsCharts() []chart {
 	for _, c := range v.caches {
 		var done []string
 		for _, p := range v.panel {
-			if slices.Contains(done, p) {
+			gs := slices.DeleteFunc(v.groupsIn(c), func(gi int) bool { return v.panel[gi] != p })
+			if slices.Contains(done, p) || len(gs) < 2 {
 				continue
 			}
 			done = append(done, p)
-			gs := slices.DeleteFunc(v.groupsIn(c), func(gi int) bool { return v.panel[gi] != p })
-			if len(gs) < 2 {
-				continue
-			}
-			bs := func(gi int) int { return v.res[gi][0].BS }
-			slices.SortStableFunc(gs, func(a, b int) int { return bs(a) - bs(b) })
-			var ticks []float64
-			per := map[*hSeries][]hPoint{}
+			var rows [][2]int
 			var deep []string
 			for _, gi := range gs {
-				ticks = append(ticks, float64(bs(gi)))
-				rows, d := v.pick(c, gi)
+				picked, d := v.pick(c, gi)
+				for _, ri := range picked {
+					rows = append(rows, [2]int{gi, ri})
+				}
 				deep = append(deep, d...)
-				for _, ri := range rows {
-					s := v.byName[engineName(v.res[gi][ri])]
-					per[s] = append(per[s], v.point(gi, ri, float64(bs(gi))))
-				}
 			}
-			var lines []hLine
-			for _, s := range v.series {
-				if pts := per[s]; len(pts) > 0 {
-					lines = append(lines, hLine{s: s, pts: pts})
-				}
-			}
+			lines, ticks := v.sweepLines(rows, func(x *bench.Result) int { return x.BS })
 			slug, title := "", "Throughput vs block size — "+cacheTitle(c)
 			if slices.ContainsFunc(v.panel, func(q string) bool { return q != p }) { // several panels
 				slug, title = p, title+" · "+p
@@ -447,38 +453,28 @@ func (v *fileView) qdCharts() []chart {
 	var out []chart
 	for _, c := range v.caches {
 		for _, gi := range v.groupsIn(c) {
-			var ticks []float64
-			for _, x := range v.res[gi] {
-				if x.Cache == c && x.QD > 0 && !slices.Contains(ticks, float64(x.QD)) {
-					ticks = append(ticks, float64(x.QD))
+			var rows [][2]int
+			for _, s := range v.series {
+				for _, ri := range v.rows(c, gi, s) {
+					rows = append(rows, [2]int{gi, ri})
 				}
 			}
+			queued := slices.DeleteFunc(slices.Clone(rows), func(r [2]int) bool { return v.res[gi][r[1]].QD == 0 })
+			lines, ticks := v.sweepLines(queued, func(x *bench.Result) int { return x.QD })
 			if len(ticks) < 2 {
 				continue
 			}
-			slices.Sort(ticks)
-			var lines []hLine
 			var refs []string
-			for _, s := range v.series {
-				var pts []hPoint
-				flat := -1
-				for _, ri := range v.rows(c, gi, s) {
-					if qd := v.res[gi][ri].QD; qd > 0 {
-						pts = append(pts, v.point(gi, ri, float64(qd)))
-					} else if flat < 0 {
-						flat = ri
-					}
+			for _, r := range rows {
+				s, row := v.byName[engineName(v.res[gi][r[1]])], v.d.Groups[gi].Rows[r[1]]
+				if v.res[gi][r[1]].QD > 0 || s.fio || row.Err != "" || slices.ContainsFunc(lines, func(l hLine) bool { return l.s == s }) {
+					continue
 				}
-				switch {
-				case len(pts) > 0:
-					slices.SortStableFunc(pts, func(a, b hPoint) int { return cmp.Compare(a.x, b.x) })
-					lines = append(lines, hLine{s: s, pts: pts})
-				case flat >= 0 && !s.fio && v.d.Groups[gi].Rows[flat].Err == "":
-					pt := v.point(gi, flat, 0)
-					lines = append(lines, hLine{s: s, ref: true, refY: pt.y, refTip: pt.tip + "\nno queue: one request in flight per worker"})
-					refs = append(refs, s.name)
-				}
+				pt := docPoint(v.d, v.gib, row, 0, v.tip(gi, r[1]))
+				lines = append(lines, hLine{s: s, ref: true, refY: pt.y, refTip: pt.tip + "\nno queue: one request in flight per worker"})
+				refs = append(refs, s.name)
 			}
+			slices.SortStableFunc(lines, func(a, b hLine) int { return a.s.idx - b.s.idx })
 			caption := "Median GiB/s at each queue depth per worker (log₂ axis); dashed lines with hollow points are fio."
 			if len(refs) > 0 {
 				caption += " Dotted flat lines: engines with no queue (" + strings.Join(refs, ", ") +
