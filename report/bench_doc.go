@@ -236,17 +236,20 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	labels := map[*bench.Result]string{}
 	var fioRows, vsFio, unknownSyscalls, qdCells, checked, small bool
 	for gi, g := range groups {
-		if len(groups) > 1 {
-			titles[gi] = g.key // else in the header
-		}
-		depths := map[int]bool{}
-		for _, res := range g.results {
-			if res.QD > 0 {
-				depths[res.QD] = true
+		// The title names the queue depth when all its rows with a queue
+		// share one; else their engines do.
+		var depths []int
+		for _, res := range g {
+			if res.QD > 0 && !slices.Contains(depths, res.QD) {
+				depths = append(depths, res.QD)
 			}
 		}
+		titles[gi] = workload(g[0], 0)
+		if len(depths) == 1 {
+			titles[gi] = workload(g[0], depths[0])
+		}
 		var under map[*bench.Result]bool
-		ordered[gi], under = twinOrder(g.results)
+		ordered[gi], under = twinOrder(g)
 		for _, res := range ordered[gi] {
 			label := engineName(res)
 			// A fio twin too: a row's Left cells are its identity
@@ -267,6 +270,10 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 		}
 	}
 	vsFio = vsFio || fioRows
+	workload := ""
+	if len(groups) == 1 {
+		workload, titles[0] = titles[0], "" // in the header
+	}
 
 	gib := func(res *bench.Result) float64 { return res.BytesPerS / (1 << 30) }
 	cols := []benchCol{
@@ -330,7 +337,7 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	}
 
 	d := newBenchDoc(r, "file", cols, titles, ordered, sub)
-	var clock, fio, workload string
+	var clock, fio string
 	if r.Machine.LatencyClock != "" {
 		clock = r.Machine.LatencyClock + " (per-block latency)"
 	}
@@ -345,9 +352,6 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 		if l := consumeLine(res.Consume); !slices.Contains(modes, l) {
 			modes = append(modes, l)
 		}
-	}
-	if len(groups) == 1 {
-		workload = groups[0].key
 	}
 	d.Header = benchHeader(r, []Field{{"file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File))}},
 		Field{"clock", clock}, Field{"version", versionLine(r)}, Field{"fio", fio},
@@ -578,42 +582,19 @@ func failure(r *bench.Result) string {
 	return "error: " + oneLine(r.Error)
 }
 
-// group is one workload's results. key is its heading: pattern, block
-// size, workers, the queue depth when all its rows with a queue share one,
-// and consume mode.
-type group struct {
-	key     string
-	results []*bench.Result
-}
-
 // groupResults groups results by workload (all but the queue depth) in
 // order of first appearance, keeping their order within a group.
-func groupResults(results []bench.Result) []group {
-	var groups []group
+func groupResults(results []bench.Result) [][]*bench.Result {
+	var groups [][]*bench.Result
 	index := map[string]int{}
 	for i := range results {
-		res := &results[i]
-		key := workload(res, 0)
+		key := workload(&results[i], 0)
 		j, ok := index[key]
 		if !ok {
-			j = len(groups)
-			index[key] = j
-			groups = append(groups, group{key: key})
+			j, index[key] = len(groups), len(groups)
+			groups = append(groups, nil)
 		}
-		groups[j].results = append(groups[j].results, res)
-	}
-	for i, g := range groups {
-		qd := 0
-		for _, res := range g.results {
-			if res.QD > 0 {
-				if qd != 0 && res.QD != qd {
-					qd = 0
-					break
-				}
-				qd = res.QD
-			}
-		}
-		groups[i].key = workload(g.results[0], qd)
+		groups[j] = append(groups[j], &results[i])
 	}
 	return groups
 }
