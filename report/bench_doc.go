@@ -665,48 +665,41 @@ func benchNotes(r *bench.Report, rows []*bench.Result) []string {
 		}
 	}
 
-	type threads struct {
-		name         string
-		rows         []*bench.Result
-		lo, hi       float64 // CPU-s/GiB of the kernel threads
-		pctLo, pctHi float64 // as % of the row's CPU-s/GiB
-		havePct      bool
-	}
-	var tOrder []*threads
-	tByName := map[string]*threads{}
+	// The io_uring kernel threads' CPU, per engine: a row's own figures,
+	// or the span of several rows'.
+	var tNames []string
+	tRows := map[string][]*bench.Result{}
 	for _, res := range rows {
-		if res.Error != "" || res.IOThreadCPUSPerGiB <= 0 {
-			continue
-		}
-		name := engineName(res)
-		t := tByName[name]
-		if t == nil {
-			t = &threads{name: name, lo: math.Inf(1), pctLo: math.Inf(1)}
-			tByName[name] = t
-			tOrder = append(tOrder, t)
-		}
-		t.rows = append(t.rows, res)
-		t.lo, t.hi = min(t.lo, res.IOThreadCPUSPerGiB), max(t.hi, res.IOThreadCPUSPerGiB)
-		if res.CPUSPerGiB > 0 && finite(res.CPUSPerGiB) {
-			pct := 100 * res.IOThreadCPUSPerGiB / res.CPUSPerGiB
-			t.pctLo, t.pctHi, t.havePct = min(t.pctLo, pct), max(t.pctHi, pct), true
+		if name := engineName(res); res.Error == "" && res.IOThreadCPUSPerGiB > 0 {
+			if tRows[name] == nil {
+				tNames = append(tNames, name)
+			}
+			tRows[name] = append(tRows[name], res)
 		}
 	}
-	for _, t := range tOrder {
-		const what = "was io_uring's kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run: " +
-			"counted here; fio leaves it out"
-		if len(t.rows) == 1 {
-			res := t.rows[0]
-			notes = append(notes, fmt.Sprintf("%s: %s of its %s CPU-s/GiB %s", names.label(res),
-				fixed(res.IOThreadCPUSPerGiB, 3), fixed(res.CPUSPerGiB, 3), what))
+	const what = "was io_uring's kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run: " +
+		"counted here; fio leaves it out"
+	for _, name := range tNames {
+		rs := tRows[name]
+		if len(rs) == 1 {
+			notes = append(notes, fmt.Sprintf("%s: %s of its %s CPU-s/GiB %s", names.label(rs[0]),
+				fixed(rs[0].IOThreadCPUSPerGiB, 3), fixed(rs[0].CPUSPerGiB, 3), what))
 			continue
+		}
+		lo, hi, pctLo, pctHi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1) // CPU-s/GiB, and % of the row's
+		for _, res := range rs {
+			lo, hi = min(lo, res.IOThreadCPUSPerGiB), max(hi, res.IOThreadCPUSPerGiB)
+			if res.CPUSPerGiB > 0 && finite(res.CPUSPerGiB) {
+				pct := 100 * res.IOThreadCPUSPerGiB / res.CPUSPerGiB
+				pctLo, pctHi = min(pctLo, pct), max(pctHi, pct)
+			}
 		}
 		share := ""
-		if t.havePct {
-			share = ", " + span(t.pctLo, t.pctHi, 0, "%") + " of it,"
+		if pctLo <= pctHi {
+			share = ", " + span(pctLo, pctHi, 0, "%") + " of it,"
 		}
 		notes = append(notes, fmt.Sprintf("%s (%d rows marked %s): %s CPU-s/GiB of each row's figure%s %s",
-			t.name, len(t.rows), ioThreadMark, span(t.lo, t.hi, 3, ""), share, what))
+			name, len(rs), ioThreadMark, span(lo, hi, 3, ""), share, what))
 	}
 	return notes
 }
