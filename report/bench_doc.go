@@ -161,9 +161,9 @@ var (
 	ioThreadLegend = Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"}
 )
 
-// newBenchDoc is a Doc of kind with cols, each result of groups a row
-// (sub says which are twins under the row above) and the header and
-// config fields every bench Doc has; legend and notes are the caller's.
+// newBenchDoc is a Doc of kind with cols and a row per result of groups,
+// each group under its title (sub says which rows are twins under the
+// row above); its header, config, legend and notes are the caller's.
 func newBenchDoc(r *bench.Report, kind string, cols []benchCol, titles []string, groups [][]*bench.Result, sub map[*bench.Result]bool) *Doc {
 	d := &Doc{Kind: kind}
 	for _, c := range cols {
