@@ -69,8 +69,12 @@ func treePage(r *bench.Report) page {
 		extra = append(extra, temporaryNote)
 	}
 	p := benchPage(r, "iopath bench --tree: "+t.Dir, kv{"tree", t.Dir + " (" + strings.Join(extra, ", ") + ")"}, kv{"archive", t.Archive})
-	series, _ := benchSeries(r.Results)
 	d := BenchDoc(r)
+	var rows []*bench.Result
+	for i := range r.Results {
+		rows = append(rows, &r.Results[i]) // as treeDoc orders them
+	}
+	series, _ := benchSeries(rows)
 	p.Sections = []section{
 		{ID: "throughput", Title: "Files per second", Charts: []chart{barChart("files-per-s", "Files per second", "Median files delivered "+
 			"per second of wall time (walk, open, read and close included; higher is better); the whisker spans the slowest to the fastest "+
@@ -83,49 +87,27 @@ func treePage(r *bench.Report) page {
 	return p
 }
 
-// benchSeries are a report's chart series: its iopath engines in order of
-// appearance, each followed by the fio rows that mirror it (hatched, in
-// its colour), then the fio rows with no iopath twin.
-func benchSeries(rs []bench.Result) (order []*hSeries, byName map[string]*hSeries) {
-	var iop, fio []*hSeries
+// benchSeries are the chart series of rows in a Doc's order: an engine
+// per name in order of appearance, so that a fio twin, which the Doc
+// puts under the row it mirrors (twinOrder), is drawn beside it, hatched
+// in its colour.
+func benchSeries(rows []*bench.Result) (order []*hSeries, byName map[string]*hSeries) {
 	byName = map[string]*hSeries{}
-	for i := range rs {
-		r := &rs[i]
-		name := engineName(r)
-		if byName[name] != nil {
-			continue
-		}
-		s := &hSeries{name: name, base: name}
-		if isFioResult(r) {
-			s.fio, s.base = true, cmp.Or(r.Twin, hFioTwins[r.Engine], name)
-			fio = append(fio, s)
-		} else {
-			iop = append(iop, s)
-		}
-		byName[name] = s
-	}
-	for _, s := range iop {
-		order = append(order, s)
-		for _, f := range fio {
-			if f.base == s.name {
-				order = append(order, f)
-			}
-		}
-	}
-	for _, f := range fio {
-		if !slices.Contains(order, f) {
-			order = append(order, f)
-		}
-	}
 	var bases []string
-	for _, s := range order {
-		if !slices.Contains(bases, s.base) {
-			bases = append(bases, s.base)
+	for _, r := range rows {
+		if name := engineName(r); byName[name] == nil {
+			s := &hSeries{name: name, base: name, idx: len(order)}
+			if isFioResult(r) {
+				s.fio, s.base = true, cmp.Or(r.Twin, hFioTwins[r.Engine], name)
+			}
+			if !slices.Contains(bases, s.base) {
+				bases = append(bases, s.base)
+			}
+			order, byName[name] = append(order, s), s
 		}
 	}
 	_, colour := nameSeries(bases)
-	for i, s := range order {
-		s.idx = i
+	for _, s := range order {
 		s.paint(colour[s.base].color)
 	}
 	return order, byName
@@ -152,7 +134,7 @@ type fileView struct {
 func newFileView(r *bench.Report) *fileView {
 	d, res := fileDoc(r)
 	v := &fileView{d: d, res: res, ids: chartIDs{}, gib: slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == "gib_per_s" })}
-	v.series, v.byName = benchSeries(r.Results)
+	v.series, v.byName = benchSeries(slices.Concat(res...))
 	for _, x := range r.Results {
 		if !slices.Contains(v.caches, x.Cache) {
 			v.caches = append(v.caches, x.Cache)
