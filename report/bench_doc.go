@@ -19,7 +19,8 @@ func BenchDoc(r *bench.Report) *Doc {
 	if r.Tree != nil {
 		return treeDoc(r)
 	}
-	return fileDoc(r)
+	d, _ := fileDoc(r)
+	return d
 }
 
 // Markers set after a figure, explained in the legend and the notes.
@@ -74,29 +75,59 @@ func runsCell(v float64, ok []bench.Run, get func(bench.Run) float64) Cell {
 	return c
 }
 
+// figCol is a column of a figure over the runs (runsCell): sum is the
+// result's own, run each run's.
+func figCol(c Column, sum func(*bench.Result) float64, run func(bench.Run) float64) benchCol {
+	return benchCol{c, func(res *bench.Result, ok []bench.Run) Cell { return runsCell(sum(res), ok, run) }}
+}
+
+// marked sets mark after the figures of the rows when holds for.
+func (c benchCol) marked(mark string, when func(*bench.Result) bool) benchCol {
+	cell := c.cell
+	c.cell = func(res *bench.Result, ok []bench.Run) Cell {
+		x := cell(res, ok)
+		if when(res) {
+			x.Mark = mark
+		}
+		return x
+	}
+	return c
+}
+
+func noisyRuns(res *bench.Result) bool { return res.NoisyRuns > 0 }
+
+func ioThreads(res *bench.Result) bool { return res.IOThreadCPUSPerGiB > 0 }
+
 // perPass divides a run's counter by its passes over the file.
 func perPass(n int64, run bench.Run) float64 { return float64(n) / float64(max(run.Passes, 1)) }
 
 func runSecs(run bench.Run) float64 { return float64(max(run.WallNs, 1)) / 1e9 }
 
-// latencyCol is a latency percentile column: nanoseconds, shown as
+// latencyCols are P50, P99 and P99.9 (--wide): nanoseconds shown as
 // 15.0µs; per-run values only when every run measured it.
-func latencyCol(key, title string, wide bool, sum func(*bench.Result) int64, run func(bench.Run) int64) benchCol {
-	return benchCol{Column{Key: key, Title: title, Unit: "ns", Better: Lower, Wide: wide},
-		func(res *bench.Result, ok []bench.Run) Cell {
-			ns := sum(res)
-			if ns <= 0 {
-				return Figure(math.NaN())
-			}
-			c := runsCell(float64(ns), ok, func(x bench.Run) float64 {
-				if v := run(x); v > 0 {
-					return float64(v)
+func latencyCols() []benchCol {
+	col := func(key, title string, wide bool, sum func(*bench.Result) int64, run func(bench.Run) int64) benchCol {
+		return benchCol{Column{Key: key, Title: title, Unit: "ns", Better: Lower, Wide: wide},
+			func(res *bench.Result, ok []bench.Run) Cell {
+				ns := sum(res)
+				if ns <= 0 {
+					return Figure(math.NaN())
 				}
-				return math.NaN()
-			})
-			c.Text = latency(ns)
-			return c
-		}}
+				c := runsCell(float64(ns), ok, func(x bench.Run) float64 {
+					if v := run(x); v > 0 {
+						return float64(v)
+					}
+					return math.NaN()
+				})
+				c.Text = latency(ns)
+				return c
+			}}
+	}
+	return []benchCol{
+		col("lat_p50_ns", "P50", false, func(x *bench.Result) int64 { return x.LatP50Ns }, func(x bench.Run) int64 { return x.LatP50Ns }),
+		col("lat_p99_ns", "P99", false, func(x *bench.Result) int64 { return x.LatP99Ns }, func(x bench.Run) int64 { return x.LatP99Ns }),
+		col("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
+	}
 }
 
 // countCol is a per-pass counter shown abbreviated (8.2k).
@@ -124,24 +155,101 @@ func textCol(key, title string, hidden bool, text func(*bench.Result) string) be
 var checksumCol = benchCol{Column{Key: "checksum", Title: "checksum"},
 	func(res *bench.Result, _ []bench.Run) Cell { return TextCell(checksum(res.ChecksumOK)) }}
 
-// fileDoc is BenchDoc for one file.
-func fileDoc(r *bench.Report) *Doc {
-	d := &Doc{Kind: "file"}
+// The legend's lines for the marks, the same in a file's Doc and a tree's.
+var (
+	noisyLegend    = Field{noisyMark, "some runs were noisy (kept in the figures: see the notes)"}
+	ioThreadLegend = Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"}
+)
+
+// newBenchDoc is a Doc of kind with cols and a row per result of groups,
+// each group under its title (sub says which rows are twins under the
+// row above); its header, config, legend and notes are the caller's.
+func newBenchDoc(r *bench.Report, kind string, cols []benchCol, titles []string, groups [][]*bench.Result, sub map[*bench.Result]bool) *Doc {
+	d := &Doc{Kind: kind}
+	for _, c := range cols {
+		d.Columns = append(d.Columns, c.Column)
+	}
+	for gi, g := range groups {
+		dg := Group{Title: titles[gi]}
+		for _, res := range g {
+			dg.Rows = append(dg.Rows, benchRow(cols, res, sub[res], kind == "tree"))
+		}
+		d.Groups = append(d.Groups, dg)
+	}
+	alignMarks(d)
+	if len(r.Results) == 0 {
+		d.After = []string{"no results"}
+	}
+	return d
+}
+
+// marked reports whether a figure of d carries mark.
+func (d *Doc) marked(mark string) bool {
+	for _, g := range d.Groups {
+		for _, r := range g.Rows {
+			if slices.ContainsFunc(r.Cells, func(c Cell) bool { return c.Mark == mark }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addIf appends k: v to fs when on.
+func addIf(fs *[]Field, on bool, k, v string) {
+	if on {
+		*fs = append(*fs, Field{k, v})
+	}
+}
+
+// benchHeader is a bench Doc's header: what was read, the machine, more,
+// then the command and the start time, wrapped (wrapFields).
+func benchHeader(r *bench.Report, what []Field, more ...Field) []Field {
+	fs := append(append(what, Field{"machine", machineLine(r)}, Field{"io_uring", r.Machine.IOURing}), more...)
+	fs = append(fs, Field{"command", units.EscapeControls(r.Command)})
+	if !r.Started.IsZero() {
+		fs = append(fs, Field{"started", r.Started.Format("2006-01-02 15:04:05 MST")})
+	}
+	return wrapFields(fs)
+}
+
+// benchConfig is a bench Doc's gobench configuration: the machine, and
+// what was read (key): its path, or "temporary", and extra.
+func benchConfig(r *bench.Report, key, path string, temporary bool, extra string) []Field {
+	fs := []Field{{"goos", "linux"}, {"goarch", r.Machine.Arch}, {"pkg", "github.com/iopath/iopath"}, {"cpu", r.Machine.CPUModel}}
+	if temporary {
+		return append(fs, Field{key, "temporary (" + extra + ")"})
+	}
+	if path != "" {
+		fs = append(fs, Field{key, units.QuotePath(path) + " (" + extra + ")"})
+	}
+	return fs
+}
+
+// fileDoc is BenchDoc for one file, with the result each row came from.
+func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	groups := groupResults(r.Results)
 	var all []*bench.Result
+	titles := make([]string, len(groups))
 	ordered := make([][]*bench.Result, len(groups))
 	sub := map[*bench.Result]bool{}
 	labels := map[*bench.Result]string{}
-	var fioRows, vsFio, noisy, ioThread, unknownSyscalls, qdCells, checked, small bool
+	var fioRows, vsFio, unknownSyscalls, qdCells, checked, small bool
 	for gi, g := range groups {
-		depths := map[int]bool{}
-		for _, res := range g.results {
-			if res.QD > 0 {
-				depths[res.QD] = true
+		// The title names the queue depth when all its rows with a queue
+		// share one; else their engines do.
+		var depths []int
+		for _, res := range g {
+			if res.QD > 0 && !slices.Contains(depths, res.QD) {
+				depths = append(depths, res.QD)
 			}
 		}
+		titles[gi] = workload(g[0], 0)
+		if len(depths) == 1 {
+			titles[gi] = workload(g[0], depths[0])
+		}
 		var under map[*bench.Result]bool
-		ordered[gi], under = twinOrder(g.results)
+		ordered[gi], under = twinOrder(g)
 		for _, res := range ordered[gi] {
 			label := engineName(res)
 			// A fio twin too: a row's Left cells are its identity
@@ -152,23 +260,22 @@ func fileDoc(r *bench.Report) *Doc {
 			}
 			labels[res], sub[res] = label, under[res]
 			all = append(all, res)
-			if isFioResult(res) {
-				fioRows, vsFio = true, true
+			fioRows = fioRows || isFioResult(res)
+			small = small || res.BS > 0 && res.BS < 64<<10
+			if res.Error == "" {
+				vsFio = vsFio || (res.VsFio > 0 && finite(res.VsFio))
+				unknownSyscalls = unknownSyscalls || res.Syscalls < 0
+				checked = checked || res.ChecksumOK != nil
 			}
-			if res.BS > 0 && res.BS < 64<<10 {
-				small = true
-			}
-			if res.Error != "" {
-				continue
-			}
-			vsFio = vsFio || (res.VsFio > 0 && finite(res.VsFio))
-			noisy = noisy || res.NoisyRuns > 0
-			ioThread = ioThread || res.IOThreadCPUSPerGiB > 0
-			unknownSyscalls = unknownSyscalls || res.Syscalls < 0
-			checked = checked || res.ChecksumOK != nil
 		}
 	}
+	vsFio = vsFio || fioRows
+	workload := ""
+	if len(groups) == 1 {
+		workload, titles[0] = titles[0], "" // in the header
+	}
 
+	gib := func(res *bench.Result) float64 { return res.BytesPerS / (1 << 30) }
 	cols := []benchCol{
 		textCol("engine", "engine", false, func(res *bench.Result) string { return labels[res] }),
 		textCol("cache", "cache", false, func(res *bench.Result) string { return res.Cache }),
@@ -176,14 +283,8 @@ func fileDoc(r *bench.Report) *Doc {
 		textCol("bs", "bs", true, func(res *bench.Result) string { return units.FormatSize(int64(res.BS)) }),
 		textCol("workers", "workers", true, func(res *bench.Result) string { return fmt.Sprint(res.Workers) }),
 		textCol("consume", "consume", true, func(res *bench.Result) string { return res.Consume }),
-		{Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				c := runsCell(res.BytesPerS/(1<<30), ok, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) })
-				if res.NoisyRuns > 0 {
-					c.Mark = noisyMark
-				}
-				return c
-			}},
+		figCol(Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
+			gib, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) }).marked(noisyMark, noisyRuns),
 	}
 	if small {
 		cols = append(cols, benchCol{Column{Key: "iops", Title: "IOPS", Unit: "IOPS", Better: Higher},
@@ -204,31 +305,23 @@ func fileDoc(r *bench.Report) *Doc {
 				return c
 			}})
 	}
+	pct := func(ns func(bench.Run) int64) func(bench.Run) float64 {
+		return func(x bench.Run) float64 { return 100 * float64(ns(x)) / float64(max(x.WallNs, 1)) }
+	}
 	cols = append(cols,
-		benchCol{Column{Key: "cpu_s_per_gib", Title: "CPU-s/GiB", Unit: "CPU-s/GiB", Better: Lower, Prec: 3, Headline: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				c := runsCell(res.CPUSPerGiB, ok, func(x bench.Run) float64 {
-					if x.Bytes == 0 {
-						return math.NaN()
-					}
-					return float64(x.UserNs+x.SysNs) / 1e9 / (float64(x.Bytes) / (1 << 30))
-				})
-				if res.IOThreadCPUSPerGiB > 0 {
-					c.Mark = ioThreadMark
+		figCol(Column{Key: "cpu_s_per_gib", Title: "CPU-s/GiB", Unit: "CPU-s/GiB", Better: Lower, Prec: 3, Headline: true},
+			func(res *bench.Result) float64 { return res.CPUSPerGiB }, func(x bench.Run) float64 {
+				if x.Bytes == 0 {
+					return math.NaN()
 				}
-				return c
-			}},
-		benchCol{Column{Key: "usr_pct", Title: "usr%", Unit: "%", Wide: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.UsrPct, ok, func(x bench.Run) float64 { return 100 * float64(x.UserNs) / float64(max(x.WallNs, 1)) })
-			}},
-		benchCol{Column{Key: "sys_pct", Title: "sys%", Unit: "%", Wide: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.SysPct, ok, func(x bench.Run) float64 { return 100 * float64(x.SysNs) / float64(max(x.WallNs, 1)) })
-			}},
-		latencyCol("lat_p50_ns", "P50", false, func(x *bench.Result) int64 { return x.LatP50Ns }, func(x bench.Run) int64 { return x.LatP50Ns }),
-		latencyCol("lat_p99_ns", "P99", false, func(x *bench.Result) int64 { return x.LatP99Ns }, func(x bench.Run) int64 { return x.LatP99Ns }),
-		latencyCol("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
+				return float64(x.UserNs+x.SysNs) / 1e9 / (float64(x.Bytes) / (1 << 30))
+			}).marked(ioThreadMark, ioThreads),
+		figCol(Column{Key: "usr_pct", Title: "usr%", Unit: "%", Wide: true}, func(res *bench.Result) float64 { return res.UsrPct },
+			pct(func(x bench.Run) int64 { return x.UserNs })),
+		figCol(Column{Key: "sys_pct", Title: "sys%", Unit: "%", Wide: true}, func(res *bench.Result) float64 { return res.SysPct },
+			pct(func(x bench.Run) int64 { return x.SysNs })))
+	cols = append(cols, latencyCols()...)
+	cols = append(cols,
 		countCol("syscalls", "syscalls", func(x *bench.Result) int64 { return x.Syscalls }, func(x bench.Run) int64 { return x.Syscalls }),
 		countCol("minflt", "minflt", func(x *bench.Result) int64 { return x.MinFlt }, func(x bench.Run) int64 { return x.MinFlt }),
 		countCol("majflt", "majflt", func(x *bench.Result) int64 { return x.MajFlt }, func(x bench.Run) int64 { return x.MajFlt }),
@@ -236,82 +329,61 @@ func fileDoc(r *bench.Report) *Doc {
 		countCol("nivcsw", "ivcsw", func(x *bench.Result) int64 { return x.NIVCSw }, func(x bench.Run) int64 { return x.NIVCSw }),
 		// The queue depth differs between engines (pread has none): a
 		// figure, not part of a row's name (gobench, compare).
-		benchCol{Column{Key: "qd", Title: "qd", Wide: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(float64(res.QD), ok, func(bench.Run) float64 { return float64(res.QD) })
-			}},
-	)
+		benchCol{Column{Key: "qd", Title: "qd", Wide: true}, func(res *bench.Result, ok []bench.Run) Cell {
+			return runsCell(float64(res.QD), ok, func(bench.Run) float64 { return float64(res.QD) })
+		}})
 	if checked {
 		cols = append(cols, checksumCol)
 	}
 
-	for _, c := range cols {
-		d.Columns = append(d.Columns, c.Column)
+	d := newBenchDoc(r, "file", cols, titles, ordered, sub)
+	var clock, fio string
+	if r.Machine.LatencyClock != "" {
+		clock = r.Machine.LatencyClock + " (per-block latency)"
 	}
-	for gi, g := range groups {
-		dg := Group{Title: g.key}
-		if len(groups) == 1 {
-			dg.Title = "" // in the header
+	if r.Fio != nil {
+		fio = r.Fio.Version
+		if r.Fio.Path != "" {
+			fio = strings.TrimSpace(fio + " (" + units.QuotePath(r.Fio.Path) + ")")
 		}
-		for _, res := range ordered[gi] {
-			dg.Rows = append(dg.Rows, benchRow(cols, res, sub[res], false))
+	}
+	var modes []string
+	for _, res := range r.Results {
+		if l := consumeLine(res.Consume); !slices.Contains(modes, l) {
+			modes = append(modes, l)
 		}
-		d.Groups = append(d.Groups, dg)
 	}
-	alignMarks(d)
-
-	d.Header = fileHeader(r, groups)
-	d.Config = []Field{{"goos", "linux"}, {"goarch", r.Machine.Arch}, {"pkg", "github.com/iopath/iopath"}, {"cpu", r.Machine.CPUModel}}
-	if r.File.Temporary {
-		d.Config = append(d.Config, Field{"file", "temporary (" + units.FormatSize(r.File.SizeBytes) + ")"})
-	} else if r.File.Path != "" {
-		d.Config = append(d.Config, Field{"file", units.QuotePath(r.File.Path) + " (" + units.FormatSize(r.File.SizeBytes) + ")"})
-	}
+	d.Header = benchHeader(r, []Field{{"file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File))}},
+		Field{"clock", clock}, Field{"version", versionLine(r)}, Field{"fio", fio},
+		Field{"consume", strings.Join(modes, "; ")}, Field{"workload", workload})
+	d.Config = benchConfig(r, "file", r.File.Path, r.File.Temporary, units.FormatSize(r.File.SizeBytes))
 	if len(r.Results) == 0 {
-		d.After = []string{"no results"}
-		return d
+		return d, ordered
 	}
 
+	l := &d.Legend
+	addIf(l, fioRows, "fio ENGINE", "fio running the same workload with that ioengine, under the iopath engine it mirrors (its twin)")
+	addIf(l, qdCells, "qdN", "queue depth per worker, after the engine when it varies within a workload")
+	addIf(l, true, "GiB/s", "median over the runs (min–max) of bytes delivered to the consumer per second of wall time, open and close included")
+	addIf(l, d.marked(noisyMark), noisyLegend.Key, noisyLegend.Value)
+	addIf(l, small, "IOPS", "blocks per second, median")
+	addIf(l, vsFio, "vs fio", "median GiB/s over its fio twin's")
+	addIf(l, true, "CPU-s/GiB", "user+system CPU seconds per GiB, steadier than GiB/s on a busy machine")
+	addIf(l, d.marked(ioThreadMark), ioThreadLegend.Key, ioThreadLegend.Value)
+	addIf(l, true, "P50 P99", "latency per block, request issued to data available")
+	unchecked := "consume none or touch, the null engine"
 	if fioRows {
-		d.Legend = append(d.Legend, Field{"fio ENGINE", "fio running the same workload with that ioengine, under the iopath engine it mirrors (its twin)"})
+		unchecked += ", fio"
 	}
-	if qdCells {
-		d.Legend = append(d.Legend, Field{"qdN", "queue depth per worker, after the engine when it varies within a workload"})
-	}
-	d.Legend = append(d.Legend, Field{"GiB/s", "median over the runs (min–max) of bytes delivered to the consumer per second of wall time, open and close included"})
-	if noisy {
-		d.Legend = append(d.Legend, Field{noisyMark, "some runs were noisy (kept in the figures: see the notes)"})
-	}
-	if small {
-		d.Legend = append(d.Legend, Field{"IOPS", "blocks per second, median"})
-	}
-	if vsFio {
-		d.Legend = append(d.Legend, Field{"vs fio", "median GiB/s over its fio twin's"})
-	}
-	d.Legend = append(d.Legend, Field{"CPU-s/GiB", "user+system CPU seconds per GiB, steadier than GiB/s on a busy machine"})
-	if ioThread {
-		d.Legend = append(d.Legend, Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"})
-	}
-	d.Legend = append(d.Legend, Field{"P50 P99", "latency per block, request issued to data available"})
-	if checked {
-		unchecked := "consume none or touch, the null engine"
-		if fioRows {
-			unchecked += ", fio"
-		}
-		d.Legend = append(d.Legend, Field{"checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked (" + unchecked + ")"})
-	}
-	wide := "usr% sys% (CPU as % of one core), P99.9, syscalls (per pass, at the engine's own call sites"
+	addIf(l, checked, "checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked ("+unchecked+")")
+	syscalls, vcsw := "", ""
 	if unknownSyscalls {
-		wide += "; – for fio, which does not count them"
+		syscalls, vcsw = "; – for fio, which does not count them", "; fio counts all switches under vcsw"
 	}
-	wide += "), minflt majflt (page faults per pass), vcsw ivcsw (context switches per pass"
-	if unknownSyscalls {
-		wide += "; fio counts all switches under vcsw"
-	}
-	wide += "), qd"
-	d.Legend = append(d.Legend, Field{"--wide adds", wide})
+	addIf(l, true, "--wide adds", "usr% sys% (CPU as % of one core), P99.9, syscalls (per pass, at the engine's own call sites"+syscalls+
+		"), minflt majflt (page faults per pass), vcsw ivcsw (context switches per pass"+vcsw+"), qd")
 	d.Notes = benchNotes(r, all)
-	return d
+	return d, ordered
 }
 
 // benchRow is res's row: its cells, or for a row without figures its
@@ -361,50 +433,6 @@ func alignMarks(d *Doc) {
 	}
 }
 
-// fileHeader is the header of a file's Doc.
-func fileHeader(r *bench.Report, groups []group) []Field {
-	fs := []Field{{"file", fmt.Sprintf("%s (%s)", units.QuotePath(r.File.Path), fileExtra(r.File))}}
-	fs = append(fs, machineFields(r)...)
-	if r.Machine.LatencyClock != "" {
-		fs = append(fs, Field{"clock", r.Machine.LatencyClock + " (per-block latency)"})
-	}
-	fs = append(fs, Field{"version", versionLine(r)})
-	if r.Fio != nil {
-		fio := r.Fio.Version
-		if r.Fio.Path != "" {
-			fio = strings.TrimSpace(fio + " (" + units.QuotePath(r.Fio.Path) + ")")
-		}
-		fs = append(fs, Field{"fio", fio})
-	}
-	var modes []string
-	seen := map[string]bool{}
-	for _, res := range r.Results {
-		if !seen[res.Consume] {
-			seen[res.Consume] = true
-			modes = append(modes, consumeLine(res.Consume))
-		}
-	}
-	fs = append(fs, Field{"consume", strings.Join(modes, "; ")})
-	if len(groups) == 1 {
-		fs = append(fs, Field{"workload", groups[0].key})
-	}
-	return wrapFields(append(fs, runFields(r)...))
-}
-
-// machineFields are the machine and io_uring lines of a header.
-func machineFields(r *bench.Report) []Field {
-	return []Field{{"machine", machineLine(r)}, {"io_uring", r.Machine.IOURing}}
-}
-
-// runFields are the command and start time of a header.
-func runFields(r *bench.Report) []Field {
-	fs := []Field{{"command", units.EscapeControls(r.Command)}}
-	if !r.Started.IsZero() {
-		fs = append(fs, Field{"started", r.Started.Format("2006-01-02 15:04:05 MST")})
-	}
-	return fs
-}
-
 // wrapFields drops the fields without a value and wraps the others to fit
 // docWrap columns, as continuation fields, except the paths and the
 // command, which stay whole to be copied.
@@ -432,30 +460,12 @@ func wrapFields(fs []Field) []Field {
 
 // treeDoc is BenchDoc for a tree of files (bench --tree).
 func treeDoc(r *bench.Report) *Doc {
-	d := &Doc{Kind: "tree"}
 	t := r.Tree
-	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
-	if t.Temporary {
-		extra = append(extra, "temporary")
-	}
-	fs := []Field{{"tree", fmt.Sprintf("%s (%s)", units.QuotePath(t.Dir), strings.Join(extra, ", "))}}
-	if t.Archive != "" {
-		fs = append(fs, Field{"archive", units.QuotePath(t.Archive)})
-	}
-	fs = append(fs, machineFields(r)...)
-	fs = append(fs, Field{"version", versionLine(r)})
-	d.Header = wrapFields(append(fs, runFields(r)...))
-	d.Config = []Field{{"goos", "linux"}, {"goarch", r.Machine.Arch}, {"pkg", "github.com/iopath/iopath"}, {"cpu", r.Machine.CPUModel}}
-	if t.Temporary {
-		d.Config = append(d.Config, Field{"tree", "temporary (" + strings.Join(extra[:2], ", ") + ")"})
-	} else {
-		d.Config = append(d.Config, Field{"tree", units.QuotePath(t.Dir) + " (" + strings.Join(extra, ", ") + ")"})
-	}
-
-	var errs, noisy bool
-	for _, res := range r.Results {
-		errs = errs || res.FileErrors > 0
-		noisy = noisy || (res.Error == "" && res.NoisyRuns > 0)
+	var errs bool
+	var rows []*bench.Result
+	for i := range r.Results {
+		errs = errs || r.Results[i].FileErrors > 0
+		rows = append(rows, &r.Results[i])
 	}
 	per := func(n int64, x bench.Run) float64 { return float64(n) / float64(max(x.Blocks, 1)) }
 	cols := []benchCol{
@@ -470,80 +480,58 @@ func treeDoc(r *bench.Report) *Doc {
 			return name
 		}),
 		textCol("cache", "cache", false, func(res *bench.Result) string { return res.Cache }),
-		{Column{Key: "files_per_s", Title: "files/s", Unit: "files/s", Better: Higher, Spread: true, Headline: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				c := runsCell(res.FilesPerS, ok, func(x bench.Run) float64 { return float64(x.Blocks) / runSecs(x) })
-				if res.NoisyRuns > 0 {
-					c.Mark = noisyMark
-				}
-				return c
-			}},
-		{Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.BytesPerS/(1<<30), ok, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) })
-			}},
-		latencyCol("lat_p50_ns", "P50", false, func(x *bench.Result) int64 { return x.LatP50Ns }, func(x bench.Run) int64 { return x.LatP50Ns }),
-		latencyCol("lat_p99_ns", "P99", false, func(x *bench.Result) int64 { return x.LatP99Ns }, func(x bench.Run) int64 { return x.LatP99Ns }),
-		latencyCol("lat_p999_ns", "P99.9", true, func(x *bench.Result) int64 { return x.LatP999Ns }, func(x bench.Run) int64 { return x.LatP999Ns }),
-		{Column{Key: "cpu_s_per_1k_files", Title: "CPU-s/1k", Unit: "CPU-s/1k-files", Better: Lower, Prec: 4, Headline: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				c := runsCell(res.CPUSPer1kFiles, ok, func(x bench.Run) float64 { return 1000 * per(x.UserNs+x.SysNs, x) / 1e9 })
-				if res.IOThreadCPUSPerGiB > 0 {
-					c.Mark = ioThreadMark // the notes say how much
-				}
-				return c
-			}},
-		{Column{Key: "syscalls_per_file", Title: "syscalls/file", Unit: "syscalls/file", Better: Lower, Prec: 2, Wide: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.SyscallsPerFile, ok, func(x bench.Run) float64 { return per(x.Syscalls, x) })
-			}},
-		{Column{Key: "csw_per_file", Title: "cs/file", Unit: "cs/file", Better: Lower, Prec: 2, Wide: true},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(res.CSwPerFile, ok, func(x bench.Run) float64 { return per(x.NVCSw+x.NIVCSw, x) })
-			}},
-		{Column{Key: "file_errors", Title: "errors", Better: Lower, Wide: !errs},
-			func(res *bench.Result, ok []bench.Run) Cell {
-				return runsCell(float64(res.FileErrors), ok, func(x bench.Run) float64 { return perPass(x.Errors, x) })
-			}},
-		checksumCol,
+		figCol(Column{Key: "files_per_s", Title: "files/s", Unit: "files/s", Better: Higher, Spread: true, Headline: true},
+			func(res *bench.Result) float64 { return res.FilesPerS },
+			func(x bench.Run) float64 { return float64(x.Blocks) / runSecs(x) }).marked(noisyMark, noisyRuns),
+		figCol(Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2},
+			func(res *bench.Result) float64 { return res.BytesPerS / (1 << 30) }, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) }),
 	}
-	for _, c := range cols {
-		d.Columns = append(d.Columns, c.Column)
+	cols = append(cols, latencyCols()...)
+	cols = append(cols,
+		figCol(Column{Key: "cpu_s_per_1k_files", Title: "CPU-s/1k", Unit: "CPU-s/1k-files", Better: Lower, Prec: 4, Headline: true},
+			func(res *bench.Result) float64 { return res.CPUSPer1kFiles },
+			func(x bench.Run) float64 { return 1000 * per(x.UserNs+x.SysNs, x) / 1e9 }).marked(ioThreadMark, ioThreads), // the notes say how much
+		figCol(Column{Key: "syscalls_per_file", Title: "syscalls/file", Unit: "syscalls/file", Better: Lower, Prec: 2, Wide: true},
+			func(res *bench.Result) float64 { return res.SyscallsPerFile }, func(x bench.Run) float64 { return per(x.Syscalls, x) }),
+		figCol(Column{Key: "csw_per_file", Title: "cs/file", Unit: "cs/file", Better: Lower, Prec: 2, Wide: true},
+			func(res *bench.Result) float64 { return res.CSwPerFile }, func(x bench.Run) float64 { return per(x.NVCSw+x.NIVCSw, x) }),
+		figCol(Column{Key: "file_errors", Title: "errors", Better: Lower, Wide: !errs},
+			func(res *bench.Result) float64 { return float64(res.FileErrors) }, func(x bench.Run) float64 { return perPass(x.Errors, x) }),
+		checksumCol)
+
+	d := newBenchDoc(r, "tree", cols, []string{""}, [][]*bench.Result{rows}, nil)
+	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
+	what := strings.Join(extra, ", ")
+	if t.Temporary {
+		what += ", temporary"
 	}
-	var g Group
-	var rows []*bench.Result
-	for i := range r.Results {
-		rows = append(rows, &r.Results[i])
-		g.Rows = append(g.Rows, benchRow(cols, &r.Results[i], false, true))
+	archive := ""
+	if t.Archive != "" {
+		archive = units.QuotePath(t.Archive)
 	}
-	d.Groups = []Group{g}
-	alignMarks(d)
+	d.Header = benchHeader(r, []Field{{"tree", fmt.Sprintf("%s (%s)", units.QuotePath(t.Dir), what)}, {"archive", archive}},
+		Field{"version", versionLine(r)})
+	d.Config = benchConfig(r, "tree", t.Dir, t.Temporary, strings.Join(extra, ", "))
 	if len(r.Results) == 0 {
-		d.After = []string{"no results"}
 		return d
 	}
-	d.Legend = []Field{
-		{"engine", "×N workers, qdN files in flight per worker"},
-		{"files/s", "median over the runs (min–max) of files delivered (each whole, or with its own error) per second of wall time, walk, open, read and close included"},
-	}
-	if noisy {
-		d.Legend = append(d.Legend, Field{noisyMark, "some runs were noisy (kept in the figures: see the notes)"})
-	}
-	d.Legend = append(d.Legend,
-		Field{"GiB/s", "bytes delivered per second, median"},
-		Field{"P50 P99", "latency per file, its first syscall to its bytes being available"},
-		Field{"CPU-s/1k", "user+system CPU seconds per 1,000 files"})
-	if slices.ContainsFunc(r.Results, func(res bench.Result) bool { return res.Error == "" && res.IOThreadCPUSPerGiB > 0 }) {
-		d.Legend = append(d.Legend, Field{ioThreadMark, "includes io_uring's kernel threads (SQPOLL, io-wq), which fio leaves out"})
-	}
+	l := &d.Legend
+	addIf(l, true, "engine", "×N workers, qdN files in flight per worker")
+	addIf(l, true, "files/s", "median over the runs (min–max) of files delivered (each whole, or with its own error) per second of wall time, walk, open, read and close included")
+	addIf(l, d.marked(noisyMark), noisyLegend.Key, noisyLegend.Value)
+	addIf(l, true, "GiB/s", "bytes delivered per second, median")
+	addIf(l, true, "P50 P99", "latency per file, its first syscall to its bytes being available")
+	addIf(l, true, "CPU-s/1k", "user+system CPU seconds per 1,000 files")
+	addIf(l, d.marked(ioThreadMark), ioThreadLegend.Key, ioThreadLegend.Value)
+	addIf(l, errs, "errors", "files delivered with their own error, per pass")
+	addIf(l, true, "checksum", "ok: every run delivered the bytes os.ReadFile reads, file by file")
+	wideErrs := "; errors, files delivered with their own error"
 	if errs {
-		d.Legend = append(d.Legend, Field{"errors", "files delivered with their own error, per pass"})
+		wideErrs = ""
 	}
-	d.Legend = append(d.Legend,
-		Field{"checksum", "ok: every run delivered the bytes os.ReadFile reads, file by file"},
-		Field{"--wide adds", "P99.9; syscalls/file, counted at the engine's own call sites, the walk not counted " +
-			"(openat, read, close for raw; those the os package makes for readfile and pool; io_uring_enter for io_uring; " +
-			"reads of the archive for archive); cs/file, context switches per file" + map[bool]string{false: "; errors, files delivered with their own error", true: ""}[errs]})
+	addIf(l, true, "--wide adds", "P99.9; syscalls/file, counted at the engine's own call sites, the walk not counted "+
+		"(openat, read, close for raw; those the os package makes for readfile and pool; io_uring_enter for io_uring; "+
+		"reads of the archive for archive); cs/file, context switches per file"+wideErrs)
 	d.Notes = benchNotes(r, rows)
 	return d
 }
@@ -594,42 +582,19 @@ func failure(r *bench.Result) string {
 	return "error: " + oneLine(r.Error)
 }
 
-// group is one workload's results. key is its heading: pattern, block
-// size, workers, the queue depth when all its rows with a queue share one,
-// and consume mode.
-type group struct {
-	key     string
-	results []*bench.Result
-}
-
 // groupResults groups results by workload (all but the queue depth) in
 // order of first appearance, keeping their order within a group.
-func groupResults(results []bench.Result) []group {
-	var groups []group
+func groupResults(results []bench.Result) [][]*bench.Result {
+	var groups [][]*bench.Result
 	index := map[string]int{}
 	for i := range results {
-		res := &results[i]
-		key := workload(res, 0)
+		key := workload(&results[i], 0)
 		j, ok := index[key]
 		if !ok {
-			j = len(groups)
-			index[key] = j
-			groups = append(groups, group{key: key})
+			j, index[key] = len(groups), len(groups)
+			groups = append(groups, nil)
 		}
-		groups[j].results = append(groups[j].results, res)
-	}
-	for i, g := range groups {
-		qd := 0
-		for _, res := range g.results {
-			if res.QD > 0 {
-				if qd != 0 && res.QD != qd {
-					qd = 0
-					break
-				}
-				qd = res.QD
-			}
-		}
-		groups[i].key = workload(g.results[0], qd)
+		groups[j] = append(groups[j], &results[i])
 	}
 	return groups
 }
@@ -700,48 +665,41 @@ func benchNotes(r *bench.Report, rows []*bench.Result) []string {
 		}
 	}
 
-	type threads struct {
-		name         string
-		rows         []*bench.Result
-		lo, hi       float64 // CPU-s/GiB of the kernel threads
-		pctLo, pctHi float64 // as % of the row's CPU-s/GiB
-		havePct      bool
-	}
-	var tOrder []*threads
-	tByName := map[string]*threads{}
+	// The io_uring kernel threads' CPU, per engine: a row's own figures,
+	// or the span of several rows'.
+	var tNames []string
+	tRows := map[string][]*bench.Result{}
 	for _, res := range rows {
-		if res.Error != "" || res.IOThreadCPUSPerGiB <= 0 {
-			continue
-		}
-		name := engineName(res)
-		t := tByName[name]
-		if t == nil {
-			t = &threads{name: name, lo: math.Inf(1), pctLo: math.Inf(1)}
-			tByName[name] = t
-			tOrder = append(tOrder, t)
-		}
-		t.rows = append(t.rows, res)
-		t.lo, t.hi = min(t.lo, res.IOThreadCPUSPerGiB), max(t.hi, res.IOThreadCPUSPerGiB)
-		if res.CPUSPerGiB > 0 && finite(res.CPUSPerGiB) {
-			pct := 100 * res.IOThreadCPUSPerGiB / res.CPUSPerGiB
-			t.pctLo, t.pctHi, t.havePct = min(t.pctLo, pct), max(t.pctHi, pct), true
+		if name := engineName(res); res.Error == "" && res.IOThreadCPUSPerGiB > 0 {
+			if tRows[name] == nil {
+				tNames = append(tNames, name)
+			}
+			tRows[name] = append(tRows[name], res)
 		}
 	}
-	for _, t := range tOrder {
-		const what = "was io_uring's kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run: " +
-			"counted here; fio leaves it out"
-		if len(t.rows) == 1 {
-			res := t.rows[0]
-			notes = append(notes, fmt.Sprintf("%s: %s of its %s CPU-s/GiB %s", names.label(res),
-				fixed(res.IOThreadCPUSPerGiB, 3), fixed(res.CPUSPerGiB, 3), what))
+	const what = "was io_uring's kernel threads (SQPOLL iou-sqp, io-wq iou-wrk) working for the run: " +
+		"counted here; fio leaves it out"
+	for _, name := range tNames {
+		rs := tRows[name]
+		if len(rs) == 1 {
+			notes = append(notes, fmt.Sprintf("%s: %s of its %s CPU-s/GiB %s", names.label(rs[0]),
+				fixed(rs[0].IOThreadCPUSPerGiB, 3), fixed(rs[0].CPUSPerGiB, 3), what))
 			continue
+		}
+		lo, hi, pctLo, pctHi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1) // CPU-s/GiB, and % of the row's
+		for _, res := range rs {
+			lo, hi = min(lo, res.IOThreadCPUSPerGiB), max(hi, res.IOThreadCPUSPerGiB)
+			if res.CPUSPerGiB > 0 && finite(res.CPUSPerGiB) {
+				pct := 100 * res.IOThreadCPUSPerGiB / res.CPUSPerGiB
+				pctLo, pctHi = min(pctLo, pct), max(pctHi, pct)
+			}
 		}
 		share := ""
-		if t.havePct {
-			share = ", " + span(t.pctLo, t.pctHi, 0, "%") + " of it,"
+		if pctLo <= pctHi {
+			share = ", " + span(pctLo, pctHi, 0, "%") + " of it,"
 		}
 		notes = append(notes, fmt.Sprintf("%s (%d rows marked %s): %s CPU-s/GiB of each row's figure%s %s",
-			t.name, len(t.rows), ioThreadMark, span(t.lo, t.hi, 3, ""), share, what))
+			name, len(rs), ioThreadMark, span(lo, hi, 3, ""), share, what))
 	}
 	return notes
 }
@@ -763,53 +721,46 @@ func engineName(r *bench.Result) string {
 	return r.Engine
 }
 
+// noteDims are the workload parameters that may tell an engine's rows
+// apart in a note.
+func noteDims(r *bench.Result) [5]string {
+	return [5]string{r.Pattern, "bs " + units.FormatSize(int64(r.BS)), plural(r.Workers, "worker"), fmt.Sprintf("qd %d", r.QD), "consume " + r.Consume}
+}
+
 // names labels rows in notes: the engine and, in parentheses, the cache
 // state and whatever else tells the engine's rows apart.
 type names struct {
-	count  map[string]int             // rows per engine name
-	varies map[string]map[string]bool // engine name -> dimension -> varies
-	first  map[string]*bench.Result
+	count  map[string]int     // rows per engine name
+	varies map[string][5]bool // per engine name, which noteDims vary
 }
 
 func rowNames(rows []*bench.Result) *names {
-	n := &names{count: map[string]int{}, varies: map[string]map[string]bool{}, first: map[string]*bench.Result{}}
+	n := &names{count: map[string]int{}, varies: map[string][5]bool{}}
+	first := map[string][5]string{}
 	for _, res := range rows {
-		name := engineName(res)
+		name, d := engineName(res), noteDims(res)
 		n.count[name]++
-		f := n.first[name]
-		if f == nil {
-			n.first[name] = res
-			n.varies[name] = map[string]bool{}
+		f, ok := first[name]
+		if !ok {
+			first[name] = d
 			continue
 		}
 		v := n.varies[name]
-		v["pattern"] = v["pattern"] || f.Pattern != res.Pattern
-		v["bs"] = v["bs"] || f.BS != res.BS
-		v["workers"] = v["workers"] || f.Workers != res.Workers
-		v["qd"] = v["qd"] || f.QD != res.QD
-		v["consume"] = v["consume"] || f.Consume != res.Consume
+		for k := range v {
+			v[k] = v[k] || f[k] != d[k]
+		}
+		n.varies[name] = v
 	}
 	return n
 }
 
 // qualifier is what sets res apart from its engine's other rows.
 func (n *names) qualifier(res *bench.Result) string {
-	v := n.varies[engineName(res)]
 	q := []string{res.Cache}
-	if v["pattern"] {
-		q = append(q, res.Pattern)
-	}
-	if v["bs"] {
-		q = append(q, "bs "+units.FormatSize(int64(res.BS)))
-	}
-	if v["workers"] {
-		q = append(q, plural(res.Workers, "worker"))
-	}
-	if v["qd"] {
-		q = append(q, fmt.Sprintf("qd %d", res.QD))
-	}
-	if v["consume"] {
-		q = append(q, "consume "+res.Consume)
+	for k, d := range noteDims(res) {
+		if n.varies[engineName(res)][k] {
+			q = append(q, d)
+		}
 	}
 	return strings.Join(q, ", ")
 }

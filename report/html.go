@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -40,31 +41,40 @@ func HTML(w io.Writer, r *bench.Report) error {
 	if r.Tree != nil {
 		return renderPage(w, treePage(r))
 	}
-	return renderPage(w, newHModel(r).page())
+	return renderPage(w, filePage(r))
 }
+
+// benchPage is the frame of a bench report's page: its title and the
+// machine and run cards, run holding the fields before the start time.
+func benchPage(r *bench.Report, title string, run ...kv) page {
+	p := page{Title: title, Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
+		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
+	for _, f := range run {
+		addKV(&p.Run, f.K, f.V)
+	}
+	if !r.Started.IsZero() {
+		addKV(&p.Run, "started", stamp(r.Started))
+	}
+	return p
+}
+
+// temporaryNote is said of a file or tree the run created.
+const temporaryNote = "temporary: created for this run and removed after"
 
 // treePage is the page of a tree's report.
 func treePage(r *bench.Report) page {
 	t := r.Tree
-	p := page{Title: "iopath bench --tree: " + t.Dir, Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
-		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
 	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
 	if t.Temporary {
-		extra = append(extra, "temporary: created for this run and removed after")
+		extra = append(extra, temporaryNote)
 	}
-	addKV(&p.Run, "tree", t.Dir+" ("+strings.Join(extra, ", ")+")")
-	addKV(&p.Run, "archive", t.Archive)
-	if !r.Started.IsZero() {
-		addKV(&p.Run, "started", stamp(r.Started))
-	}
-	var names []string
-	for _, res := range r.Results {
-		if !slices.Contains(names, res.Engine) {
-			names = append(names, res.Engine)
-		}
-	}
-	series, _ := nameSeries(names)
+	p := benchPage(r, "iopath bench --tree: "+t.Dir, kv{"tree", t.Dir + " (" + strings.Join(extra, ", ") + ")"}, kv{"archive", t.Archive})
 	d := BenchDoc(r)
+	var rows []*bench.Result
+	for i := range r.Results {
+		rows = append(rows, &r.Results[i]) // as treeDoc orders them
+	}
+	series, _ := benchSeries(rows)
 	p.Sections = []section{
 		{ID: "throughput", Title: "Files per second", Charts: []chart{barChart("files-per-s", "Files per second", "Median files delivered "+
 			"per second of wall time (walk, open, read and close included; higher is better); the whisker spans the slowest to the fastest "+
@@ -77,282 +87,147 @@ func treePage(r *bench.Report) page {
 	return p
 }
 
-// hGroup is a workload without its queue depth: the bars of one x group,
-// one latency chart. Engines with a queue appear at their deepest depth.
-type hGroup struct {
-	label, slug, desc string
-	bs                int
-	panel             *hPanel
+// benchSeries are the chart series of rows in a Doc's order: an engine
+// per name in order of appearance, so that a fio twin, which the Doc
+// puts under the row it mirrors (twinOrder), is drawn beside it, hatched
+// in its colour.
+func benchSeries(rows []*bench.Result) (order []*hSeries, byName map[string]*hSeries) {
+	byName = map[string]*hSeries{}
+	var bases []string
+	for _, r := range rows {
+		if name := engineName(r); byName[name] == nil {
+			s := &hSeries{name: name, base: name, idx: len(order)}
+			if isFioResult(r) {
+				s.fio, s.base = true, cmp.Or(r.Twin, hFioTwins[r.Engine], name)
+			}
+			if !slices.Contains(bases, s.base) {
+				bases = append(bases, s.base)
+			}
+			order, byName[name] = append(order, s), s
+		}
+	}
+	_, colour := nameSeries(bases)
+	for _, s := range order {
+		s.paint(colour[s.base].color)
+	}
+	return order, byName
 }
 
-// hPanel is a workload without block size and queue depth: one line in a
-// throughput-vs-block-size chart per series.
-type hPanel struct {
-	key, label, slug string
-}
-
-type hRow struct {
-	r *bench.Result
-	s *hSeries
-	g *hGroup
-}
-
-type hKey struct {
-	cache string
-	g     *hGroup
-	s     *hSeries
-}
-
-type hModel struct {
-	rep    *bench.Report
-	rows   []hRow
+// fileView draws a file's charts from its Doc (BenchDoc): a Doc group is
+// a workload, a bar group or a latency chart; a row, with the result it
+// came from for what the table leaves out (P90 and P99.99, the io_uring
+// kernel threads' CPU, the queue depth), is a bar or a point of the
+// series its engine names.
+type fileView struct {
+	d      *Doc
+	res    [][]*bench.Result // parallel to d's groups' rows
 	series []*hSeries
-	groups []*hGroup
-	panels []*hPanel
-	caches []string
-	cells  map[hKey][]*hRow
-	common string // the workload dimensions every row shares
+	byName map[string]*hSeries
+	caches []string // in order of appearance
+	label  []string // per group: the workload parameters that vary in the report
+	panel  []string // the same without the block size
+	scope  string   // "Workload: …. " when every row shares one
+	gib    int      // gib_per_s's column
 	ids    chartIDs
 }
 
-func isFio(r *bench.Result) bool { return r.Tool == bench.ToolFio }
-
-func seriesName(r *bench.Result) string {
-	if isFio(r) {
-		return "fio " + r.Engine
+func newFileView(r *bench.Report) *fileView {
+	d, res := fileDoc(r)
+	v := &fileView{d: d, res: res, ids: chartIDs{}, gib: slices.IndexFunc(d.Columns, func(c Column) bool { return c.Key == "gib_per_s" })}
+	v.series, v.byName = benchSeries(slices.Concat(res...))
+	for _, x := range r.Results {
+		if !slices.Contains(v.caches, x.Cache) {
+			v.caches = append(v.caches, x.Cache)
+		}
 	}
-	return r.Engine
+	// A workload parameter is in a chart's label when it varies in the
+	// report, else in its caption's scope; a panel's label leaves out the
+	// block size.
+	parts := make([][]string, len(res))
+	for gi, g := range res {
+		parts[gi] = workloadParts(g[0].Pattern, g[0].BS, g[0].Workers, 0, g[0].Consume)
+	}
+	common := func(p string) bool {
+		return !slices.ContainsFunc(parts, func(q []string) bool { return !slices.Contains(q, p) })
+	}
+	for _, ps := range parts {
+		var label, panel []string
+		for _, p := range ps {
+			if !common(p) {
+				label = append(label, strings.TrimPrefix(p, "bs "))
+				if !strings.HasPrefix(p, "bs ") {
+					panel = append(panel, p)
+				}
+			}
+		}
+		v.label, v.panel = append(v.label, strings.Join(label, " · ")), append(v.panel, strings.Join(panel, " · "))
+	}
+	if len(parts) > 0 {
+		if c := slices.DeleteFunc(slices.Clone(parts[0]), func(p string) bool { return !common(p) }); len(c) > 0 {
+			v.scope = "Workload: " + strings.Join(c, " · ") + ". "
+		}
+	}
+	return v
 }
 
-func newHModel(rep *bench.Report) *hModel {
-	m := &hModel{rep: rep, cells: map[hKey][]*hRow{}, ids: chartIDs{}}
-	res := rep.Results
-
-	// Series: iopath engines in order of appearance, each followed by the
-	// fio rows that mirror it; fio rows with no iopath twin last.
-	byName := map[string]*hSeries{}
-	var iop, fio []*hSeries
-	for i := range res {
-		r := &res[i]
-		name := seriesName(r)
-		if byName[name] != nil {
-			continue
-		}
-		s := &hSeries{name: name, fio: isFio(r), base: r.Engine}
-		if s.fio {
-			s.base = r.Twin
-			if s.base == "" {
-				s.base = hFioTwins[r.Engine]
-			}
-			if s.base == "" {
-				s.base = name
-			}
-			fio = append(fio, s)
-		} else {
-			iop = append(iop, s)
-		}
-		byName[name] = s
-	}
-	for _, s := range iop {
-		m.series = append(m.series, s)
-		for _, f := range fio {
-			if f.base == s.name {
-				m.series = append(m.series, f)
-			}
+// rows are the rows of group gi in cache state c of series s.
+func (v *fileView) rows(c string, gi int, s *hSeries) []int {
+	var out []int
+	for ri, x := range v.res[gi] {
+		if x.Cache == c && v.byName[engineName(x)] == s {
+			out = append(out, ri)
 		}
 	}
-	for _, f := range fio {
-		if !slices.Contains(m.series, f) {
-			m.series = append(m.series, f)
-		}
-	}
-	colors := map[string]string{}
-	next := 0
-	for i, s := range m.series {
-		s.idx = i
-		c, ok := colors[s.base]
-		if !ok {
-			c, ok = hEngineColors[s.base]
-			if !ok {
-				c = hExtraColors[next%len(hExtraColors)]
-				next++
-			}
-			colors[s.base] = c
-		}
-		s.paint(c)
-	}
-
-	// Which workload dimensions vary decides how groups are labelled.
-	distinct := func(f func(r *bench.Result) string) bool {
-		seen := map[string]bool{}
-		for i := range res {
-			seen[f(&res[i])] = true
-		}
-		return len(seen) > 1
-	}
-	vPattern := distinct(func(r *bench.Result) string { return r.Pattern })
-	vBS := distinct(func(r *bench.Result) string { return strconv.Itoa(r.BS) })
-	vWorkers := distinct(func(r *bench.Result) string { return strconv.Itoa(r.Workers) })
-	vConsume := distinct(func(r *bench.Result) string { return r.Consume })
-	parts := func(r *bench.Result, all, withBS bool) []string {
-		var p []string
-		if r.Pattern != "" && (all || vPattern) {
-			p = append(p, r.Pattern)
-		}
-		if withBS && r.BS > 0 && (all || vBS) {
-			p = append(p, units.FormatSize(int64(r.BS)))
-		}
-		if r.Workers > 0 && (all || vWorkers) {
-			p = append(p, plural(r.Workers, "worker"))
-		}
-		if r.Consume != "" && (all || vConsume) {
-			p = append(p, "consume "+r.Consume)
-		}
-		return p
-	}
-	if len(res) > 0 {
-		r := &res[0]
-		var c []string
-		if r.Pattern != "" && !vPattern {
-			c = append(c, r.Pattern)
-		}
-		if r.BS > 0 && !vBS {
-			c = append(c, "bs "+units.FormatSize(int64(r.BS)))
-		}
-		if r.Workers > 0 && !vWorkers {
-			c = append(c, plural(r.Workers, "worker"))
-		}
-		if r.Consume != "" && !vConsume {
-			c = append(c, "consume "+r.Consume)
-		}
-		m.common = strings.Join(c, " · ")
-	}
-
-	groups := map[string]*hGroup{}
-	panels := map[string]*hPanel{}
-	seenCache := map[string]bool{}
-	m.rows = make([]hRow, len(res))
-	for i := range res {
-		r := &res[i]
-		pk := fmt.Sprintf("%s|%d|%s", r.Pattern, r.Workers, r.Consume)
-		p := panels[pk]
-		if p == nil {
-			pp := parts(r, false, false)
-			p = &hPanel{key: pk, label: strings.Join(pp, " · "), slug: hSlug(strings.Join(pp, " "))}
-			panels[pk] = p
-			m.panels = append(m.panels, p)
-		}
-		gk := fmt.Sprintf("%s|%d", pk, r.BS)
-		g := groups[gk]
-		if g == nil {
-			gp := parts(r, false, true)
-			g = &hGroup{label: strings.Join(gp, " · "), slug: hSlug(strings.Join(gp, " ")), bs: r.BS, panel: p,
-				desc: strings.Join(parts(r, true, true), " · ")}
-			groups[gk] = g
-			m.groups = append(m.groups, g)
-		}
-		if !seenCache[r.Cache] {
-			seenCache[r.Cache] = true
-			m.caches = append(m.caches, r.Cache)
-		}
-		m.rows[i] = hRow{r: r, s: byName[seriesName(r)], g: g}
-		k := hKey{r.Cache, g, m.rows[i].s}
-		m.cells[k] = append(m.cells[k], &m.rows[i])
-	}
-	return m
+	return out
 }
 
-// pick returns, per series in page order, the row shown for it in the
-// charts of (cache, g): the one at the deepest queue depth. deepest
-// lists the depths chosen for series measured at more than one.
-func (m *hModel) pick(cache string, g *hGroup) (rows []*hRow, deepest []string) {
-	for _, s := range m.series {
-		cell := m.cells[hKey{cache, g, s}]
+// groupsIn are the groups with a row in cache state c.
+func (v *fileView) groupsIn(c string) []int {
+	var out []int
+	for gi, g := range v.res {
+		if slices.ContainsFunc(g, func(x *bench.Result) bool { return x.Cache == c }) {
+			out = append(out, gi)
+		}
+	}
+	return out
+}
+
+// pick is, per series in page order, the row of group gi in cache state c
+// its bar and latency charts show: the one at the deepest queue depth.
+// deep names the depth chosen for series measured at several.
+func (v *fileView) pick(c string, gi int) (rows []int, deep []string) {
+	for _, s := range v.series {
+		cell := v.rows(c, gi, s)
 		if len(cell) == 0 {
 			continue
 		}
-		best := cell[0]
-		qds := map[int]bool{}
-		for _, row := range cell {
-			qds[row.r.QD] = true
-			if row.r.QD > best.r.QD {
-				best = row
+		best, qds := cell[0], map[int]bool{}
+		for _, ri := range cell {
+			qds[v.res[gi][ri].QD] = true
+			if v.res[gi][ri].QD > v.res[gi][best].QD {
+				best = ri
 			}
 		}
 		rows = append(rows, best)
 		if len(qds) > 1 {
-			deepest = append(deepest, fmt.Sprintf("%s at qd %d", s.name, best.r.QD))
+			deep = append(deep, fmt.Sprintf("%s at qd %d", s.name, v.res[gi][best].QD))
 		}
 	}
-	return rows, deepest
+	return rows, deep
 }
 
-func (m *hModel) groupsIn(cache string) []*hGroup {
-	var gs []*hGroup
-	for _, g := range m.groups {
-		for _, s := range m.series {
-			if len(m.cells[hKey{cache, g, s}]) > 0 {
-				gs = append(gs, g)
-				break
-			}
-		}
-	}
-	return gs
-}
-
-// --- formatting
-
-func hGiB(bps float64) float64 { return hFiniteOr0(bps) / (1 << 30) }
-
-// hWorkload describes a row's workload in full.
-func hWorkload(r *bench.Result) string {
-	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, r.QD, r.Consume), " · ")
-}
-
-// hNoisy says which runs were noisy and why.
-func hNoisy(r *bench.Result) string {
-	if r.NoisyRuns == 0 {
+func deepNote(deep []string) string {
+	if len(deep) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("%d of %d runs noisy (kept in the figures)", r.NoisyRuns, len(r.Runs))
-	var why []string
-	for _, run := range r.Runs {
-		if run.Noisy != "" && !slices.Contains(why, run.Noisy) {
-			why = append(why, run.Noisy)
+	var uniq []string
+	for _, d := range deep {
+		if !slices.Contains(uniq, d) {
+			uniq = append(uniq, d)
 		}
 	}
-	if len(why) > 0 {
-		s += ": " + strings.Join(why, "; ")
-	}
-	return s
+	return " Engines measured at several queue depths are shown at the deepest: " + strings.Join(uniq, ", ") + "."
 }
-
-// hTip is the tooltip of a row's bar or point.
-func hTip(row *hRow, lines ...string) string {
-	r := row.r
-	head := fmt.Sprintf("%s · %s · %s", row.s.name, r.Cache, hWorkload(r))
-	if r.Error != "" {
-		return head + "\n" + failure(r)
-	}
-	out := append([]string{head}, lines...)
-	if n := hNoisy(r); n != "" {
-		out = append(out, n)
-	}
-	return strings.Join(out, "\n")
-}
-
-func hThroughputLine(r *bench.Result) string {
-	s := fmt.Sprintf("%s GiB/s", gibps(r.BytesPerS))
-	if len(r.Runs) > 1 {
-		s += fmt.Sprintf(" (min %s, max %s, %d runs)", gibps(r.BytesPerSMin), gibps(r.BytesPerSMax), len(r.Runs))
-	}
-	if r.VsFio > 0 && r.Twin != "" {
-		s += fmt.Sprintf("; %.2f× fio %s", r.VsFio, r.Twin)
-	}
-	return s
-}
-
-// --- charts
 
 func cacheTitle(c string) string {
 	if c == "" {
@@ -361,147 +236,102 @@ func cacheTitle(c string) string {
 	return c + " cache"
 }
 
-func (m *hModel) barGroups(cache string, bar func(row *hRow) hBar) ([]hBarGroup, []string) {
-	var groups []hBarGroup
-	var deep []string
-	for _, g := range m.groupsIn(cache) {
-		rows, d := m.pick(cache, g)
+// tip heads the tooltip of row ri of group gi: its name and workload.
+func (v *fileView) tip(gi, ri int) string {
+	if v.label[gi] == "" {
+		return v.d.Groups[gi].Rows[ri].Cells[0].Text
+	}
+	return v.d.Groups[gi].Rows[ri].Cells[0].Text + " · " + v.label[gi]
+}
+
+// bars draws column key of the rows pick chooses in cache state c: a
+// group per workload, a bar per series (docBars, over a Doc of those
+// rows with the cache state hidden, as the chart's title says it). res
+// are the bars' results, group by group.
+func (v *fileView) bars(c, key string) (groups []hBarGroup, res [][]*bench.Result, deep []string) {
+	sub := &Doc{Columns: slices.Clone(v.d.Columns)}
+	for i := range sub.Columns {
+		sub.Columns[i].Hidden = sub.Columns[i].Hidden || sub.Columns[i].Key == "cache"
+	}
+	for _, gi := range v.groupsIn(c) {
+		rows, d := v.pick(c, gi)
 		deep = append(deep, d...)
-		bg := hBarGroup{label: g.label}
-		for _, row := range rows {
-			b := bar(row)
-			b.s = row.s
-			if row.r.Error != "" {
-				gap := "error"
-				if notRun(row.r) {
-					gap = "not run"
-				}
-				b = hBar{s: row.s, err: gap, tip: hTip(row)}
-			}
-			bg.bars = append(bg.bars, b)
+		g, rs := Group{Title: v.label[gi]}, []*bench.Result(nil)
+		for _, ri := range rows {
+			g.Rows, rs = append(g.Rows, v.d.Groups[gi].Rows[ri]), append(rs, v.res[gi][ri])
 		}
-		groups = append(groups, bg)
+		sub.Groups, res = append(sub.Groups, g), append(res, rs)
 	}
-	return groups, hUniq(deep)
+	return docBars(sub, key, v.series), res, deep
 }
 
-func hUniq(s []string) []string {
-	var out []string
-	for _, v := range s {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func (m *hModel) deepNote(deep []string) string {
-	if len(deep) == 0 {
-		return ""
-	}
-	return " Engines measured at several queue depths are shown at the deepest: " + strings.Join(deep, ", ") + "."
-}
-
-func (m *hModel) throughputCharts() []chart {
-	var out []chart
-	for _, c := range m.caches {
-		groups, deep := m.barGroups(c, func(row *hRow) hBar {
-			r := row.r
-			b := hBar{v: hGiB(r.BytesPerS), noisy: hNoisy(r), tip: hTip(row, hThroughputLine(r))}
-			if len(r.Runs) > 1 {
-				b.lo, b.hi = hGiB(r.BytesPerSMin), hGiB(r.BytesPerSMax)
-			}
-			return b
-		})
-		id := m.ids.id("throughput", c)
-		title := "Throughput — " + cacheTitle(c)
-		out = append(out, chart{ID: id, Title: title,
-			Caption: m.scope() + "Median GiB/s over the runs (higher is better); the whisker spans the slowest to the fastest run. " +
-				"Hatched bars are fio running the same workload beside the iopath engine of the same colour. " +
-				"A shaded gap labelled “error” is a row that failed (hover for the message)." + m.deepNote(deep),
-			SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: "GiB/s", groups: groups, series: m.series, value: decimals(2)}))})
-	}
-	return out
-}
-
-func (m *hModel) cpuCharts() []chart {
-	var out []chart
+func (v *fileView) barCharts() (tput, cpu []chart) {
 	share := false
-	for _, row := range m.rows {
-		share = share || row.r.IOThreadCPUSPerGiB > 0
+	for _, g := range v.res {
+		share = share || slices.ContainsFunc(g, func(x *bench.Result) bool { return x.IOThreadCPUSPerGiB > 0 })
 	}
-	for _, c := range m.caches {
-		groups, deep := m.barGroups(c, func(row *hRow) hBar {
-			r := row.r
-			line := fmt.Sprintf("%s CPU-s/GiB (usr %s%%, sys %s%%)", fixed(r.CPUSPerGiB, 3), fixed(r.UsrPct, 0), fixed(r.SysPct, 0))
-			if r.IOThreadCPUSPerGiB > 0 {
-				line += fmt.Sprintf("\nof which io_uring kernel threads: %s CPU-s/GiB", fixed(r.IOThreadCPUSPerGiB, 3))
+	for _, c := range v.caches {
+		groups, _, deep := v.bars(c, "gib_per_s")
+		id, title := v.ids.id("throughput", c), "Throughput — "+cacheTitle(c)
+		tput = append(tput, barChart(id, title, v.scope+"Median GiB/s over the runs (higher is better); the whisker spans the slowest to the fastest run. "+
+			"Hatched bars are fio running the same workload beside the iopath engine of the same colour. "+
+			"A shaded gap labelled “error” is a row that failed (hover for the message)."+deepNote(deep), "GiB/s", groups, v.series, decimals(2)))
+
+		groups, res, deep := v.bars(c, "cpu_s_per_gib")
+		for gi, g := range groups {
+			for bi := range g.bars {
+				x, b := res[gi][bi], &g.bars[bi]
+				if b.err != "" {
+					continue
+				}
+				b.tip += fmt.Sprintf("\nusr %s%%, sys %s%%", fixed(x.UsrPct, 0), fixed(x.SysPct, 0))
+				if x.IOThreadCPUSPerGiB > 0 {
+					b.share = hFiniteOr0(x.IOThreadCPUSPerGiB)
+					b.tip += "\nof which io_uring kernel threads: " + fixed(x.IOThreadCPUSPerGiB, 3) + " CPU-s/GiB"
+				}
 			}
-			return hBar{v: hFiniteOr0(r.CPUSPerGiB), share: hFiniteOr0(r.IOThreadCPUSPerGiB),
-				noisy: hNoisy(r), tip: hTip(row, line)}
-		})
-		id := m.ids.id("cpu", c)
-		title := "CPU cost — " + cacheTitle(c)
-		caption := m.scope() + "User + system CPU seconds per GiB delivered (lower is better), median over the runs."
+		}
+		caption := v.scope + "User + system CPU seconds per GiB delivered (lower is better), median over the runs; the whisker spans the runs."
 		if share {
 			caption += " The darker bottom of a bar is the part spent by io_uring's kernel threads (iou-sqp, iou-wrk) for the run; it is included in the bar. fio's figures leave those threads out."
 		}
-		out = append(out, chart{ID: id, Title: title, Caption: caption + m.deepNote(deep),
-			SVG: template.HTML(hBarChart(hBarSpec{id: id, title: title, unit: "CPU-s per GiB", groups: groups, series: m.series,
-				shareLabel: "io_uring kernel threads", value: decimals(3)}))})
+		id, title = v.ids.id("cpu", c), "CPU cost — "+cacheTitle(c)
+		cpu = append(cpu, barChart(id, title, caption+deepNote(deep), "CPU-s per GiB", groups, v.series, decimals(3)))
 	}
-	return out
-}
-
-// scope names the workload a chart covers when every row shares it.
-func (m *hModel) scope() string {
-	if m.common == "" {
-		return ""
-	}
-	return "Workload: " + m.common + ". "
+	return tput, cpu
 }
 
 var hPercentiles = []string{"P50", "P90", "P99", "P99.9", "P99.99"}
 
-func hLat(r *bench.Result) []int64 {
-	return []int64{r.LatP50Ns, r.LatP90Ns, r.LatP99Ns, r.LatP999Ns, r.LatP9999Ns}
-}
-
-func (m *hModel) latencyCharts() []chart {
+func (v *fileView) latencyCharts() []chart {
 	var out []chart
-	multi := len(m.groups) > 1
-	for _, c := range m.caches {
-		for _, g := range m.groupsIn(c) {
-			rows, deep := m.pick(c, g)
+	for _, c := range v.caches {
+		for _, gi := range v.groupsIn(c) {
+			rows, deep := v.pick(c, gi)
 			var lines []hLine
 			var missing []string
-			for _, row := range rows {
-				r := row.r
-				l := hLine{s: row.s}
-				any := false
-				for i, ns := range hLat(r) {
-					if r.Error != "" {
-						break
-					}
-					tip := hTip(row, fmt.Sprintf("%s latency: %s", hPercentiles[i], latency(ns)),
-						fmt.Sprintf("P50 %s · P90 %s · P99 %s · P99.9 %s · P99.99 %s · max %s",
-							latency(r.LatP50Ns), latency(r.LatP90Ns), latency(r.LatP99Ns), latency(r.LatP999Ns),
-							latency(r.LatP9999Ns), latency(r.LatMaxNs)))
-					l.pts = append(l.pts, hPoint{x: float64(i), y: float64(ns), tip: tip})
-					any = any || ns > 0
+			for _, ri := range rows {
+				x, s := v.res[gi][ri], v.byName[engineName(v.res[gi][ri])]
+				ns := []int64{x.LatP50Ns, x.LatP90Ns, x.LatP99Ns, x.LatP999Ns, x.LatP9999Ns}
+				all := fmt.Sprintf("P50 %s · P90 %s · P99 %s · P99.9 %s · P99.99 %s · max %s", latency(ns[0]), latency(ns[1]),
+					latency(ns[2]), latency(ns[3]), latency(ns[4]), latency(x.LatMaxNs))
+				if n := v.d.Groups[gi].Rows[ri].Noisy; n != "" {
+					all += "\nnoisy: " + n
 				}
-				if !any {
-					why := "not measured"
-					switch {
-					case notRun(r):
-						why = "not run: interrupted"
-					case r.Error != "":
-						why = "error"
+				switch {
+				case notRun(x):
+					missing = append(missing, s.name+" (not run: interrupted)")
+				case x.Error != "":
+					missing = append(missing, s.name+" (error)")
+				case slices.Max(ns) <= 0:
+					missing = append(missing, s.name+" (not measured)")
+				default:
+					l := hLine{s: s}
+					for i, n := range ns {
+						l.pts = append(l.pts, hPoint{x: float64(i), y: float64(n), tip: v.tip(gi, ri) + "\n" + hPercentiles[i] + " latency: " + latency(n) + "\n" + all})
 					}
-					missing = append(missing, row.s.name+" ("+why+")")
-					continue
+					lines = append(lines, l)
 				}
-				lines = append(lines, l)
 			}
 			if len(lines) == 0 {
 				continue
@@ -510,7 +340,7 @@ func (m *hModel) latencyCharts() []chart {
 			if len(missing) > 0 {
 				caption += " Not shown: " + strings.Join(missing, ", ") + "."
 			}
-			out = append(out, m.groupLines("latency", "Latency", caption+m.deepNote(deep), c, g, multi, hLineSpec{
+			out = append(out, v.groupLines("latency", "Latency", caption+deepNote(deep), c, gi, hLineSpec{
 				x:     hAxisSpec{label: "percentile", cats: hPercentiles},
 				y:     hAxisSpec{label: "latency (log)", log10: true, fmt: hLatencyTick},
 				lines: lines}))
@@ -520,75 +350,73 @@ func (m *hModel) latencyCharts() []chart {
 }
 
 // groupLines draws a line chart in a grid cell of cache state c and, when
-// several workloads were measured (multi), of workload g: its id is
+// several workloads were measured, of workload gi: its id is
 // KIND-CACHE[-GROUP], its title "TITLE — CACHE[ · GROUP]", and its caption
 // starts with the workload.
-func (m *hModel) groupLines(kind, title, caption, c string, g *hGroup, multi bool, spec hLineSpec) chart {
-	gslug := ""
-	title += " — " + cacheTitle(c)
-	if multi {
-		gslug, title, caption = g.slug, title+" · "+g.label, "Workload: "+g.desc+". "+caption
+func (v *fileView) groupLines(kind, title, caption, c string, gi int, spec hLineSpec) chart {
+	slug, title := "", title+" — "+cacheTitle(c)
+	if len(v.d.Groups) > 1 {
+		slug, title, caption = hSlug(v.label[gi]), title+" · "+v.label[gi], "Workload: "+v.d.Groups[gi].Title+". "+caption
 	} else {
-		caption = m.scope() + caption
+		caption = v.scope + caption
 	}
-	spec.id, spec.title, spec.half = m.ids.id(kind, c, gslug), title, true
+	spec.id, spec.title, spec.half = v.ids.id(kind, c, slug), title, true
 	return chart{ID: spec.id, Title: title, Caption: caption, SVG: template.HTML(hLineChart(spec))}
 }
 
-// throughputPoint is row's throughput at x in a sweep chart.
-func throughputPoint(row *hRow, x float64) hPoint {
-	pt := hPoint{x: x, tip: hTip(row, hThroughputLine(row.r))}
-	if row.r.Error != "" {
-		pt.err = row.r.Error
-	} else {
-		pt.y = hGiB(row.r.BytesPerS)
+// sweepLines draws the throughput of rows (group, row) against x: a line
+// per series, its points in x order; ticks are the xs.
+func (v *fileView) sweepLines(rows [][2]int, x func(*bench.Result) int) (lines []hLine, ticks []float64) {
+	for _, s := range v.series {
+		var pts []hPoint
+		for _, r := range rows {
+			if res := v.res[r[0]][r[1]]; v.byName[engineName(res)] == s {
+				pts = append(pts, docPoint(v.d, v.gib, v.d.Groups[r[0]].Rows[r[1]], float64(x(res)), v.tip(r[0], r[1])))
+			}
+		}
+		slices.SortStableFunc(pts, func(a, b hPoint) int { return cmp.Compare(a.x, b.x) })
+		if len(pts) > 0 {
+			lines = append(lines, hLine{s: s, pts: pts})
+		}
 	}
-	return pt
+	for _, r := range rows {
+		if t := float64(x(v.res[r[0]][r[1]])); !slices.Contains(ticks, t) {
+			ticks = append(ticks, t)
+		}
+	}
+	slices.Sort(ticks)
+	return lines, ticks
 }
 
 // bsCharts draws throughput against block size, per cache state and
 // panel, where more than one block size was measured.
-func (m *hModel) bsCharts() []chart {
+func (v *fileView) bsCharts() []chart {
 	var out []chart
-	multi := len(m.panels) > 1
-	for _, c := range m.caches {
-		for _, p := range m.panels {
-			var gs []*hGroup
-			for _, g := range m.groupsIn(c) {
-				if g.panel == p {
-					gs = append(gs, g)
-				}
-			}
-			if len(gs) < 2 {
+	for _, c := range v.caches {
+		var done []string
+		for _, p := range v.panel {
+			gs := slices.DeleteFunc(v.groupsIn(c), func(gi int) bool { return v.panel[gi] != p })
+			if slices.Contains(done, p) || len(gs) < 2 {
 				continue
 			}
-			slices.SortStableFunc(gs, func(a, b *hGroup) int { return a.bs - b.bs })
-			var ticks []float64
-			per := map[*hSeries][]hPoint{}
+			done = append(done, p)
+			var rows [][2]int
 			var deep []string
-			for _, g := range gs {
-				ticks = append(ticks, float64(g.bs))
-				rows, d := m.pick(c, g)
+			for _, gi := range gs {
+				picked, d := v.pick(c, gi)
+				for _, ri := range picked {
+					rows = append(rows, [2]int{gi, ri})
+				}
 				deep = append(deep, d...)
-				for _, row := range rows {
-					per[row.s] = append(per[row.s], throughputPoint(row, float64(g.bs)))
-				}
 			}
-			var lines []hLine
-			for _, s := range m.series {
-				if pts := per[s]; len(pts) > 0 {
-					lines = append(lines, hLine{s: s, pts: pts})
-				}
+			lines, ticks := v.sweepLines(rows, func(x *bench.Result) int { return x.BS })
+			slug, title := "", "Throughput vs block size — "+cacheTitle(c)
+			if slices.ContainsFunc(v.panel, func(q string) bool { return q != p }) { // several panels
+				slug, title = p, title+" · "+p
 			}
-			pslug, title := "", "Throughput vs block size — "+cacheTitle(c)
-			if multi {
-				pslug = p.slug
-				title += " · " + p.label
-			}
-			id := m.ids.id("throughput-vs-bs", c, pslug)
+			id := v.ids.id("throughput-vs-bs", c, slug)
 			out = append(out, chart{ID: id, Title: title,
-				Caption: "Median GiB/s at each block size (log₂ axis); dashed lines with hollow points are fio. × marks a failed row." +
-					m.deepNote(hUniq(deep)),
+				Caption: "Median GiB/s at each block size (log₂ axis); dashed lines with hollow points are fio. × marks a failed row." + deepNote(deep),
 				SVG: template.HTML(hLineChart(hLineSpec{id: id, title: title, half: true,
 					x: hAxisSpec{label: "block size (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return units.FormatSize(int64(v)) }},
 					y: hAxisSpec{label: "GiB/s"}, lines: lines}))})
@@ -603,59 +431,38 @@ func (m *hModel) bsCharts() []chart {
 // at their throughput for the same workload, so that each depth can be
 // read against them; fio twins of those engines are left out, as their
 // bars show them.
-func (m *hModel) qdCharts() []chart {
+func (v *fileView) qdCharts() []chart {
 	var out []chart
-	multi := len(m.groups) > 1
-	for _, c := range m.caches {
-		for _, g := range m.groupsIn(c) {
-			qds := map[int]bool{}
-			for _, s := range m.series {
-				for _, row := range m.cells[hKey{c, g, s}] {
-					if row.r.QD > 0 {
-						qds[row.r.QD] = true
-					}
+	for _, c := range v.caches {
+		for _, gi := range v.groupsIn(c) {
+			var rows [][2]int
+			for _, s := range v.series {
+				for _, ri := range v.rows(c, gi, s) {
+					rows = append(rows, [2]int{gi, ri})
 				}
 			}
-			if len(qds) < 2 {
+			queued := slices.DeleteFunc(slices.Clone(rows), func(r [2]int) bool { return v.res[gi][r[1]].QD == 0 })
+			lines, ticks := v.sweepLines(queued, func(x *bench.Result) int { return x.QD })
+			if len(ticks) < 2 {
 				continue
 			}
-			var ticks []float64
-			for q := range qds {
-				ticks = append(ticks, float64(q))
-			}
-			slices.Sort(ticks)
-			var lines []hLine
 			var refs []string
-			for _, s := range m.series {
-				cell := m.cells[hKey{c, g, s}]
-				var pts []hPoint
-				var flat *hRow
-				for _, row := range cell {
-					r := row.r
-					if r.QD == 0 {
-						if flat == nil {
-							flat = row
-						}
-						continue
-					}
-					pts = append(pts, throughputPoint(row, float64(r.QD)))
+			for _, r := range rows {
+				s, row := v.byName[engineName(v.res[gi][r[1]])], v.d.Groups[gi].Rows[r[1]]
+				if v.res[gi][r[1]].QD > 0 || s.fio || row.Err != "" || slices.ContainsFunc(lines, func(l hLine) bool { return l.s == s }) {
+					continue
 				}
-				switch {
-				case len(pts) > 0:
-					slices.SortStableFunc(pts, func(a, b hPoint) int { return int(a.x - b.x) })
-					lines = append(lines, hLine{s: s, pts: pts})
-				case flat != nil && !s.fio && flat.r.Error == "":
-					lines = append(lines, hLine{s: s, ref: true, refY: hGiB(flat.r.BytesPerS),
-						refTip: hTip(flat, hThroughputLine(flat.r), "no queue: one request in flight per worker")})
-					refs = append(refs, s.name)
-				}
+				pt := docPoint(v.d, v.gib, row, 0, v.tip(gi, r[1]))
+				lines = append(lines, hLine{s: s, ref: true, refY: pt.y, refTip: pt.tip + "\nno queue: one request in flight per worker"})
+				refs = append(refs, s.name)
 			}
+			slices.SortStableFunc(lines, func(a, b hLine) int { return a.s.idx - b.s.idx })
 			caption := "Median GiB/s at each queue depth per worker (log₂ axis); dashed lines with hollow points are fio."
 			if len(refs) > 0 {
 				caption += " Dotted flat lines: engines with no queue (" + strings.Join(refs, ", ") +
 					") at their throughput for this workload, for reference; their fio twins are in the bars above."
 			}
-			out = append(out, m.groupLines("throughput-vs-qd", "Throughput vs queue depth", caption, c, g, multi, hLineSpec{
+			out = append(out, v.groupLines("throughput-vs-qd", "Throughput vs queue depth", caption, c, gi, hLineSpec{
 				x: hAxisSpec{label: "queue depth per worker (log₂ scale)", log2: true, ticks: ticks, fmt: func(v float64) string { return strconv.Itoa(int(v)) }},
 				y: hAxisSpec{label: "GiB/s"}, lines: lines}))
 		}
@@ -663,39 +470,33 @@ func (m *hModel) qdCharts() []chart {
 	return out
 }
 
-// --- page
-
-func (m *hModel) page() page {
-	r := m.rep
-	p := page{Title: "iopath bench report", Subtitle: subtitle(r.Started, r.Machine), Command: r.Command,
-		Machine: machineKV(r.Machine, ""), Generator: strings.TrimSpace("iopath " + r.Machine.IopathVersion)}
+// filePage is the page of a single file's report.
+func filePage(r *bench.Report) page {
+	title := "iopath bench report"
 	if r.File.Path != "" {
-		p.Title = "iopath bench: " + r.File.Path
+		title = "iopath bench: " + r.File.Path
 	}
-	if r.Fio != nil {
-		p.Machine = append(p.Machine, kv{"fio", strings.TrimSpace(r.Fio.Version + " (" + r.Fio.Path + ")")})
-	}
-	add := func(k, v string) { addKV(&p.Run, k, v) }
+	var file kv
 	if r.File.Path != "" || r.File.SizeBytes > 0 {
 		extra := []string{units.FormatSize(r.File.SizeBytes)}
 		if r.File.Temporary {
-			extra = append(extra, "temporary: created for this run and removed after")
+			extra = append(extra, temporaryNote)
 		}
-		add("file", r.File.Path+" ("+strings.Join(extra, ", ")+")")
+		file = kv{"file", r.File.Path + " (" + strings.Join(extra, ", ") + ")"}
 	}
-	if !r.Started.IsZero() {
-		add("started", stamp(r.Started))
+	p := benchPage(r, title, file)
+	if r.Fio != nil {
+		p.Machine = append(p.Machine, kv{"fio", strings.TrimSpace(r.Fio.Version + " (" + r.Fio.Path + ")")})
 	}
 	var sw []string
 	list := func(what string, v []int, f func(int) string) {
-		if len(v) == 0 {
-			return
+		if len(v) > 0 {
+			s := make([]string, len(v))
+			for i, x := range v {
+				s[i] = f(x)
+			}
+			sw = append(sw, what+" "+strings.Join(s, ", "))
 		}
-		var s []string
-		for _, x := range v {
-			s = append(s, f(x))
-		}
-		sw = append(sw, what+" "+strings.Join(s, ", "))
 	}
 	list("block sizes", r.Sweep.BlockSizes, func(v int) string { return units.FormatSize(int64(v)) })
 	list("workers", r.Sweep.Workers, strconv.Itoa)
@@ -703,21 +504,21 @@ func (m *hModel) page() page {
 	if len(r.Sweep.Caches) > 0 {
 		sw = append(sw, "caches "+strings.Join(r.Sweep.Caches, ", "))
 	}
-	add("sweep", strings.Join(sw, " · "))
+	addKV(&p.Run, "sweep", strings.Join(sw, " · "))
 	var modes []string
 	fails, noisy := 0, 0
-	for _, row := range m.rows {
-		if l := consumeLine(row.r.Consume); l != "" && !slices.Contains(modes, l) {
+	for _, x := range r.Results {
+		if l := consumeLine(x.Consume); l != "" && !slices.Contains(modes, l) {
 			modes = append(modes, l)
 		}
-		if row.r.Error != "" {
+		if x.Error != "" {
 			fails++
 		}
-		if row.r.NoisyRuns > 0 {
+		if x.NoisyRuns > 0 {
 			noisy++
 		}
 	}
-	add("consume", strings.Join(modes, "; "))
+	addKV(&p.Run, "consume", strings.Join(modes, "; "))
 	summary := plural(len(r.Results), "result")
 	if fails > 0 {
 		summary += fmt.Sprintf(", %d failed", fails)
@@ -725,18 +526,20 @@ func (m *hModel) page() page {
 	if noisy > 0 {
 		summary += fmt.Sprintf(", %d with noisy runs", noisy)
 	}
-	add("results", summary)
+	addKV(&p.Run, "results", summary)
 
+	v := newFileView(r)
+	tput, cpu := v.barCharts()
 	p.Sections = append(p.Sections,
-		section{ID: "throughput", Title: "Throughput", Charts: m.throughputCharts()},
-		section{ID: "cpu", Title: "CPU cost", Charts: m.cpuCharts()},
-		section{ID: "latency", Title: "Latency", Grid: true, Charts: m.latencyCharts(), Empty: "No latency was measured."})
-	if bs := m.bsCharts(); len(bs) > 0 {
+		section{ID: "throughput", Title: "Throughput", Charts: tput},
+		section{ID: "cpu", Title: "CPU cost", Charts: cpu},
+		section{ID: "latency", Title: "Latency", Grid: true, Charts: v.latencyCharts(), Empty: "No latency was measured."})
+	if bs := v.bsCharts(); len(bs) > 0 {
 		p.Sections = append(p.Sections, section{ID: "sweep-bs", Title: "Block size sweep", Grid: true, Charts: bs})
 	}
-	if qd := m.qdCharts(); len(qd) > 0 {
+	if qd := v.qdCharts(); len(qd) > 0 {
 		p.Sections = append(p.Sections, section{ID: "sweep-qd", Title: "Queue depth sweep", Grid: true, Charts: qd})
 	}
-	p.Sections = append(p.Sections, docSections("results", "Results", BenchDoc(r), m.series...)...)
+	p.Sections = append(p.Sections, docSections("results", "Results", v.d, v.series...)...)
 	return p
 }

@@ -512,26 +512,21 @@ func docBars(d *Doc, key string, series []*hSeries) []hBarGroup {
 				gi, at[label] = len(out), len(out)
 				out = append(out, hBarGroup{label: label})
 			}
-			tip := r.Cells[0].Text
+			b := hBar{s: s, noisy: r.Noisy, tip: r.Cells[0].Text}
 			if label != "" {
-				tip += " · " + label
+				b.tip += " · " + label
 			}
-			b := hBar{s: s, noisy: r.Noisy}
 			switch {
 			case r.Err != "":
-				b.err, b.tip = "error", tip+"\n"+r.Err
+				b.err, b.tip = "error", b.tip+"\n"+r.Err
 				if strings.HasPrefix(r.Err, "not run") {
 					b.err = "not run"
 				}
 			case col < len(r.Cells):
 				v := r.Cells[col]
-				b.v, b.tip = hFiniteOr0(v.Value), tip+"\n"+c.Title+": "+strings.TrimSpace(v.format(c))
+				b.v, b.tip = hFiniteOr0(v.Value), b.tip+"\n"+docFigure(c, v)
 				if v.hasSpread() {
 					b.lo, b.hi = hFiniteOr0(v.Min), hFiniteOr0(v.Max)
-					b.tip += " " + v.spread(c)
-				}
-				if n := len(v.Runs); n > 1 {
-					b.tip += fmt.Sprintf(", median of %d runs", n)
 				}
 				if r.Noisy != "" {
 					b.tip += "\nnoisy: " + r.Noisy
@@ -543,6 +538,35 @@ func docBars(d *Doc, key string, series []*hSeries) []hBarGroup {
 	return out
 }
 
+// docFigure is a cell's figure in a tooltip: "GiB/s: 3.00 (2.91–3.06),
+// median of 3 runs".
+func docFigure(c Column, v Cell) string {
+	s := c.Title + ": " + strings.TrimSpace(v.format(c))
+	if v.hasSpread() {
+		s += " " + v.spread(c)
+	}
+	if n := len(v.Runs); n > 1 {
+		s += fmt.Sprintf(", median of %d runs", n)
+	}
+	return s
+}
+
+// docPoint is row r's figure in column col of d at x, tip heading its
+// tooltip: an × when r failed, no value when it has none; a noisy row
+// says why.
+func docPoint(d *Doc, col int, r Row, x float64, tip string) hPoint {
+	pt := hPoint{x: x, tip: tip}
+	if r.Err != "" {
+		pt.err, pt.tip = r.Err, tip+"\n"+r.Err
+	} else if col < len(r.Cells) {
+		pt.y, pt.tip = hFiniteOr0(r.Cells[col].Value), tip+"\n"+docFigure(d.Columns[col], r.Cells[col])
+		if r.Noisy != "" {
+			pt.tip += "\nnoisy: " + r.Noisy
+		}
+	}
+	return pt
+}
+
 // docLines makes a line per series of d's column key: a point per Doc
 // group (x its index) for each row of the series, a failed row an ×.
 func docLines(d *Doc, key string, series []*hSeries) []hLine {
@@ -550,22 +574,14 @@ func docLines(d *Doc, key string, series []*hSeries) []hLine {
 	if col < 0 {
 		return nil
 	}
-	c := d.Columns[col]
 	var lines []hLine
 	for _, s := range series {
 		l := hLine{s: s}
 		for gi, g := range d.Groups {
 			for _, r := range g.Rows {
-				if len(r.Cells) == 0 || docSeries(series, r.Cells[0].Text) != s {
-					continue
+				if len(r.Cells) > 0 && docSeries(series, r.Cells[0].Text) == s {
+					l.pts = append(l.pts, docPoint(d, col, r, float64(gi), s.name+" · "+g.Title))
 				}
-				pt := hPoint{x: float64(gi), tip: s.name + " · " + g.Title}
-				if r.Err != "" {
-					pt.err, pt.tip = r.Err, pt.tip+"\n"+r.Err
-				} else if col < len(r.Cells) {
-					pt.y, pt.tip = hFiniteOr0(r.Cells[col].Value), pt.tip+"\n"+c.Title+": "+strings.TrimSpace(r.Cells[col].format(c))
-				}
-				l.pts = append(l.pts, pt)
 			}
 		}
 		if len(l.pts) > 0 {
