@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -259,4 +260,15 @@ func mdEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// uniq is s without its repeats, in order of first appearance.
+func uniq(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

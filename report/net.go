@@ -113,7 +113,7 @@ func netPoints(r *netresult.Report) (engines []string, groups [][]*netresult.Poi
 		ps[i] = &r.Points[i]
 		engines, modes = append(engines, ps[i].Engine), append(modes, ps[i].Mode)
 	}
-	engines, modes = hUniq(engines), hUniq(modes)
+	engines, modes = uniq(engines), uniq(modes)
 	slices.SortStableFunc(ps, func(a, b *netresult.Point) int {
 		return cmp.Or(cmp.Compare(slices.Index(modes, a.Mode), slices.Index(modes, b.Mode)), cmp.Compare(a.Size, b.Size),
 			cmp.Compare(a.Conns, b.Conns), cmp.Compare(slices.Index(engines, a.Engine), slices.Index(engines, b.Engine)))

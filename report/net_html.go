@@ -66,7 +66,7 @@ func NetHTML(w io.Writer, r *netresult.Report) error {
 	ids := chartIDs{}
 	var cpuC, qpsC, latC, integC []chart
 	var noLat []string
-	for _, mode := range hUniq(modes) {
+	for _, mode := range uniq(modes) {
 		sub, points := *d, [][]*netresult.Point{}
 		sub.Groups = nil
 		for i, g := range groups {

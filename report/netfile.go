@@ -77,7 +77,7 @@ func nfFileSections(rep *netresult.FileServeReport) []section {
 		names, sizes = append(names, r.Method), append(sizes, units.FormatSize(r.FileSize))
 	}
 	series := nfSeries(netresult.FileServeMethods(), names)
-	sizes = hUniq(sizes)
+	sizes = uniq(sizes)
 
 	// The darker foot of a ratio's bar is io_uring's kernel threads, over
 	// readwrite's CPU: the Doc has a row per result, in rows' order.
@@ -122,7 +122,7 @@ func nfWritevSections(in []netresult.Writev) []section {
 		names, ks = append(names, r.Way), append(ks, strconv.Itoa(r.K))
 	}
 	series := nfSeries(netresult.WritevWays(), names)
-	ks = hUniq(ks)
+	ks = uniq(ks)
 	s.Charts = append(s.Charts, barChart("wv-cpu-ratio", "Sender CPU per response, relative to k writes",
 		"Each way's median CPU per response divided by that of k separate writes of the same parts: below 1 is cheaper.",
 		"× writes", docBars(d, "cpu_vs_writes", series), series, decimals(2)))
@@ -142,7 +142,7 @@ func nfWritevSections(in []netresult.Writev) []section {
 // nfSeries is a chart series per name: those in order first, in its
 // order, then any other in order of appearance.
 func nfSeries(order, names []string) []*hSeries {
-	names = hUniq(names)
+	names = uniq(names)
 	slices.SortStableFunc(names, func(a, b string) int { return rank(order, a) - rank(order, b) })
 	series, _ := nameSeries(names)
 	return series
