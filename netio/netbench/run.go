@@ -139,7 +139,9 @@ type server struct {
 	addr   string
 	pid    int
 	exited chan struct{}
-	stderr *tailBuffer
+	// waitErr is how the child ended, once exited is closed.
+	waitErr error
+	stderr  *tailBuffer
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
@@ -154,6 +156,12 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	cmd := o.Command("net", "serve", "-e", engine, "--addr", "127.0.0.1:0",
 		"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
+	return launch(ctx, cmd, engine, engine+" server", cpus)
+}
+
+// launch starts cmd, a server child (what, in errors), pinned to cpus,
+// and waits for its "listening on ADDR" line.
+func launch(ctx context.Context, cmd *exec.Cmd, engine, what string, cpus []int) (*server, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -161,7 +169,7 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	s := &server{engine: engine, cmd: cmd, exited: make(chan struct{}), stderr: &tailBuffer{max: 4096}}
 	cmd.Stderr = s.stderr
 	if err := startPinned(cmd, cpus); err != nil {
-		return nil, fmt.Errorf("start %s server: %w", engine, err)
+		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
 	s.pid = cmd.Process.Pid
 	lines := make(chan string, 1)
@@ -175,17 +183,17 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 				}
 			}
 		}
-		cmd.Wait()
+		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
 	select {
 	case s.addr = <-lines:
 		return s, nil
 	case <-s.exited:
-		return nil, fmt.Errorf("%s server exited at start: %s", engine, s.stderr.last())
+		return nil, fmt.Errorf("%s exited at start: %s", what, s.stderr.last())
 	case <-time.After(10 * time.Second):
 		s.stop(ctx)
-		return nil, fmt.Errorf("%s server did not start listening in 10 s: %s", engine, s.stderr.last())
+		return nil, fmt.Errorf("%s did not start listening in 10 s: %s", what, s.stderr.last())
 	case <-ctx.Done():
 		s.stop(ctx)
 		return nil, ctx.Err()
