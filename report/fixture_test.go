@@ -1,8 +1,13 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
 	"time"
 
 	"github.com/iopath/iopath/bench"
@@ -135,4 +140,23 @@ func smallSweep() *bench.Report {
 func bigSweep() *bench.Report {
 	return sweepSample([]int{4096, 16384, 131072, 1 << 20}, []int{1, 8, 32, 128},
 		[]string{"read", "pread", "readv", "mmap", "io_uring"}, true)
+}
+
+// roundTrip writes data (a report's JSON) to a file, reads it back with
+// load and checks that it is want again.
+func roundTrip[T any](t *testing.T, data []byte, load func(string) (T, error), want T) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, want) {
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(back)
+		t.Errorf("did not round-trip through JSON:\nwant %s\ngot  %s", a, b)
+	}
 }

@@ -270,45 +270,53 @@ var (
 func TestHTMLOffline(t *testing.T) {
 	for _, f := range htmlFixtures {
 		t.Run(f.name, func(t *testing.T) {
-			doc := renderHTML(t, f.report())
-			for _, s := range []string{"http://", "https://", "ftp://", "file:"} {
-				if i := strings.Index(doc, s); i >= 0 {
-					t.Errorf("%q in the page: …%s…", s, doc[max(i-60, 0):min(i+60, len(doc))])
-				}
-			}
-			for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
-				ref := m[1] + m[2] + m[3]
-				if !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
-					t.Errorf("external reference %q", m[0])
-				}
-				if strings.HasPrefix(ref, "//") {
-					t.Errorf("protocol-relative reference %q", m[0])
-				}
-			}
-			if m := forbidden.FindString(doc); m != "" {
-				t.Errorf("page has %q", m)
-			}
-			csp := `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
-			if !strings.Contains(doc, csp) {
-				t.Error("no Content-Security-Policy meta tag")
-			}
-			if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
-				t.Error("not a whole HTML document")
-			}
-			// Ids are unique in the page: hatch patterns and anchors rely on it.
-			ids := map[string]bool{}
-			for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
-				if ids[m[1]] {
-					t.Errorf("id %q used twice", m[1])
-				}
-				ids[m[1]] = true
-			}
-			for _, m := range regexp.MustCompile(`(?:href="#|url\(#)([^")]*)`).FindAllStringSubmatch(doc, -1) {
-				if !ids[m[1]] {
-					t.Errorf("reference to a missing id %q", m[1])
-				}
-			}
+			checkOffline(t, renderHTML(t, f.report()))
 		})
+	}
+}
+
+// checkOffline applies TestHTMLOffline's rules to doc: nothing fetched,
+// no script, a CSP, unique ids and no dangling references.
+func checkOffline(t *testing.T, doc string) {
+	t.Helper()
+	for _, s := range []string{"http://", "https://", "ftp://", "file:"} {
+		if i := strings.Index(doc, s); i >= 0 {
+			t.Errorf("%q in the page: …%s…", s, doc[max(i-60, 0):min(i+60, len(doc))])
+		}
+	}
+	for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
+		ref := m[1] + m[2] + m[3]
+		if !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
+			t.Errorf("external reference %q", m[0])
+		}
+		if strings.HasPrefix(ref, "//") {
+			t.Errorf("protocol-relative reference %q", m[0])
+		}
+	}
+	if m := forbidden.FindString(doc); m != "" {
+		t.Errorf("page has %q", m)
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler in a tag: %s", m)
+	}
+	const csp = `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
+	if !strings.Contains(doc, csp) {
+		t.Error("no Content-Security-Policy meta tag")
+	}
+	if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
+		t.Error("not a whole HTML document")
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
+		if ids[m[1]] {
+			t.Errorf("id %q used twice", m[1])
+		}
+		ids[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`(?:href="#|url\(#)([^")]*)`).FindAllStringSubmatch(doc, -1) {
+		if !ids[m[1]] {
+			t.Errorf("reference to a missing id %q", m[1])
+		}
 	}
 }
 

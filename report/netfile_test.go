@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -241,45 +240,11 @@ func TestNetFileHTML(t *testing.T) {
 	}
 	checkCharts(t, doc, map[string]int{"fs-cpu-ratio": 4, "fs-cpu": 4, "fs-gbps": 4, "fs-syscalls": 4,
 		"wv-cpu-ratio": 4, "wv-cpu": 4, "wv-syscalls": 4})
-	if !strings.HasPrefix(doc, "<!DOCTYPE html>") || !strings.HasSuffix(doc, "</html>\n") {
-		t.Error("not a whole HTML document")
-	}
-	csp := `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`
-	if !strings.Contains(doc, csp) {
-		t.Error("no Content-Security-Policy meta tag")
-	}
-	for _, s := range []string{"http://", "https://", "file:"} {
-		if strings.Contains(doc, s) {
-			t.Errorf("%q in the page", s)
-		}
-	}
-	for _, m := range resourceRe.FindAllStringSubmatch(doc, -1) {
-		if ref := m[1] + m[2] + m[3]; !strings.HasPrefix(ref, "#") && !strings.HasPrefix(ref, "data:") {
-			t.Errorf("external reference %q", m[0])
-		}
-	}
-	if m := forbidden.FindString(doc); m != "" {
-		t.Errorf("page has %q", m)
-	}
-	if m := eventAttrRe.FindString(doc); m != "" {
-		t.Errorf("event handler %q", m)
-	}
+	checkOffline(t, doc)
 	// Everything taken from the results is escaped.
 	for _, raw := range []string{"<io_uring is not available>", "<b>bold?</b>"} {
 		if strings.Contains(doc, raw) {
 			t.Errorf("unescaped %q", raw)
-		}
-	}
-	ids := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(doc, -1) {
-		if ids[m[1]] {
-			t.Errorf("id %q used twice", m[1])
-		}
-		ids[m[1]] = true
-	}
-	for _, m := range regexp.MustCompile(`href="#([^"]*)"`).FindAllStringSubmatch(doc, -1) {
-		if !ids[m[1]] {
-			t.Errorf("link to a missing id %q", m[1])
 		}
 	}
 	// The target, the failed rows, and ratios: sendfile ÷ readwrite at

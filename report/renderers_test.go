@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/csv"
-	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -707,19 +703,7 @@ func TestGoBenchValue(t *testing.T) {
 
 func TestJSONSweepRoundTrip(t *testing.T) {
 	r := smallSweep()
-	path := filepath.Join(t.TempDir(), "sweep.json")
-	if err := os.WriteFile(path, render(t, "json", r), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	back, err := LoadJSON(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(back, r) {
-		a, _ := json.Marshal(r)
-		b, _ := json.Marshal(back)
-		t.Errorf("smallSweep did not round-trip through JSON:\n%s\n%s", a, b)
-	}
+	roundTrip(t, render(t, "json", r), LoadJSON, r)
 }
 
 // BenchmarkRenderText renders bigSweep in every format.
