@@ -255,7 +255,7 @@ svg.chart{display:block;max-width:none}
 .chart text{font-size:12px;fill:#2b333c}
 .chart .axis text{font-size:11px;fill:#5d6773}
 .chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
-.chart .axis .bn{font-size:11px;fill:#2b333c}
+.chart .bn{font-size:11px}
 .chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
 .chart .grid{stroke:#e4e7eb;stroke-width:1}
 .chart .grid.minor{stroke:#f1f3f5}
