@@ -35,10 +35,7 @@ func hEsc(s string) string { return html.EscapeString(s) }
 
 // hNum formats a coordinate with at most one decimal.
 func hNum(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "0"
-	}
-	return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(hFiniteOr0(f)*10)/10, 'f', -1, 64)
 }
 
 // open writes <name attrs...> (or <name attrs.../> when selfClose). attrs
@@ -106,17 +103,13 @@ var hFioTwins = map[string]string{"sync": "read", "psync": "pread", "pvsync": "r
 
 // hMix blends colour c (#rrggbb) with m by f (0: c, 1: m).
 func hMix(c, m string, f float64) string {
-	parse := func(s string) (r, g, b float64) {
-		v, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 16, 32)
-		if err != nil {
-			return 128, 128, 128
-		}
-		return float64(v >> 16 & 255), float64(v >> 8 & 255), float64(v & 255)
+	var a, b [3]int
+	fmt.Sscanf(c, "#%02x%02x%02x", &a[0], &a[1], &a[2])
+	fmt.Sscanf(m, "#%02x%02x%02x", &b[0], &b[1], &b[2])
+	for i := range a {
+		a[i] = int(math.Round(float64(a[i]) + float64(b[i]-a[i])*f))
 	}
-	r1, g1, b1 := parse(c)
-	r2, g2, b2 := parse(m)
-	at := func(a, b float64) int { return int(math.Round(a + (b-a)*f)) }
-	return fmt.Sprintf("#%02x%02x%02x", at(r1, r2), at(g1, g2), at(b1, b2))
+	return fmt.Sprintf("#%02x%02x%02x", a[0], a[1], a[2])
 }
 
 // hSeries is one line or bar colour in the charts: an iopath engine, or a
@@ -183,20 +176,9 @@ func nameSeries(names []string) (order []*hSeries, byName map[string]*hSeries) {
 // hSlug makes s usable in a data-chart name: lower case letters, digits
 // and single dashes.
 func hSlug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(s) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(c)
-			dash = false
-		} else {
-			dash = true
-		}
-	}
-	return b.String()
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9')
+	}), "-")
 }
 
 // chartIDs hands out chart ids unique in a page.
@@ -204,13 +186,7 @@ type chartIDs map[string]bool
 
 // id returns a unique chart id made of parts.
 func (ids chartIDs) id(parts ...string) string {
-	var p []string
-	for _, s := range parts {
-		if s = hSlug(s); s != "" {
-			p = append(p, s)
-		}
-	}
-	base := strings.Join(p, "-")
+	base := hSlug(strings.Join(parts, " "))
 	if base == "" {
 		base = "chart"
 	}
@@ -227,7 +203,7 @@ func (ids chartIDs) id(parts ...string) string {
 // hNiceStep returns a round step (1, 2, 2.5 or 5 × 10^k) that divides span
 // into about n intervals.
 func hNiceStep(span float64, n int) float64 {
-	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+	if !(span > 0) || !finite(span) {
 		return 1
 	}
 	raw := span / float64(n)
@@ -266,18 +242,14 @@ func hTickLabel(v, step float64) string {
 // hSig3 formats v with three significant figures for value labels.
 func hSig3(v float64) string {
 	switch a := math.Abs(v); {
-	case math.IsNaN(v) || math.IsInf(v, 0):
+	case !finite(v):
 		return "n/a"
 	case a == 0:
 		return "0"
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
+	case a < 1:
 		return strconv.FormatFloat(v, 'g', 3, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(a)))), 64)
 	}
 }
 
@@ -467,10 +439,9 @@ func (p *plot) groupAxis(groups []hBarGroup, starts, ends []float64, labelY floa
 type hLegendKind int
 
 const (
-	hLegBar hLegendKind = iota
+	hLegShare hLegendKind = iota // a swatch: a series' bars (hatched for fio), a bar's stacked share, a tile
 	hLegLine
 	hLegRef   // flat reference line
-	hLegShare // a swatch of colour: the stacked share of a bar, a tile
 	hLegNoisy // noisy-run marker
 	hLegError
 )
@@ -536,9 +507,9 @@ func (p *plot) key(it hLegendItem, x, y float64) {
 		c = it.s.color
 	}
 	switch {
-	case it.kind == hLegBar && it.s.fio:
+	case it.kind == hLegShare && it.s != nil && it.s.fio:
 		p.rect(x, y-6, 16, 12, "fill", p.hatch(it.s), "stroke", c)
-	case it.kind == hLegBar || it.kind == hLegShare:
+	case it.kind == hLegShare:
 		p.rect(x, y-6, 16, 12, "fill", c, "rx", "2")
 	case it.kind == hLegLine:
 		p.line(x, y, x+16, y, "stroke", it.s.lineColor(), "stroke-width", "2.5", "stroke-dasharray", it.s.dash("5 3"))
@@ -644,7 +615,7 @@ func hBarChart(spec hBarSpec) string {
 	for _, s := range spec.series {
 		if present[s] {
 			series = append(series, s)
-			items = append(items, hLegendItem{name: s.name, kind: hLegBar, s: s})
+			items = append(items, hLegendItem{name: s.name, kind: hLegShare, s: s})
 			nameW = math.Max(nameW, hTextWidth(s.name, 11)+8)
 		}
 	}
@@ -794,6 +765,7 @@ func hTileGrid(spec hTileSpec) string {
 	}
 	width := math.Max(left+float64(len(spec.cols))*colW+16, 480)
 	p := plot{id: spec.id, label: spec.title, x0: left, x1: width - 16}
+	p.hatches(spec.rows)
 	p.y0 = p.legend(spec.key, 16, 8, width-32) + 10
 	p.y1 = p.y0 + float64(len(spec.rows))*rowH
 	starts, ends := make([]float64, len(spec.cols)), make([]float64, len(spec.cols))
@@ -804,7 +776,7 @@ func hTileGrid(spec hTileSpec) string {
 	for ri, s := range spec.rows {
 		y := p.y0 + float64(ri)*rowH
 		p.openSeries(s.name)
-		p.key(hLegendItem{name: s.name, kind: hLegShare, color: s.color}, 16, y+rowH/2)
+		p.key(hLegendItem{name: s.name, kind: hLegShare, s: s}, 16, y+rowH/2)
 		for ci, t := range spec.tiles[ri] {
 			p.open("g", false, "class", "tile")
 			p.title(t.tip)
@@ -882,7 +854,7 @@ type hPoint struct {
 }
 
 // measured says p has a value to draw.
-func (p hPoint) measured() bool { return p.err == "" && p.y > 0 && !math.IsInf(p.y, 0) }
+func (p hPoint) measured() bool { return p.err == "" && p.y > 0 && finite(p.y) }
 
 type hLine struct {
 	s   *hSeries
@@ -1013,7 +985,7 @@ func hLineChart(spec hLineSpec) string {
 }
 
 func hFiniteOr0(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if !finite(f) {
 		return 0
 	}
 	return f
