@@ -139,23 +139,16 @@ func addKV(list *[]kv, k, v string) {
 	}
 }
 
-// machineKV is the Machine card of a page.
+// machineKV is the Machine card of a page: a line per fact recorded.
 func machineKV(mc features.Machine, version string) []kv {
-	var out []kv
-	add := func(k, v string) { addKV(&out, k, v) }
 	kernel := mc.Arch
 	if mc.Kernel != "" {
-		kernel = "Linux " + mc.Kernel
-		if mc.Arch != "" {
-			kernel += " (" + mc.Arch + ")"
-		}
+		kernel = strings.TrimSuffix("Linux "+mc.Kernel+" ("+mc.Arch+")", " ()")
 	}
-	add("kernel", kernel)
 	cpu := mc.CPUModel
 	if mc.Cores > 0 {
-		cpu = strings.TrimPrefix(strings.TrimSpace(cpu+", "+plural(mc.Cores, "core")), ", ")
+		cpu = strings.TrimPrefix(cpu+", "+plural(mc.Cores, "core"), ", ")
 	}
-	add("CPU", cpu)
 	var mem []string
 	if mc.MemBytes > 0 {
 		mem = append(mem, units.RoughSize(mc.MemBytes))
@@ -166,19 +159,15 @@ func machineKV(mc features.Machine, version string) []kv {
 	if mc.THP != "" {
 		mem = append(mem, "THP "+mc.THP)
 	}
-	add("memory", strings.Join(mem, ", "))
-	fs := mc.Filesystem
-	if mc.Device != "" {
-		fs = strings.TrimSpace(fs + " on " + mc.Device)
-	}
-	add("filesystem", fs)
-	add("io_uring", mc.IOURing)
-	add("latency clock", mc.LatencyClock)
-	add("Go", mc.GoVersion)
 	if version == "" {
 		version = mc.IopathVersion
 	}
-	add("iopath", version)
+	var out []kv
+	for _, f := range []kv{{"kernel", kernel}, {"CPU", cpu}, {"memory", strings.Join(mem, ", ")},
+		{"filesystem", strings.TrimSuffix(mc.Filesystem+" on "+mc.Device, " on ")}, {"io_uring", mc.IOURing},
+		{"latency clock", mc.LatencyClock}, {"Go", mc.GoVersion}, {"iopath", version}} {
+		addKV(&out, f.K, f.V)
+	}
 	return out
 }
 
@@ -238,7 +227,6 @@ nav a:hover{text-decoration:underline}
 .banner.bad{background:#fdecea;border-color:#e8aaa2;color:var(--err);font-weight:750}
 .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 18px 12px;margin:14px 0}
 .meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:14px}
-.meta .card{margin:0}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0;font-size:14px}
 dl.kv dt{color:var(--muted)}
 dl.kv dd{margin:0;overflow-wrap:anywhere}
@@ -247,7 +235,7 @@ pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;paddin
 .intro{color:var(--muted);font-size:13.5px;margin:4px 0}
 p.target{font-weight:600}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(550px,1fr));gap:14px}
-.grid .card{margin:0}
+.meta .card,.grid .card{margin:0}
 figure{margin:0}
 figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
 .plot{overflow-x:auto}
@@ -263,7 +251,6 @@ svg.chart{display:block;max-width:none}
 .chart .whisker{stroke:#1d232a;stroke-width:1.3}
 .chart .val{font-size:10.5px;fill:#1d232a}
 .chart .nm{font-size:10.5px;fill:#8a939c}
-.chart .lg{font-size:12px}
 .chart .reflabel{font-size:10.5px;font-weight:600}
 .chart .bracket{stroke:#b7bfc8}
 .chart .err{fill:var(--err);font-weight:700;font-size:12px}
@@ -290,8 +277,8 @@ tr.sub td:first-child{padding-left:24px}
 tr:hover td{background:#f3f6fa}
 td.strong{font-weight:650}
 td.muted{color:var(--muted)}
-td.ok,.good{color:var(--ok)}
-td.bad,.bad{color:var(--err);font-weight:700}
+td.ok{color:var(--ok)}
+td.bad{color:var(--err);font-weight:700}
 td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 ul.notes{margin:6px 0;padding-left:20px}

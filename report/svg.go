@@ -218,7 +218,7 @@ func hNiceStep(span float64, n int) float64 {
 
 // hLinTicks returns ticks from 0 to a round top at or above hi.
 func hLinTicks(hi float64) []float64 {
-	if !(hi > 0) || math.IsInf(hi, 0) {
+	if !(hi > 0) || !finite(hi) {
 		hi = 1
 	}
 	step := hNiceStep(hi, 5)
@@ -521,7 +521,7 @@ func (p *plot) key(it hLegendItem, x, y float64) {
 	case it.kind == hLegError:
 		p.text(x+8, y+4, "×", "class", "err", "text-anchor", "middle")
 	}
-	p.text(x+22, y+4, it.name, "class", "lg")
+	p.text(x+22, y+4, it.name)
 }
 
 // hatch is the fill of series s's bars in this chart: a pattern of s's
