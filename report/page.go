@@ -33,7 +33,7 @@ type page struct {
 	Machine, Run    []kv     // the two header cards; Machine says "not recorded" when empty
 	Command         string
 	Sections        []section
-	Generator       string // "iopath v1.2"
+	Generator       string // "iopath v1.2"; every page sets it
 }
 
 type kv struct{ K, V string }
@@ -105,9 +105,6 @@ func renderPage(w io.Writer, p page) error {
 			p.Sections[i].Empty = "No results."
 		}
 	}
-	if p.Generator == "" {
-		p.Generator = "iopath"
-	}
 	return execute(w, "page", p)
 }
 
@@ -178,15 +175,12 @@ func subtitle(started time.Time, mc features.Machine) string {
 
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
 
-// Layout widths, in CSS pixels. A chart is drawn at its natural size (its
-// width and height attributes are its viewBox's), so that one unit of
-// every chart is one pixel and its text is the size the stylesheet gives
-// it: a chart is never stretched to its box. The widths below are what
-// the page lays out on a desktop screen (main 1180 px, less padding and
-// the figure card's border and padding), so that no chart scrolls there;
-// a narrower screen scrolls a chart sideways rather than shrink it, and
-// print zooms the whole page (85%: a full-width chart fits A4 landscape)
-// so that every chart keeps one scale there too.
+// Layout widths, in CSS pixels: what the page lays out on a desktop screen
+// (main 1180 px, less padding and the figure card's border and padding),
+// so that no chart, drawn at its natural size (svg.go) and never
+// stretched to its box, scrolls there. A narrower screen scrolls a chart
+// sideways rather than shrink it; print zooms the whole page (85%: a
+// full-width chart fits A4 landscape), so every chart keeps one scale.
 const (
 	chartMaxW  = 1080.0 // a full-width figure's inside
 	chartHalfW = 512.0  // a figure's inside in a two-column grid
