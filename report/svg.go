@@ -508,7 +508,7 @@ func (p *plot) key(it hLegendItem, x, y float64) {
 	}
 	switch {
 	case it.kind == hLegShare && it.s != nil && it.s.fio:
-		p.rect(x, y-6, 16, 12, "fill", p.hatch(it.s), "stroke", c)
+		p.rect(x, y-6, 16, 12, "fill", "url(#"+p.hatch(it.s)+")", "stroke", c)
 	case it.kind == hLegShare:
 		p.rect(x, y-6, 16, 12, "fill", c, "rx", "2")
 	case it.kind == hLegLine:
@@ -524,10 +524,9 @@ func (p *plot) key(it hLegendItem, x, y float64) {
 	p.text(x+22, y+4, it.name)
 }
 
-// hatch is the fill of series s's bars in this chart: a pattern of s's
-// colours (hatches defines it). Its id is unique in the page because chart
-// ids are.
-func (p *plot) hatch(s *hSeries) string { return fmt.Sprintf("url(#h-%s-%d)", p.id, s.idx) }
+// hatch is the id of fio series s's hatch pattern in this chart (hatches
+// defines it): unique in the page because chart ids are.
+func (p *plot) hatch(s *hSeries) string { return fmt.Sprintf("h-%s-%d", p.id, s.idx) }
 
 // hatches defines the hatch patterns of the fio series in a chart.
 func (p *plot) hatches(series []*hSeries) {
@@ -535,7 +534,7 @@ func (p *plot) hatches(series []*hSeries) {
 		if !s.fio {
 			continue
 		}
-		p.open("pattern", false, "id", fmt.Sprintf("h-%s-%d", p.id, s.idx), "width", "6", "height", "6",
+		p.open("pattern", false, "id", p.hatch(s), "width", "6", "height", "6",
 			"patternUnits", "userSpaceOnUse", "patternTransform", "rotate(45)")
 		p.rect(0, 0, 6, 6, "fill", s.light)
 		p.rect(0, 0, 2.4, 6, "fill", s.color)
@@ -706,7 +705,7 @@ func (p *plot) bar(b hBar, c, barW float64, ys hScale, log, showValue bool, valu
 	case log:
 		top -= 5
 	case s.fio:
-		p.rect(bx, y, barW, p.y1-y, "fill", p.hatch(s), "stroke", s.color, "stroke-width", "1")
+		p.rect(bx, y, barW, p.y1-y, "fill", "url(#"+p.hatch(s)+")", "stroke", s.color, "stroke-width", "1")
 	default:
 		p.rect(bx, y, barW, p.y1-y, "fill", s.color)
 	}
