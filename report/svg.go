@@ -393,9 +393,9 @@ func (p *plot) xAxis(xs hScale, ticks []float64, label func(float64) string, lab
 	p.end("g")
 }
 
-// groupAxis labels groups at labelY, each under its extent from starts to
-// ends (bracketed when several share the axis and it has no rowNames).
-// With rowNames, it names the two label rows left of the plot, and
+// groupAxis labels each group that is not empty at labelY, under its
+// extent from starts to ends (bracketed when several share the axis and it
+// has no rowNames). With rowNames, it names the two label rows left of the plot, and
 // brackets a super label under each run of groups that share one. It
 // returns the chart's height below them.
 func (p *plot) groupAxis(groups []hBarGroup, starts, ends []float64, labelY float64, rowNames [2]string) float64 {
@@ -404,7 +404,7 @@ func (p *plot) groupAxis(groups []hBarGroup, starts, ends []float64, labelY floa
 	labelled := false
 	for i, g := range groups {
 		a, b := starts[i]+2, ends[i]-2
-		if g.label == "" || b <= a {
+		if g.label == "" || ends[i] <= starts[i] {
 			continue
 		}
 		labelled = true
