@@ -41,9 +41,14 @@ func hNum(f float64) string {
 // open writes <name attrs...> (or <name attrs.../> when selfClose). attrs
 // are name, value pairs; values are escaped here.
 func (w *svgW) open(name string, selfClose bool, attrs ...string) {
-	w.b.WriteString("<" + name)
+	w.b.WriteByte('<')
+	w.b.WriteString(name)
 	for i := 0; i+1 < len(attrs); i += 2 {
-		w.b.WriteString(" " + attrs[i] + `="` + hEsc(attrs[i+1]) + `"`)
+		w.b.WriteByte(' ')
+		w.b.WriteString(attrs[i])
+		w.b.WriteString(`="`)
+		w.b.WriteString(hEsc(attrs[i+1]))
+		w.b.WriteByte('"')
 	}
 	if selfClose {
 		w.b.WriteByte('/')
