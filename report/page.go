@@ -33,7 +33,7 @@ type page struct {
 	Machine, Run    []kv     // the two header cards; Machine says "not recorded" when empty
 	Command         string
 	Sections        []section
-	Generator       string // "iopath v1.2"
+	Generator       string // "iopath v1.2"; every page sets it
 }
 
 type kv struct{ K, V string }
@@ -105,22 +105,12 @@ func renderPage(w io.Writer, p page) error {
 			p.Sections[i].Empty = "No results."
 		}
 	}
-	if p.Generator == "" {
-		p.Generator = "iopath"
-	}
 	return execute(w, "page", p)
 }
 
 // renderSections writes ss alone, <section>s for a page that has the
 // stylesheet.
-func renderSections(w io.Writer, ss []section) error {
-	for _, s := range ss {
-		if err := execute(w, "section", s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func renderSections(w io.Writer, ss []section) error { return execute(w, "sections", ss) }
 
 func execute(w io.Writer, name string, data any) error {
 	var b bytes.Buffer
@@ -139,23 +129,16 @@ func addKV(list *[]kv, k, v string) {
 	}
 }
 
-// machineKV is the Machine card of a page.
+// machineKV is the Machine card of a page: a line per fact recorded.
 func machineKV(mc features.Machine, version string) []kv {
-	var out []kv
-	add := func(k, v string) { addKV(&out, k, v) }
 	kernel := mc.Arch
 	if mc.Kernel != "" {
-		kernel = "Linux " + mc.Kernel
-		if mc.Arch != "" {
-			kernel += " (" + mc.Arch + ")"
-		}
+		kernel = strings.TrimSuffix("Linux "+mc.Kernel+" ("+mc.Arch+")", " ()")
 	}
-	add("kernel", kernel)
 	cpu := mc.CPUModel
 	if mc.Cores > 0 {
-		cpu = strings.TrimPrefix(strings.TrimSpace(cpu+", "+plural(mc.Cores, "core")), ", ")
+		cpu = strings.TrimPrefix(cpu+", "+plural(mc.Cores, "core"), ", ")
 	}
-	add("CPU", cpu)
 	var mem []string
 	if mc.MemBytes > 0 {
 		mem = append(mem, units.RoughSize(mc.MemBytes))
@@ -166,19 +149,15 @@ func machineKV(mc features.Machine, version string) []kv {
 	if mc.THP != "" {
 		mem = append(mem, "THP "+mc.THP)
 	}
-	add("memory", strings.Join(mem, ", "))
-	fs := mc.Filesystem
-	if mc.Device != "" {
-		fs = strings.TrimSpace(fs + " on " + mc.Device)
-	}
-	add("filesystem", fs)
-	add("io_uring", mc.IOURing)
-	add("latency clock", mc.LatencyClock)
-	add("Go", mc.GoVersion)
 	if version == "" {
 		version = mc.IopathVersion
 	}
-	add("iopath", version)
+	var out []kv
+	for _, f := range []kv{{"kernel", kernel}, {"CPU", cpu}, {"memory", strings.Join(mem, ", ")},
+		{"filesystem", strings.TrimSuffix(mc.Filesystem+" on "+mc.Device, " on ")}, {"io_uring", mc.IOURing},
+		{"latency clock", mc.LatencyClock}, {"Go", mc.GoVersion}, {"iopath", version}} {
+		addKV(&out, f.K, f.V)
+	}
 	return out
 }
 
@@ -196,15 +175,12 @@ func subtitle(started time.Time, mc features.Machine) string {
 
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") }
 
-// Layout widths, in CSS pixels. A chart is drawn at its natural size (its
-// width and height attributes are its viewBox's), so that one unit of
-// every chart is one pixel and its text is the size the stylesheet gives
-// it: a chart is never stretched to its box. The widths below are what
-// the page lays out on a desktop screen (main 1180 px, less padding and
-// the figure card's border and padding), so that no chart scrolls there;
-// a narrower screen scrolls a chart sideways rather than shrink it, and
-// print zooms the whole page (85%: a full-width chart fits A4 landscape)
-// so that every chart keeps one scale there too.
+// Layout widths, in CSS pixels: what the page lays out on a desktop screen
+// (main 1180 px, less padding and the figure card's border and padding),
+// so that no chart, drawn at its natural size (svg.go) and never
+// stretched to its box, scrolls there. A narrower screen scrolls a chart
+// sideways rather than shrink it; print zooms the whole page (85%: a
+// full-width chart fits A4 landscape), so every chart keeps one scale.
 const (
 	chartMaxW  = 1080.0 // a full-width figure's inside
 	chartHalfW = 512.0  // a figure's inside in a two-column grid
@@ -238,7 +214,6 @@ nav a:hover{text-decoration:underline}
 .banner.bad{background:#fdecea;border-color:#e8aaa2;color:var(--err);font-weight:750}
 .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 18px 12px;margin:14px 0}
 .meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(330px,1fr));gap:14px}
-.meta .card{margin:0}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:0;font-size:14px}
 dl.kv dt{color:var(--muted)}
 dl.kv dd{margin:0;overflow-wrap:anywhere}
@@ -247,7 +222,7 @@ pre.cmd{background:#f0f2f5;border:1px solid var(--line);border-radius:6px;paddin
 .intro{color:var(--muted);font-size:13.5px;margin:4px 0}
 p.target{font-weight:600}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(550px,1fr));gap:14px}
-.grid .card{margin:0}
+.meta .card,.grid .card{margin:0}
 figure{margin:0}
 figcaption{color:var(--muted);font-size:13px;margin:0 0 6px;max-width:110ch}
 .plot{overflow-x:auto}
@@ -255,7 +230,7 @@ svg.chart{display:block;max-width:none}
 .chart text{font-size:12px;fill:#2b333c}
 .chart .axis text{font-size:11px;fill:#5d6773}
 .chart .axis .unit{font-size:11.5px;fill:#2b333c;font-weight:600}
-.chart .axis .bn{font-size:11px;fill:#2b333c}
+.chart .bn{font-size:11px}
 .chart .axis .gl{font-size:12px;font-weight:600;fill:#1d232a}
 .chart .grid{stroke:#e4e7eb;stroke-width:1}
 .chart .grid.minor{stroke:#f1f3f5}
@@ -263,7 +238,6 @@ svg.chart{display:block;max-width:none}
 .chart .whisker{stroke:#1d232a;stroke-width:1.3}
 .chart .val{font-size:10.5px;fill:#1d232a}
 .chart .nm{font-size:10.5px;fill:#8a939c}
-.chart .lg{font-size:12px}
 .chart .reflabel{font-size:10.5px;font-weight:600}
 .chart .bracket{stroke:#b7bfc8}
 .chart .err{fill:var(--err);font-weight:700;font-size:12px}
@@ -290,8 +264,8 @@ tr.sub td:first-child{padding-left:24px}
 tr:hover td{background:#f3f6fa}
 td.strong{font-weight:650}
 td.muted{color:var(--muted)}
-td.ok,.good{color:var(--ok)}
-td.bad,.bad{color:var(--err);font-weight:700}
+td.ok{color:var(--ok)}
+td.bad{color:var(--err);font-weight:700}
 td.error{color:var(--err);text-align:left;white-space:pre-wrap;min-width:30ch}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:-1px}
 ul.notes{margin:6px 0;padding-left:20px}
@@ -335,12 +309,12 @@ tr.sub td,tr:hover td{background:none}
 </section>
 </div>
 <nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}</nav>
-{{range .Sections}}{{template "section" .}}
-{{end}}<footer>Generated by {{.Generator}}. This page is self-contained: it loads nothing from anywhere.</footer>
+{{template "sections" .Sections}}<footer>Generated by {{.Generator}}. This page is self-contained: it loads nothing from anywhere.</footer>
 </main>
 </body>
 </html>
-{{define "section"}}<section id="{{.ID}}">
+{{define "sections"}}{{range .}}{{template "section" .}}
+{{end}}{{end}}{{define "section"}}<section id="{{.ID}}">
 <h2>{{.Title}}</h2>
 {{range .Intro}}<p class="intro">{{.}}</p>
 {{end}}{{with .Target}}<p class="target">{{.}}</p>

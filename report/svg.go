@@ -2,11 +2,12 @@ package report
 
 // The one chart set of every HTML page (page.go): grouped bars with
 // min–max whiskers (or dots on a log axis), lines (sweeps, and percentiles
-// on a log axis), a tile grid, and signed-percent bars; with the SVG
-// writer that escapes every text and attribute value it is given, scales,
-// tick choosers and the legend they share. The charts are plain inline
-// SVG: no script, no external reference; their tooltips are native SVG
-// <title> elements.
+// on a log axis), a tile grid, and signed-percent bars. Each draws on a
+// plot, which holds the SVG writer (it escapes every text and attribute
+// value it is given) and the plot area, and draws what the four share:
+// the frame, the legend, the axes and their grid, and the series groups.
+// The charts are plain inline SVG: no script, no external reference; their
+// tooltips are native SVG <title> elements.
 //
 // Every chart is <svg class="chart" data-chart=ID data-series=N> and holds
 // exactly N <g class="series" data-name=NAME> elements, so that tests (and
@@ -34,10 +35,7 @@ func hEsc(s string) string { return html.EscapeString(s) }
 
 // hNum formats a coordinate with at most one decimal.
 func hNum(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "0"
-	}
-	return strconv.FormatFloat(math.Round(f*10)/10, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(hFiniteOr0(f)*10)/10, 'f', -1, 64)
 }
 
 // open writes <name attrs...> (or <name attrs.../> when selfClose). attrs
@@ -53,10 +51,9 @@ func (w *svgW) open(name string, selfClose bool, attrs ...string) {
 		w.b.WriteByte('"')
 	}
 	if selfClose {
-		w.b.WriteString("/>")
-	} else {
-		w.b.WriteByte('>')
+		w.b.WriteByte('/')
 	}
+	w.b.WriteByte('>')
 }
 
 func (w *svgW) el(name string, attrs ...string) { w.open(name, true, attrs...) }
@@ -71,12 +68,9 @@ func (w *svgW) text(x, y float64, s string, attrs ...string) {
 
 // title writes a native tooltip for the enclosing element.
 func (w *svgW) title(s string) {
-	if s == "" {
-		return
+	if s != "" {
+		w.b.WriteString("<title>" + hEsc(s) + "</title>")
 	}
-	w.b.WriteString("<title>")
-	w.b.WriteString(hEsc(s))
-	w.b.WriteString("</title>")
 }
 
 func (w *svgW) line(x1, y1, x2, y2 float64, attrs ...string) {
@@ -85,6 +79,10 @@ func (w *svgW) line(x1, y1, x2, y2 float64, attrs ...string) {
 
 func (w *svgW) rect(x, y, width, height float64, attrs ...string) {
 	w.el("rect", append([]string{"x", hNum(x), "y", hNum(y), "width", hNum(math.Max(width, 0)), "height", hNum(math.Max(height, 0))}, attrs...)...)
+}
+
+func (w *svgW) circle(x, y, r float64, attrs ...string) {
+	w.el("circle", append([]string{"cx", hNum(x), "cy", hNum(y), "r", hNum(r)}, attrs...)...)
 }
 
 // --- colours
@@ -110,17 +108,13 @@ var hFioTwins = map[string]string{"sync": "read", "psync": "pread", "pvsync": "r
 
 // hMix blends colour c (#rrggbb) with m by f (0: c, 1: m).
 func hMix(c, m string, f float64) string {
-	parse := func(s string) (r, g, b float64) {
-		v, err := strconv.ParseUint(strings.TrimPrefix(s, "#"), 16, 32)
-		if err != nil {
-			return 128, 128, 128
-		}
-		return float64(v >> 16 & 255), float64(v >> 8 & 255), float64(v & 255)
+	var a, b [3]int
+	fmt.Sscanf(c, "#%02x%02x%02x", &a[0], &a[1], &a[2])
+	fmt.Sscanf(m, "#%02x%02x%02x", &b[0], &b[1], &b[2])
+	for i := range a {
+		a[i] = int(math.Round(float64(a[i]) + float64(b[i]-a[i])*f))
 	}
-	r1, g1, b1 := parse(c)
-	r2, g2, b2 := parse(m)
-	at := func(a, b float64) int { return int(math.Round(a + (b-a)*f)) }
-	return fmt.Sprintf("#%02x%02x%02x", at(r1, r2), at(g1, g2), at(b1, b2))
+	return fmt.Sprintf("#%02x%02x%02x", a[0], a[1], a[2])
 }
 
 // hSeries is one line or bar colour in the charts: an iopath engine, or a
@@ -141,6 +135,14 @@ func (s *hSeries) lineColor() string {
 		return hMix(s.color, "#ffffff", 0.3)
 	}
 	return s.color
+}
+
+// dash is the stroke-dasharray of the series' lines: d for fio's.
+func (s *hSeries) dash(d string) string {
+	if s.fio {
+		return d
+	}
+	return ""
 }
 
 // paint gives s colour c, and the lighter and darker variants drawn
@@ -179,20 +181,9 @@ func nameSeries(names []string) (order []*hSeries, byName map[string]*hSeries) {
 // hSlug makes s usable in a data-chart name: lower case letters, digits
 // and single dashes.
 func hSlug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(s) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(c)
-			dash = false
-		} else {
-			dash = true
-		}
-	}
-	return b.String()
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9')
+	}), "-")
 }
 
 // chartIDs hands out chart ids unique in a page.
@@ -200,13 +191,7 @@ type chartIDs map[string]bool
 
 // id returns a unique chart id made of parts.
 func (ids chartIDs) id(parts ...string) string {
-	var p []string
-	for _, s := range parts {
-		if s = hSlug(s); s != "" {
-			p = append(p, s)
-		}
-	}
-	base := strings.Join(p, "-")
+	base := hSlug(strings.Join(parts, " "))
 	if base == "" {
 		base = "chart"
 	}
@@ -218,12 +203,12 @@ func (ids chartIDs) id(parts ...string) string {
 	return id
 }
 
-// --- axes and ticks
+// --- ticks
 
 // hNiceStep returns a round step (1, 2, 2.5 or 5 × 10^k) that divides span
 // into about n intervals.
 func hNiceStep(span float64, n int) float64 {
-	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
+	if !(span > 0) || !finite(span) {
 		return 1
 	}
 	raw := span / float64(n)
@@ -238,7 +223,7 @@ func hNiceStep(span float64, n int) float64 {
 
 // hLinTicks returns ticks from 0 to a round top at or above hi.
 func hLinTicks(hi float64) []float64 {
-	if !(hi > 0) || math.IsInf(hi, 0) {
+	if !(hi > 0) || !finite(hi) {
 		hi = 1
 	}
 	step := hNiceStep(hi, 5)
@@ -262,18 +247,14 @@ func hTickLabel(v, step float64) string {
 // hSig3 formats v with three significant figures for value labels.
 func hSig3(v float64) string {
 	switch a := math.Abs(v); {
-	case math.IsNaN(v) || math.IsInf(v, 0):
+	case !finite(v):
 		return "n/a"
 	case a == 0:
 		return "0"
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	default:
+	case a < 1:
 		return strconv.FormatFloat(v, 'g', 3, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', max(0, 2-int(math.Floor(math.Log10(a)))), 64)
 	}
 }
 
@@ -314,6 +295,34 @@ func hLogTicks(lo, hi float64) (ticks []float64, major []bool) {
 	return ticks, major
 }
 
+// --- the plot every chart draws on
+
+// plot is a chart being drawn: its markup, and the plot area from x0 to x1
+// across and y0 to y1 down, which the axes span.
+type plot struct {
+	svgW
+	id, label      string
+	x0, x1, y0, y1 float64
+	series         int // <g class="series"> opened
+}
+
+// svg returns the chart: an <svg> at its natural size around what was
+// drawn.
+func (p *plot) svg(width, height float64) string {
+	w, h := hNum(math.Ceil(width)), hNum(math.Ceil(height))
+	var f svgW
+	f.open("svg", false, "class", "chart", "data-chart", p.id, "data-series", strconv.Itoa(p.series),
+		"width", w, "height", h, "viewBox", "0 0 "+w+" "+h, "role", "img", "aria-label", p.label)
+	f.title(p.label)
+	return f.b.String() + p.b.String() + "</svg>"
+}
+
+// openSeries opens the <g class="series"> of one series; the caller ends it.
+func (p *plot) openSeries(name string) {
+	p.series++
+	p.open("g", false, "class", "series", "data-name", name)
+}
+
 // hScale maps a data value to a pixel coordinate.
 type hScale struct {
 	d0, d1, r0, r1 float64
@@ -331,16 +340,114 @@ func (s hScale) at(v float64) float64 {
 	return s.r0 + (v-d0)/(d1-d0)*(s.r1-s.r0)
 }
 
-// --- hLegend
+// yAxis draws the y axis across the plot for values up to hi (from lo > 0
+// on a log10 axis, whose decades logTick labels): its grid lines, their
+// labels and the unit; and returns its scale.
+func (p *plot) yAxis(log bool, lo, hi float64, unit string, logTick func(float64) string) hScale {
+	ys := hScale{r0: p.y1, r1: p.y0}
+	var ticks []float64
+	var major []bool
+	if log {
+		if math.IsInf(lo, 1) || !(lo > 0) {
+			lo, hi = 1, 10
+		}
+		ticks, major = hLogTicks(lo, hi)
+		ys.log = math.Log10
+	} else {
+		ticks = hLinTicks(hi)
+	}
+	ys.d0, ys.d1 = ticks[0], ticks[len(ticks)-1]
+	p.open("g", false, "class", "axis")
+	for i, t := range ticks {
+		y, label, class := ys.at(t), "", "grid"
+		switch {
+		case !log:
+			label = hTickLabel(t, ticks[1]-ticks[0])
+		case major[i]:
+			label = logTick(t)
+		default:
+			class = "grid minor"
+		}
+		p.line(p.x0, y, p.x1, y, "class", class)
+		if label != "" {
+			p.text(p.x0-6, y+4, label, "text-anchor", "end")
+		}
+	}
+	mid := (p.y0 + p.y1) / 2
+	p.text(14, mid, unit, "class", "unit", "text-anchor", "middle", "transform", "rotate(-90 14 "+hNum(mid)+")")
+	p.end("g")
+	return ys
+}
+
+// xAxis draws a vertical grid line down the plot at each tick, labelled at
+// labelY when clear of the previous label, and the unit under the labels.
+func (p *plot) xAxis(xs hScale, ticks []float64, label func(float64) string, labelY float64, class, unit string) {
+	p.open("g", false, "class", "axis")
+	last := math.Inf(-1)
+	for _, t := range ticks {
+		x := xs.at(t)
+		p.line(x, p.y0, x, p.y1, "class", class)
+		if x-last >= 34 {
+			p.text(x, labelY, label(t), "text-anchor", "middle")
+			last = x
+		}
+	}
+	if unit != "" {
+		p.text((p.x0+p.x1)/2, labelY+20, unit, "class", "unit", "text-anchor", "middle")
+	}
+	p.end("g")
+}
+
+// groupAxis labels each group that is not empty at labelY, under its
+// extent from starts to ends (bracketed when several share the axis and it
+// has no rowNames). With rowNames, it names the two label rows left of the plot, and
+// brackets a super label under each run of groups that share one. It
+// returns the chart's height below them.
+func (p *plot) groupAxis(groups []hBarGroup, starts, ends []float64, labelY float64, rowNames [2]string) float64 {
+	p.open("g", false, "class", "axis")
+	defer p.end("g")
+	labelled := false
+	for i, g := range groups {
+		a, b := starts[i]+2, ends[i]-2
+		if g.label == "" || ends[i] <= starts[i] {
+			continue
+		}
+		labelled = true
+		if len(groups) > 1 && rowNames[0] == "" {
+			p.line(a, labelY-11, b, labelY-11, "class", "bracket")
+		}
+		p.text((a+b)/2, labelY+2, g.label, "class", "gl", "text-anchor", "middle")
+	}
+	switch {
+	case rowNames[0] == "" && labelled:
+		return labelY + 12
+	case rowNames[0] == "":
+		return labelY - 8
+	}
+	p.text(p.x0-6, labelY+2, rowNames[0], "class", "unit", "text-anchor", "end")
+	p.text(p.x0-6, labelY+26, rowNames[1], "class", "unit", "text-anchor", "end")
+	for i := 0; i < len(groups); {
+		j := i
+		for j+1 < len(groups) && groups[j+1].super == groups[i].super {
+			j++
+		}
+		a, b := starts[i]+2, ends[j]-2
+		p.line(a, labelY+10, b, labelY+10, "class", "bracket")
+		p.text((a+b)/2, labelY+26, groups[i].super, "class", "gl", "text-anchor", "middle")
+		i = j + 1
+	}
+	return labelY + 40
+}
+
+// --- legend
 
 type hLegendKind int
 
 const (
-	hLegBar hLegendKind = iota
+	hLegShare hLegendKind = iota // a swatch: a series' bars (hatched for fio), a bar's stacked share, a tile
 	hLegLine
 	hLegRef   // flat reference line
-	hLegShare // stacked share of a bar
-	hLegNoisy // noisy-run hMarker
+	hLegNoisy // noisy-run marker
 	hLegError
 )
 
@@ -348,7 +455,7 @@ type hLegendItem struct {
 	name  string
 	kind  hLegendKind
 	s     *hSeries // nil for the extra items
-	color string
+	color string   // the swatch of an item with no series
 }
 
 // hTextWidth estimates the width of s at font size px in a system
@@ -376,155 +483,82 @@ func hTextWidth(s string, px float64) float64 {
 	return em * px
 }
 
-// hLegend lays items out in rows from (x, y) within width and returns the
-// height used. Series items are not the series themselves: those are the
+// legend lays items out in rows from (x, y) within width and returns the
+// y below them. Series items are not the series themselves: those are the
 // <g class="series"> elements of the plot.
-func hLegend(w *svgW, chartID string, items []hLegendItem, x, y, width float64) float64 {
+func (p *plot) legend(items []hLegendItem, x, y, width float64) float64 {
 	if len(items) == 0 {
-		return 0
+		return y
 	}
 	const rowH = 18
 	cx, cy := x, y
-	w.open("g", false, "class", "hLegend")
+	p.open("g", false, "class", "legend")
 	for _, it := range items {
 		iw := 22 + hTextWidth(it.name, 12) + 16
 		if cx > x && cx+iw > x+width {
 			cx, cy = x, cy+rowH
 		}
-		mid := cy + 9
-		switch it.kind {
-		case hLegBar:
-			if it.s.fio {
-				w.rect(cx, mid-6, 16, 12, "fill", "url(#"+hatchID(chartID, it.s)+")", "stroke", it.s.color)
-			} else {
-				w.rect(cx, mid-6, 16, 12, "fill", it.s.color, "rx", "2")
-			}
-		case hLegLine:
-			dash := ""
-			if it.s.fio {
-				dash = "5 3"
-			}
-			w.line(cx, mid, cx+16, mid, "stroke", it.s.lineColor(), "stroke-width", "2.5", "stroke-dasharray", dash)
-			hMarker(w, it.s, cx+8, mid)
-		case hLegRef:
-			w.line(cx, mid, cx+16, mid, "stroke", it.s.color, "stroke-width", "1.5", "stroke-dasharray", "2 3")
-		case hLegShare:
-			w.rect(cx, mid-6, 16, 12, "fill", it.color, "rx", "2")
-		case hLegNoisy:
-			hNoisyMark(w, cx+8, mid)
-		case hLegError:
-			w.text(cx+8, mid+4, "×", "class", "err", "text-anchor", "middle")
-		}
-		w.text(cx+22, mid+4, it.name, "class", "lg")
+		p.key(it, cx, cy+9)
 		cx += iw
 	}
-	w.end("g")
-	return cy - y + rowH
+	p.end("g")
+	return cy + rowH
 }
 
-// hatchID names the hatch pattern of a fio series within one chart; ids
-// are unique in the page because chart ids are.
-func hatchID(chartID string, s *hSeries) string {
-	return fmt.Sprintf("h-%s-%d", chartID, s.idx)
+// key draws an item's swatch from x, centred on y, and its name after it.
+func (p *plot) key(it hLegendItem, x, y float64) {
+	c := it.color
+	if it.s != nil {
+		c = it.s.color
+	}
+	switch {
+	case it.kind == hLegShare && it.s != nil && it.s.fio:
+		p.rect(x, y-6, 16, 12, "fill", "url(#"+p.hatch(it.s)+")", "stroke", c)
+	case it.kind == hLegShare:
+		p.rect(x, y-6, 16, 12, "fill", c, "rx", "2")
+	case it.kind == hLegLine:
+		p.line(x, y, x+16, y, "stroke", it.s.lineColor(), "stroke-width", "2.5", "stroke-dasharray", it.s.dash("5 3"))
+		p.marker(it.s, x+8, y)
+	case it.kind == hLegRef:
+		p.line(x, y, x+16, y, "stroke", c, "stroke-width", "1.5", "stroke-dasharray", "2 3")
+	case it.kind == hLegNoisy:
+		p.noisy(x+8, y)
+	case it.kind == hLegError:
+		p.text(x+8, y+4, "×", "class", "err", "text-anchor", "middle")
+	}
+	p.text(x+22, y+4, it.name)
 }
 
-// hatchDefs defines the hatch patterns of the fio series in a chart.
-func hatchDefs(w *svgW, chartID string, series []*hSeries) {
-	var fio []*hSeries
+// hatch is the id of fio series s's hatch pattern in this chart (hatches
+// defines it): unique in the page because chart ids are.
+func (p *plot) hatch(s *hSeries) string { return fmt.Sprintf("h-%s-%d", p.id, s.idx) }
+
+// hatches defines the hatch patterns of the fio series in a chart.
+func (p *plot) hatches(series []*hSeries) {
 	for _, s := range series {
-		if s.fio {
-			fio = append(fio, s)
+		if !s.fio {
+			continue
 		}
-	}
-	if len(fio) == 0 {
-		return
-	}
-	w.open("defs", false)
-	for _, s := range fio {
-		w.open("pattern", false, "id", hatchID(chartID, s), "width", "6", "height", "6",
+		p.open("pattern", false, "id", p.hatch(s), "width", "6", "height", "6",
 			"patternUnits", "userSpaceOnUse", "patternTransform", "rotate(45)")
-		w.rect(0, 0, 6, 6, "fill", s.light)
-		w.rect(0, 0, 2.4, 6, "fill", s.color)
-		w.end("pattern")
+		p.rect(0, 0, 6, 6, "fill", s.light)
+		p.rect(0, 0, 2.4, 6, "fill", s.color)
+		p.end("pattern")
 	}
-	w.end("defs")
 }
 
-func hMarker(w *svgW, s *hSeries, x, y float64) {
+// marker is a point of a series' line: hollow for fio.
+func (p *plot) marker(s *hSeries, x, y float64) {
 	if s.fio {
-		w.el("circle", "cx", hNum(x), "cy", hNum(y), "r", "3.2", "fill", "#fff", "stroke", s.color, "stroke-width", "1.8")
+		p.circle(x, y, 3.2, "fill", "#fff", "stroke", s.color, "stroke-width", "1.8")
 	} else {
-		w.el("circle", "cx", hNum(x), "cy", hNum(y), "r", "3.4", "fill", s.color)
+		p.circle(x, y, 3.4, "fill", s.color)
 	}
 }
 
-func hNoisyMark(w *svgW, x, y float64) {
-	w.el("path", "d", fmt.Sprintf("M%s %sl5 8.5h-10z", hNum(x), hNum(y-5)), "class", "noisy")
-}
-
-// hFrame starts a chart's <svg> at its natural size; the caller ends it.
-func hFrame(w *svgW, id, title string, width, height float64, nSeries int) {
-	width, height = math.Ceil(width), math.Ceil(height)
-	w.open("svg", false, "class", "chart", "data-chart", id, "data-series", strconv.Itoa(nSeries),
-		"width", hNum(width), "height", hNum(height), "viewBox", "0 0 "+hNum(width)+" "+hNum(height),
-		"role", "img", "aria-label", title)
-	w.title(title)
-}
-
-// yScale draws the y axis of a plot from top to bottom between left and
-// right for values up to ymax (from ymin > 0 on a log10 axis), and
-// returns its scale. fmtLog labels a log axis' decades.
-func yScale(w *svgW, log bool, ymin, ymax, top, bottom, left, right float64, unit string, fmtLog func(float64) string) hScale {
-	var ticks []float64
-	var major []bool
-	var ys hScale
-	labels := []string{}
-	if log {
-		if math.IsInf(ymin, 1) || !(ymin > 0) {
-			ymin, ymax = 1, 10
-		}
-		ticks, major = hLogTicks(ymin, ymax)
-		ys = hScale{d0: ticks[0], d1: ticks[len(ticks)-1], r0: bottom, r1: top, log: math.Log10}
-		for i, t := range ticks {
-			l := ""
-			if major[i] {
-				l = fmtLog(t)
-			}
-			labels = append(labels, l)
-		}
-	} else {
-		ticks = hLinTicks(ymax)
-		ys = hScale{d0: 0, d1: ticks[len(ticks)-1], r0: bottom, r1: top}
-		step := 1.0
-		if len(ticks) > 1 {
-			step = ticks[1] - ticks[0]
-		}
-		for _, t := range ticks {
-			labels = append(labels, hTickLabel(t, step))
-		}
-	}
-	hYAxis(w, ys, ticks, labels, major, left, right, unit)
-	return ys
-}
-
-// hYAxis draws horizontal grid lines with labels at ticks, and the unit.
-func hYAxis(w *svgW, ys hScale, ticks []float64, labels []string, major []bool, left, right float64, unit string) {
-	w.open("g", false, "class", "axis")
-	for i, t := range ticks {
-		y := ys.at(t)
-		cls := "grid"
-		if major != nil && !major[i] {
-			cls = "grid minor"
-		}
-		w.line(left, y, right, y, "class", cls)
-		if labels[i] != "" {
-			w.text(left-6, y+4, labels[i], "text-anchor", "end")
-		}
-	}
-	top, bottom := ys.r1, ys.r0
-	w.text(14, (top+bottom)/2, unit, "class", "unit", "text-anchor", "middle",
-		"transform", "rotate(-90 14 "+hNum((top+bottom)/2)+")")
-	w.end("g")
+// noisy marks a bar whose runs were noisy: a small warning triangle.
+func (p *plot) noisy(x, y float64) {
+	p.el("path", "d", fmt.Sprintf("M%s %sl5 8.5h-10z", hNum(x), hNum(y-5)), "class", "noisy")
 }
 
 // --- bar chart
@@ -563,23 +597,20 @@ type hBarSpec struct {
 // whisker from the slowest to the fastest run. On a log axis a bar is a
 // dot. A bar with no value says "n/m" (not measured).
 func hBarChart(spec hBarSpec) string {
-	const left, right = 70.0, 16.0
+	const left, right, plotH = 70.0, 16.0, 250.0
 	present := map[*hSeries]bool{}
-	ymax, ymin := 0.0, math.Inf(1)
-	var anyShare, anyNoisy, anyErr bool
+	lo, hi := math.Inf(1), 0.0
+	var share, noisy, failed bool
 	nBars := 0
 	for _, g := range spec.groups {
 		for _, b := range g.bars {
-			present[b.s] = true
-			nBars++
-			for _, x := range []float64{b.v, b.lo, b.hi} {
-				if x > 0 && finite(x) {
-					ymax, ymin = math.Max(ymax, x), math.Min(ymin, x)
+			present[b.s], nBars = true, nBars+1
+			for _, v := range []float64{b.v, b.lo, b.hi} {
+				if v > 0 && finite(v) {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
 				}
 			}
-			anyShare = anyShare || b.share > 0
-			anyNoisy = anyNoisy || b.noisy != ""
-			anyErr = anyErr || b.err != ""
+			share, noisy, failed = share || b.share > 0, noisy || b.noisy != "", failed || b.err != ""
 		}
 	}
 	var series []*hSeries
@@ -588,17 +619,17 @@ func hBarChart(spec hBarSpec) string {
 	for _, s := range spec.series {
 		if present[s] {
 			series = append(series, s)
-			items = append(items, hLegendItem{name: s.name, kind: hLegBar, s: s})
+			items = append(items, hLegendItem{name: s.name, kind: hLegShare, s: s})
 			nameW = math.Max(nameW, hTextWidth(s.name, 11)+8)
 		}
 	}
-	if anyShare {
+	if share {
 		items = append(items, hLegendItem{name: spec.shareLabel, kind: hLegShare, color: "#333"})
 	}
-	if anyNoisy {
+	if noisy {
 		items = append(items, hLegendItem{name: "noisy runs (kept)", kind: hLegNoisy})
 	}
-	if anyErr {
+	if failed {
 		items = append(items, hLegendItem{name: "not measured (error)", kind: hLegError})
 	}
 	value := spec.value
@@ -609,8 +640,7 @@ func hBarChart(spec hBarSpec) string {
 	// The width comes from the bars: a slot per bar wide enough for the
 	// series' names and the group labels, 0.8 of one between groups and
 	// 0.3 on each side, up to the page's width.
-	G := len(spec.groups)
-	nSlots := float64(nBars) + 0.8*float64(max(G-1, 0)) + 0.6
+	nSlots := float64(nBars) + 0.8*float64(max(len(spec.groups)-1, 0)) + 0.6
 	slot := math.Max(nameW, 48)
 	for _, g := range spec.groups {
 		if n := len(g.bars); n > 0 {
@@ -620,145 +650,90 @@ func hBarChart(spec hBarSpec) string {
 	slot = math.Min(slot, 92)
 	width := math.Min(left+math.Max(slot*nSlots, 240)+right, chartMaxW)
 	slot = math.Min(slot, (width-left-right)/math.Max(nSlots, 1))
-	plotR := width - right
-	x0 := left + ((plotR-left)-slot*nSlots)/2 + 0.3*slot
-	barW := math.Min(slot*0.8, 60)
 	showNames := nameW <= slot
-	showValues := slot >= 30
 
-	var lg svgW
-	top := 8 + hLegend(&lg, spec.id, items, left, 8, plotR-left) + 22
-	const plotH = 250.0
-	bottom := top + plotH
-	labelY := bottom + 16
+	p := plot{id: spec.id, label: spec.title, x0: left, x1: width - right}
+	p.hatches(series)
+	p.y0 = p.legend(items, left, 8, p.x1-left) + 22
+	p.y1 = p.y0 + plotH
+	ys := p.yAxis(spec.log, lo, hi, spec.unit, spec.tick)
+	starts, ends := make([]float64, len(spec.groups)), make([]float64, len(spec.groups))
+	x := left + (p.x1-left-slot*nSlots)/2 + 0.3*slot
+	for i, g := range spec.groups {
+		starts[i], ends[i] = x, x+slot*float64(len(g.bars))
+		x = ends[i] + 0.8*slot
+	}
+	labelY := p.y1 + 16
 	if showNames {
 		labelY += 16
 	}
-	height := labelY + 8
-	if spec.rowNames[0] != "" {
-		height += 32
-	} else if G > 1 || G == 1 && spec.groups[0].label != "" {
-		height += 4
-	} else {
-		height -= 16
-	}
-
-	var w svgW
-	hFrame(&w, spec.id, spec.title, width, height, len(series))
-	hatchDefs(&w, spec.id, series)
-	w.b.WriteString(lg.b.String())
-	ys := yScale(&w, spec.log, ymin, ymax, top, bottom, left, plotR, spec.unit, spec.tick)
-
-	// x positions; series names under the bars, group labels under the
-	// groups, and super labels under each run of groups that share one.
-	type pos struct{ g, i int }
-	cx := map[pos]float64{}
-	starts, ends := make([]float64, G), make([]float64, G)
-	x := x0
-	w.open("g", false, "class", "axis")
-	for gi, g := range spec.groups {
-		starts[gi] = x
-		for bi, b := range g.bars {
-			cx[pos{gi, bi}] = x + slot/2
-			if showNames {
-				w.text(x+slot/2, bottom+14, b.s.name, "class", "bn", "text-anchor", "middle")
-			}
-			x += slot
-		}
-		ends[gi] = x
-		if g.label != "" && len(g.bars) > 0 {
-			if G > 1 && spec.rowNames[0] == "" {
-				w.line(starts[gi]+2, labelY-11, x-2, labelY-11, "class", "bracket")
-			}
-			w.text((starts[gi]+x)/2, labelY+2, g.label, "class", "gl", "text-anchor", "middle")
-		}
-		x += 0.8 * slot
-	}
-	hSuperLabels(&w, spec.groups, starts, ends, left, labelY, spec.rowNames)
-	w.end("g")
-
+	height := p.groupAxis(spec.groups, starts, ends, labelY, spec.rowNames)
 	for _, s := range series {
-		w.open("g", false, "class", "series", "data-name", s.name)
+		p.openSeries(s.name)
 		for gi, g := range spec.groups {
 			for bi, b := range g.bars {
-				if b.s == s {
-					hDrawBar(&w, spec, b, cx[pos{gi, bi}], barW, ys, top, bottom, showValues, value)
+				if b.s != s {
+					continue
 				}
+				c := starts[gi] + (float64(bi)+0.5)*slot
+				if showNames {
+					p.text(c, p.y1+14, s.name, "class", "bn", "text-anchor", "middle")
+				}
+				p.bar(b, c, math.Min(slot*0.8, 60), ys, spec.log, slot >= 30, value)
 			}
 		}
-		w.end("g")
+		p.end("g")
 	}
-	w.line(left, bottom, plotR, bottom, "class", "baseline")
-	w.end("svg")
-	return w.b.String()
+	p.line(left, p.y1, p.x1, p.y1, "class", "baseline")
+	return p.svg(width, height)
 }
 
-// hSuperLabels writes the row names left of the label rows, and a super
-// label under each run of groups that share it.
-func hSuperLabels(w *svgW, groups []hBarGroup, starts, ends []float64, left, labelY float64, rowNames [2]string) {
-	if rowNames[0] == "" || len(groups) == 0 {
-		return
-	}
-	w.text(left-6, labelY+2, rowNames[0], "class", "unit", "text-anchor", "end")
-	w.text(left-6, labelY+26, rowNames[1], "class", "unit", "text-anchor", "end")
-	for gi := 0; gi < len(groups); {
-		gj := gi
-		for gj+1 < len(groups) && groups[gj+1].super == groups[gi].super {
-			gj++
-		}
-		a, b := starts[gi]+2, ends[gj]-2
-		w.line(a, labelY+10, b, labelY+10, "class", "bracket")
-		w.text((a+b)/2, labelY+26, groups[gi].super, "class", "gl", "text-anchor", "middle")
-		gi = gj + 1
-	}
-}
-
-func hDrawBar(w *svgW, spec hBarSpec, b hBar, c, barW float64, ys hScale, top, bottom float64, showValues bool, value func(float64) string) {
-	s := b.s
-	bx := c - barW/2
-	w.open("g", false, "class", "bar")
-	defer w.end("g")
-	w.title(b.tip)
+// bar draws b centred on c, with its whisker, its value above it when
+// showValue, and its noisy mark.
+func (p *plot) bar(b hBar, c, barW float64, ys hScale, log, showValue bool, value func(float64) string) {
+	s, bx := b.s, c-barW/2
+	p.open("g", false, "class", "bar")
+	defer p.end("g")
+	p.title(b.tip)
 	switch {
 	case b.err != "":
-		w.rect(bx, top, barW, bottom-top, "class", "errgap")
-		w.text(c+4, bottom-8, b.err, "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(bottom-8)+")")
+		p.rect(bx, p.y0, barW, p.y1-p.y0, "class", "errgap")
+		p.text(c+4, p.y1-8, b.err, "class", "err", "transform", "rotate(-90 "+hNum(c+4)+" "+hNum(p.y1-8)+")")
 		return
 	case !(b.v > 0) || !finite(b.v):
-		w.text(c, bottom-6, "n/m", "class", "nm", "text-anchor", "middle")
+		p.text(c, p.y1-6, "n/m", "class", "nm", "text-anchor", "middle")
 		return
 	}
 	y := ys.at(b.v)
-	topY := y
+	top := y
 	switch {
-	case spec.log:
-		topY -= 5
+	case log:
+		top -= 5
 	case s.fio:
-		w.rect(bx, y, barW, bottom-y, "fill", "url(#"+hatchID(spec.id, s)+")", "stroke", s.color, "stroke-width", "1")
+		p.rect(bx, y, barW, p.y1-y, "fill", "url(#"+p.hatch(s)+")", "stroke", s.color, "stroke-width", "1")
 	default:
-		w.rect(bx, y, barW, bottom-y, "fill", s.color)
+		p.rect(bx, y, barW, p.y1-y, "fill", s.color)
 	}
-	if b.share > 0 && !spec.log {
+	if b.share > 0 && !log {
 		sy := ys.at(b.share)
-		w.rect(bx, sy, barW, bottom-sy, "fill", s.dark)
+		p.rect(bx, sy, barW, p.y1-sy, "fill", s.dark)
 	}
 	if b.hi > 0 && b.lo > 0 && b.hi > b.lo && finite(b.hi) {
-		yl, yh := ys.at(b.lo), ys.at(b.hi)
-		cw := math.Min(barW*0.5, 14)
-		w.line(c, yl, c, yh, "class", "whisker")
-		w.line(c-cw/2, yh, c+cw/2, yh, "class", "whisker")
-		w.line(c-cw/2, yl, c+cw/2, yl, "class", "whisker")
-		topY = math.Min(topY, yh)
+		yl, yh, cw := ys.at(b.lo), ys.at(b.hi), math.Min(barW*0.5, 14)
+		p.line(c, yl, c, yh, "class", "whisker")
+		p.line(c-cw/2, yh, c+cw/2, yh, "class", "whisker")
+		p.line(c-cw/2, yl, c+cw/2, yl, "class", "whisker")
+		top = math.Min(top, yh)
 	}
-	if spec.log {
-		w.el("circle", "cx", hNum(c), "cy", hNum(y), "r", "5", "fill", s.color, "stroke", "#fff", "stroke-width", "1.2")
+	if log {
+		p.circle(c, y, 5, "fill", s.color, "stroke", "#fff", "stroke-width", "1.2")
 	}
-	if showValues {
-		w.text(c, topY-5, value(b.v), "class", "val", "text-anchor", "middle")
-		topY -= 14
+	if showValue {
+		p.text(c, top-5, value(b.v), "class", "val", "text-anchor", "middle")
+		top -= 14
 	}
 	if b.noisy != "" {
-		hNoisyMark(w, c, topY-8)
+		p.noisy(c, top-8)
 	}
 }
 
@@ -781,55 +756,41 @@ type hTileSpec struct {
 // hTileGrid draws a tile per series (row) and column, labelled under the
 // columns as hBarChart labels its groups.
 func hTileGrid(spec hTileSpec) string {
-	labelW := 0.0
+	const rowH = 28.0
+	left, colW := 70.0, 60.0
 	for _, s := range spec.rows {
-		labelW = math.Max(labelW, hTextWidth(s.name, 12))
+		left = math.Max(left, 16+22+hTextWidth(s.name, 12)+12)
 	}
-	left := math.Max(32+labelW+12, 70)
-	colW := 60.0
 	for ci, c := range spec.cols {
 		colW = math.Max(colW, math.Max(hTextWidth(c.label, 12), hTextWidth(c.super, 12))+12)
 		for ri := range spec.rows {
 			colW = math.Max(colW, 1.1*hTextWidth(spec.tiles[ri][ci].text, 11)+18) // bold
 		}
 	}
-	const rowH = 28.0
 	width := math.Max(left+float64(len(spec.cols))*colW+16, 480)
-	var lg svgW
-	top := 8 + hLegend(&lg, spec.id, spec.key, 16, 8, width-32) + 10
-	bottom := top + float64(len(spec.rows))*rowH
-	labelY := bottom + 16
-	height := labelY + 36
-
-	var w svgW
-	hFrame(&w, spec.id, spec.title, width, height, len(spec.rows))
-	w.b.WriteString(lg.b.String())
+	p := plot{id: spec.id, label: spec.title, x0: left, x1: width - 16}
+	p.hatches(spec.rows)
+	p.y0 = p.legend(spec.key, 16, 8, width-32) + 10
+	p.y1 = p.y0 + float64(len(spec.rows))*rowH
 	starts, ends := make([]float64, len(spec.cols)), make([]float64, len(spec.cols))
-	w.open("g", false, "class", "axis")
-	for i, c := range spec.cols {
-		starts[i], ends[i] = left+float64(i)*colW+2, left+float64(i+1)*colW-2
-		w.text(left+(float64(i)+0.5)*colW, labelY+2, c.label, "class", "gl", "text-anchor", "middle")
+	for i := range spec.cols {
+		starts[i], ends[i] = left+float64(i)*colW, left+float64(i+1)*colW
 	}
-	hSuperLabels(&w, spec.cols, starts, ends, left, labelY, spec.rowNames)
-	w.end("g")
+	height := p.groupAxis(spec.cols, starts, ends, p.y1+16, spec.rowNames)
 	for ri, s := range spec.rows {
-		y := top + float64(ri)*rowH
-		w.open("g", false, "class", "series", "data-name", s.name)
-		w.rect(16, y+rowH/2-5, 10, 10, "fill", s.color, "rx", "2")
-		w.text(32, y+rowH/2+4, s.name, "class", "lg")
-		for ci := range spec.cols {
-			t := spec.tiles[ri][ci]
-			tx := left + float64(ci)*colW + 3
-			w.open("g", false, "class", "tile")
-			w.title(t.tip)
-			w.rect(tx, y+3, colW-6, rowH-6, "fill", t.fill, "rx", "3")
-			w.text(tx+(colW-6)/2, y+rowH/2+4, t.text, "class", t.class, "text-anchor", "middle")
-			w.end("g")
+		y := p.y0 + float64(ri)*rowH
+		p.openSeries(s.name)
+		p.key(hLegendItem{name: s.name, kind: hLegShare, s: s}, 16, y+rowH/2)
+		for ci, t := range spec.tiles[ri] {
+			p.open("g", false, "class", "tile")
+			p.title(t.tip)
+			p.rect(starts[ci]+3, y+3, colW-6, rowH-6, "fill", t.fill, "rx", "3")
+			p.text(starts[ci]+colW/2, y+rowH/2+4, t.text, "class", t.class, "text-anchor", "middle")
+			p.end("g")
 		}
-		w.end("g")
+		p.end("g")
 	}
-	w.end("svg")
-	return w.b.String()
+	return p.svg(width, height)
 }
 
 // --- signed-percent bars
@@ -846,9 +807,8 @@ type hSigned struct {
 // symmetric axis rounded up to 1, 2 or 5 × 10^k percent: compare's change
 // of each row. Each row is a series named by its label.
 func hSignedChart(id, title string, rows []hSigned) string {
-	const rowH, barH, top, valueW = 20.0, 12.0, 28.0, 70.0
-	labelW := 120.0
-	scale := 1.0
+	const rowH, barH, valueW = 20.0, 12.0, 70.0
+	labelW, scale := 120.0, 1.0
 	for _, r := range rows {
 		labelW = math.Max(labelW, hTextWidth(r.label, 12)+12)
 		scale = math.Max(scale, math.Max(math.Abs(hFiniteOr0(r.pct)), hFiniteOr0(r.band)))
@@ -856,42 +816,30 @@ func hSignedChart(id, title string, rows []hSigned) string {
 	scale = hNiceStep(scale, 1)
 	labelW = math.Min(labelW, chartMaxW/2)
 	width := math.Min(labelW+480+valueW, chartMaxW)
-	plotL, plotR := labelW, width-valueW
-	zero, half := (plotL+plotR)/2, (plotR-plotL)/2
-	x := func(pct float64) float64 { return zero + math.Max(-1, math.Min(1, pct/scale))*half }
-	height := top + 8 + float64(max(len(rows), 1))*rowH
-
-	var w svgW
-	hFrame(&w, id, title, width, height, len(rows))
-	w.open("g", false, "class", "axis")
-	for _, t := range []float64{-scale, -scale / 2, 0, scale / 2, scale} {
-		w.line(x(t), top-6, x(t), height-8, "class", "grid")
-		w.text(x(t), 16, hSignedPct(t), "text-anchor", "middle")
-	}
-	w.end("g")
+	p := plot{id: id, label: title, x0: labelW, x1: width - valueW, y0: 22}
+	p.y1 = p.y0 + 6 + float64(max(len(rows), 1))*rowH
+	xs := hScale{d0: -scale, d1: scale, r0: p.x0, r1: p.x1}
+	zero := xs.at(0)
+	p.xAxis(xs, []float64{-scale, -scale / 2, 0, scale / 2, scale}, hSignedPct, 16, "grid", "")
 	for i, r := range rows {
-		y := top + float64(i)*rowH
-		w.open("g", false, "class", "series", "data-name", r.label)
-		w.title(r.tip)
-		w.text(4, y+rowH/2+4, r.label)
+		y := p.y0 + 6 + float64(i)*rowH + (rowH-barH)/2
+		p.openSeries(r.label)
+		p.title(r.tip)
+		p.text(4, y+barH/2+4, r.label)
 		if r.band >= 0 && finite(r.band) {
-			b := math.Min(r.band, scale) / scale * half
-			w.rect(zero-b, y+(rowH-barH)/2, 2*b, barH, "class", "band")
+			b := math.Min(r.band, scale)
+			p.rect(xs.at(-b), y, xs.at(b)-xs.at(-b), barH, "class", "band")
 		}
-		x0, x1 := zero, x(hFiniteOr0(r.pct))
-		if x1 < x0 {
-			x0, x1 = x1, x0
-		}
-		w.rect(x0, y+(rowH-barH)/2, math.Max(x1-x0, 1), barH, "class", r.class)
-		w.text(width-4, y+rowH/2+4, r.value, "text-anchor", "end")
-		w.end("g")
+		x := xs.at(math.Max(-scale, math.Min(scale, hFiniteOr0(r.pct))))
+		p.rect(math.Min(zero, x), y, math.Max(math.Abs(x-zero), 1), barH, "class", r.class)
+		p.text(width-4, y+barH/2+4, r.value, "text-anchor", "end")
+		p.end("g")
 	}
 	if len(rows) == 0 {
-		w.text(4, top+14, "no row was measured in both reports")
+		p.text(4, p.y0+20, "no row was measured in both reports")
 	}
-	w.line(zero, top-6, zero, height-8, "class", "baseline")
-	w.end("svg")
-	return w.b.String()
+	p.line(zero, p.y0, zero, p.y1, "class", "baseline")
+	return p.svg(width, p.y1+8)
 }
 
 func hSignedPct(f float64) string {
@@ -909,6 +857,9 @@ type hPoint struct {
 	tip  string
 }
 
+// measured says p has a value to draw.
+func (p hPoint) measured() bool { return p.err == "" && p.y > 0 && finite(p.y) }
+
 type hLine struct {
 	s   *hSeries
 	pts []hPoint // in x order
@@ -922,7 +873,7 @@ type hLine struct {
 type hAxisSpec struct {
 	label string
 	cats  []string // categorical axis: x is the index
-	log2  bool     // log2 numeric axis
+	log2  bool     // log2 numeric axis (x)
 	log10 bool     // log10 numeric axis (y)
 	ticks []float64
 	fmt   func(float64) string
@@ -938,56 +889,36 @@ type hLineSpec struct {
 // hLineChart draws one line per series over a categorical, log2 or linear x
 // axis and a linear or log10 y axis.
 func hLineChart(spec hLineSpec) string {
-	var w svgW
-	width := chartMaxW
+	width, plotH := chartMaxW, 230.0
 	if spec.half {
-		width = chartHalfW
+		width, plotH = chartHalfW, 210
 	}
-	left, right := 62.0, width-18
-
+	p := plot{id: spec.id, label: spec.title, x0: 62, x1: width - 18}
 	var items []hLegendItem
-	var ymin, ymax = math.Inf(1), 0.0
-	anyErr := false
+	lo, hi := math.Inf(1), 0.0
+	failed := false
 	for _, l := range spec.lines {
-		kind := hLegLine
+		it := hLegendItem{name: l.s.name, kind: hLegLine, s: l.s}
 		if l.ref {
-			kind = hLegRef
-			ymax = math.Max(ymax, hFiniteOr0(l.refY))
-			if l.refY > 0 {
-				ymin = math.Min(ymin, l.refY)
-			}
+			it.kind = hLegRef
+			l.pts = []hPoint{{y: l.refY}}
 		}
-		items = append(items, hLegendItem{name: l.s.name, kind: kind, s: l.s})
-		for _, p := range l.pts {
-			if p.err != "" {
-				anyErr = true
-			}
-			if p.y > 0 && !math.IsInf(p.y, 0) {
-				ymax = math.Max(ymax, p.y)
-				ymin = math.Min(ymin, p.y)
+		items = append(items, it)
+		for _, pt := range l.pts {
+			failed = failed || pt.err != ""
+			if pt.measured() {
+				lo, hi = math.Min(lo, pt.y), math.Max(hi, pt.y)
 			}
 		}
 	}
-	if anyErr {
+	if failed {
 		items = append(items, hLegendItem{name: "error", kind: hLegError})
 	}
-	var lg svgW
-	lh := hLegend(&lg, spec.id, items, left, 8, right-left)
-	top := 8 + lh + 18
-	plotH := 230.0
-	if width <= chartHalfW {
-		plotH = 210
-	}
-	bottom := top + plotH
-	height := bottom + 46
+	p.y0 = p.legend(items, p.x0, 8, p.x1-p.x0) + 18
+	p.y1 = p.y0 + plotH
+	ys := p.yAxis(spec.y.log10, lo, hi, spec.y.label, spec.y.fmt)
 
-	hFrame(&w, spec.id, spec.title, width, height, len(spec.lines))
-	w.b.WriteString(lg.b.String())
-
-	ys := yScale(&w, spec.y.log10, ymin, ymax, top, bottom, left, right, spec.y.label, spec.y.fmt)
-
-	// x axis: a categorical one is a linear one over the categories'
-	// indexes.
+	// A categorical x axis is a linear one over the categories' indexes.
 	x := spec.x
 	if x.cats != nil {
 		x.ticks, x.fmt = nil, func(v float64) string { return x.cats[int(v)] }
@@ -995,105 +926,70 @@ func hLineChart(spec hLineSpec) string {
 			x.ticks = append(x.ticks, float64(i))
 		}
 	}
-	lo, hi := 1.0, 2.0
+	xs := hScale{d0: 1, d1: 2, r0: p.x0 + 28, r1: p.x1 - 28}
 	if len(x.ticks) > 0 {
-		lo, hi = slices.Min(x.ticks), slices.Max(x.ticks)
+		xs.d0, xs.d1 = slices.Min(x.ticks), slices.Max(x.ticks)
 	}
-	const pad = 28.0
-	xs := hScale{d0: lo, d1: hi, r0: left + pad, r1: right - pad}
 	if x.log2 {
 		xs.log = math.Log2
 	}
-	w.open("g", false, "class", "axis")
-	lastX, x0fmt := math.Inf(-1), x.fmt
-	for _, t := range x.ticks {
-		x := xs.at(t)
-		w.line(x, top, x, bottom, "class", "grid minor")
-		if x-lastX >= 34 {
-			w.text(x, bottom+16, x0fmt(t), "text-anchor", "middle")
-			lastX = x
-		}
-	}
-	w.text((left+right)/2, bottom+36, spec.x.label, "class", "unit", "text-anchor", "middle")
-	w.end("g")
-	w.line(left, bottom, right, bottom, "class", "baseline")
+	p.xAxis(xs, x.ticks, x.fmt, p.y1+16, "grid minor", x.label)
+	p.line(p.x0, p.y1, p.x1, p.y1, "class", "baseline")
 
-	xOf := func(p hPoint) float64 { return xs.at(p.x) }
-	var labelYs []float64
+	var refYs []float64 // the reference lines' labels, kept apart
 	for _, l := range spec.lines {
 		s := l.s
-		w.open("g", false, "class", "series", "data-name", s.name)
+		p.openSeries(s.name)
 		if l.ref {
-			w.open("g", false, "class", "ref")
-			w.title(l.refTip)
+			p.open("g", false, "class", "ref")
+			p.title(l.refTip)
 			if l.refY > 0 {
 				y := ys.at(l.refY)
-				w.line(left, y, right, y, "stroke", s.color, "stroke-width", "1.6", "stroke-dasharray", "2 4")
-				free := true
-				for _, ly := range labelYs {
-					if math.Abs(ly-y) < 12 {
-						free = false
-					}
-				}
-				if free {
-					labelYs = append(labelYs, y)
-					w.text(right-4, y-4, s.name, "class", "reflabel", "text-anchor", "end", "fill", s.color)
+				p.line(p.x0, y, p.x1, y, "stroke", s.color, "stroke-width", "1.6", "stroke-dasharray", "2 4")
+				if !slices.ContainsFunc(refYs, func(ly float64) bool { return math.Abs(ly-y) < 12 }) {
+					refYs = append(refYs, y)
+					p.text(p.x1-4, y-4, s.name, "class", "reflabel", "text-anchor", "end", "fill", s.color)
 				}
 			}
-			w.end("g")
-			w.end("g")
+			p.end("g")
+			p.end("g")
 			continue
 		}
 		// The line, broken at failed points.
 		var d strings.Builder
-		pen := false
-		for _, p := range l.pts {
-			if p.err != "" {
-				pen = false
-				continue
+		pen := "M"
+		for _, pt := range l.pts {
+			if pt.err != "" {
+				pen = "M"
+			} else if pt.measured() {
+				d.WriteString(pen + hNum(xs.at(pt.x)) + " " + hNum(ys.at(pt.y)))
+				pen = "L"
 			}
-			if !(p.y > 0) || math.IsInf(p.y, 0) {
-				continue // not measured: the line passes on to the next value
-			}
-			if pen {
-				d.WriteString("L")
-			} else {
-				d.WriteString("M")
-			}
-			d.WriteString(hNum(xOf(p)) + " " + hNum(ys.at(p.y)))
-			pen = true
 		}
 		if d.Len() > 0 {
-			dash := ""
-			if s.fio {
-				dash = "6 4"
-			}
-			w.el("path", "d", d.String(), "fill", "none", "stroke", s.lineColor(), "stroke-width", "2.2",
-				"stroke-dasharray", dash, "stroke-linejoin", "round")
+			p.el("path", "d", d.String(), "fill", "none", "stroke", s.lineColor(), "stroke-width", "2.2",
+				"stroke-dasharray", s.dash("6 4"), "stroke-linejoin", "round")
 		}
-		for _, p := range l.pts {
-			x := xOf(p)
-			switch {
-			case p.err != "":
-				w.open("g", false, "class", "pt")
-				w.title(p.tip)
-				w.text(x, bottom-3, "×", "class", "err", "text-anchor", "middle")
-				w.end("g")
-			case p.y > 0 && !math.IsInf(p.y, 0):
-				w.open("g", false, "class", "pt")
-				w.title(p.tip)
-				hMarker(&w, s, x, ys.at(p.y))
-				w.end("g")
+		for _, pt := range l.pts {
+			if pt.err == "" && !pt.measured() {
+				continue
 			}
+			p.open("g", false, "class", "pt")
+			p.title(pt.tip)
+			if pt.err != "" {
+				p.text(xs.at(pt.x), p.y1-3, "×", "class", "err", "text-anchor", "middle")
+			} else {
+				p.marker(s, xs.at(pt.x), ys.at(pt.y))
+			}
+			p.end("g")
 		}
-		w.end("g")
+		p.end("g")
 	}
-	w.end("svg")
-	return w.b.String()
+	return p.svg(width, p.y1+46)
 }
 
 func hFiniteOr0(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if !finite(f) {
 		return 0
 	}
 	return f
