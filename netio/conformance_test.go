@@ -53,29 +53,6 @@ func forEachEngine(t *testing.T, fn func(t *testing.T, engine string)) {
 	}
 }
 
-// checkFds fails the test if the process holds more fds at cleanup than
-// now. Cleanups run last-in first-out, so call it before start.
-func checkFds(t *testing.T) {
-	t.Helper()
-	before := testenv.OpenFDs(t)
-	t.Cleanup(func() {
-		// Closed sockets may take a moment to leave the table when the
-		// runtime's poller holds the last reference.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			after := testenv.OpenFDs(t)
-			if after <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("fd leak: %d fds before, %d after", before, after)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
-}
-
 func start(t *testing.T, engine string, cfg netio.Config) netio.Server {
 	t.Helper()
 	s, err := netio.Listen(engine, cfg)
@@ -170,7 +147,7 @@ func echoStream(c *net.TCPConn, id int, total int64, rng *rand.Rand) error {
 // messages many times a provided buffer, written in random pieces.
 func TestEcho(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{Loops: 2})
 		echoConns(t, s, 48, []int64{1, 2, 63, 64, 1000, 4096, 4097, 65536, 65537, 300_000, 3 << 20}, 7)
 	})
@@ -195,7 +172,7 @@ func echoConns(t *testing.T, s netio.Server, conns int, sizes []int64, seed uint
 // load generator's pattern, with a 1-byte message.
 func TestPingPong(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{})
 		for _, size := range []int{1, 64, 1024} {
 			c := dial(t, s)
@@ -247,7 +224,7 @@ func waitAccepted(t *testing.T, s netio.Server, n int64) {
 // close after a round trip, a third by reset, a third by half-close.
 func TestChurn(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{Loops: 2})
 		churn(t, s, 3000, 16)
 	})
@@ -327,7 +304,7 @@ func churnOne(s netio.Server, i int) error {
 // counted; the others are served.
 func TestConnLimit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		connLimit(t, start(t, engine, netio.Config{MaxConns: 5, Loops: 1}), 5)
 	})
 }
@@ -383,7 +360,7 @@ func (l *logLines) all() []string {
 // descriptors are free.
 func TestAcceptStarved(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		// The server starts under the lowered limit: an io_uring ACCEPT
 		// takes the limit in force when it is armed, not when it runs.
 		fds := starve.LowerNofile(t)
@@ -446,7 +423,7 @@ func TestAcceptStarved(t *testing.T) {
 // TestShutdownWhileStarved: Shutdown does not wait out an accept pause.
 func TestShutdownWhileStarved(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		fds := starve.LowerNofile(t)
 		s, err := netio.Listen(engine, netio.Config{Loops: 1})
 		if err != nil {
@@ -558,7 +535,7 @@ func TestManyConns(t *testing.T) {
 		t.Skipf("RLIMIT_NOFILE is %d and could not be raised to %d (%v): raise the hard limit (ulimit -Hn)", got, n+500, err)
 	}
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{})
 		cmd := exec.Command(os.Args[0], "-test.run=^TestManyConnsClient$")
 		cmd.Env = append(os.Environ(), "IOPATH_NETIO_CLIENT="+s.Addr().String()+","+strconv.Itoa(n))
@@ -672,7 +649,7 @@ func dialRetry(ap netip.AddrPort) (*net.TCPConn, error) {
 // the server must not hold more than its bound for it.
 func TestSlowReader(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		const bufSize = 64 << 10
 		s := start(t, engine, netio.Config{BufSize: bufSize, Loops: 1})
 		// At most the bound, plus one receive buffer already in flight.
@@ -730,7 +707,7 @@ func slowReader(t *testing.T, s netio.Server, bufSize, bound int64) {
 // then EOF.
 func TestHalfClose(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{})
 		c := dial(t, s)
 		defer c.Close()
@@ -755,7 +732,7 @@ func TestHalfClose(t *testing.T) {
 // server has received, half-closes, and returns once the client closes.
 func TestShutdownDrains(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s, err := netio.Listen(engine, netio.Config{Loops: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -884,7 +861,7 @@ func drainClient(c *net.TCPConn, id int, started chan<- struct{}) error {
 // context ends, and every fd is closed all the same.
 func TestShutdownDeadline(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s, err := netio.Listen(engine, netio.Config{})
 		if err != nil {
 			t.Fatal(err)
@@ -943,7 +920,7 @@ func TestListenErrors(t *testing.T) {
 		t.Error("unknown engine accepted")
 	}
 	forEachEngine(t, func(t *testing.T, engine string) {
-		checkFds(t)
+		testenv.CheckFDs(t)
 		s := start(t, engine, netio.Config{})
 		_, err := netio.Listen(engine, netio.Config{Addr: s.Addr().String()})
 		if err == nil {

@@ -37,7 +37,7 @@ func requireUring(t *testing.T) {
 // TestUringDisabled: with IOPATH_DISABLE_IO_URING=1 Listen fails with
 // ErrNotSupported and says why, before it binds anything.
 func TestUringDisabled(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	t.Setenv(features.DisableEnv, "1")
 	s, err := netio.Listen("io_uring", netio.Config{})
 	if err == nil {
@@ -129,7 +129,7 @@ func TestUringModes(t *testing.T) {
 // uringEcho: byte-exact echo of streams written in random pieces, from 1
 // byte to many buffers, on two loops, and a ping-pong.
 func uringEcho(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	s := startMode(t, m, netio.Config{Loops: 2})
 	echoConns(t, s, 16, []int64{1, 63, 4097, 65537, 300_000, 1 << 20}, 11)
 	c := dial(t, s)
@@ -145,21 +145,21 @@ func uringEcho(t *testing.T, m uringMode) {
 
 // uringChurn: connections that end by close, reset and half-close.
 func uringChurn(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	churn(t, startMode(t, m, netio.Config{Loops: 2}), 600, 8)
 }
 
 // uringLimit: the connection over MaxConns is closed at once and counted,
 // and a freed place is taken again.
 func uringLimit(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	connLimit(t, startMode(t, m, netio.Config{MaxConns: 3, Loops: 1}), 3)
 }
 
 // uringSlowReader: a writer that never reads stalls, and the server holds
 // no more than BufSize for it (the conformance suite allows twice that).
 func uringSlowReader(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	const bufSize = 64 << 10
 	slowReader(t, startMode(t, m, netio.Config{BufSize: bufSize, Loops: 1}), bufSize, bufSize)
 }
@@ -167,7 +167,7 @@ func uringSlowReader(t *testing.T, m uringMode) {
 // uringShutdown: Shutdown with streams in flight echoes what it received,
 // sends FIN and returns once the peers close.
 func uringShutdown(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	s := listenMode(t, m, netio.Config{Loops: 2})
 	shutdownWhileStreaming(t, s, 4)
 	if st := s.Stats(); st.Active != 0 || st.Resets != 0 {
@@ -177,7 +177,7 @@ func uringShutdown(t *testing.T, m uringMode) {
 
 // uringDeadline: a peer that never closes is cut off at the deadline.
 func uringDeadline(t *testing.T, m uringMode) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	shutdownDeadline(t, listenMode(t, m, netio.Config{}))
 }
 
@@ -185,7 +185,7 @@ func uringDeadline(t *testing.T, m uringMode) {
 // RECVs end with ENOBUFS; each is re-armed when buffers come back, and
 // every byte still comes back in order.
 func TestUringENOBUFS(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	restore := netio.SetUringTestParams(4, 64, 0, false)
 	s := start(t, "io_uring", netio.Config{Loops: 1})
@@ -209,7 +209,7 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 	const n = 40
 	for _, fixed := range []bool{false, true} {
 		t.Run("fixed="+strconv.FormatBool(fixed), func(t *testing.T) {
-			checkFds(t)
+			testenv.CheckFDs(t)
 			s := start(t, "io_uring", netio.Config{Loops: 1, FixedFiles: fixed})
 			before := testenv.OpenFDs(t)
 			pinged(t, s, n)
@@ -231,7 +231,7 @@ func TestUringFixedFilesUseNoFds(t *testing.T) {
 // a failed accept, said so in the log, the loop backs off, and accepts
 // again once a slot is free.
 func TestUringFixedTableFull(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	restore := netio.SetUringTestParams(4096, 4096, 2, false)
 	log := &logLines{}
@@ -272,7 +272,7 @@ func TestUringFixedTableFull(t *testing.T) {
 // TestUringListenErrors: a port in use is an error naming the address, in
 // fixed-file and SQPOLL modes too, and nothing is left open.
 func TestUringListenErrors(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	s := start(t, "io_uring", netio.Config{})
 	for _, cfg := range []netio.Config{{}, {FixedFiles: true}, {SQPoll: true}} {
@@ -287,7 +287,7 @@ func TestUringListenErrors(t *testing.T) {
 // TestUringManyLoops: as many loops as asked, each with its own ring and
 // listener; connections spread over them and all are served.
 func TestUringManyLoops(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	s := start(t, "io_uring", netio.Config{Loops: 4})
 	if n := len(netio.UringRingFlags(s)); n != 4 {
@@ -321,7 +321,7 @@ func TestUringManyLoops(t *testing.T) {
 // that let the first in line take every buffer loses most of them. Every
 // stream must also have 64 KiB echoed while the others keep writing.
 func TestUringFairness(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	var turns, lost int64
 	for round := range 10 {
@@ -375,7 +375,7 @@ func TestUringFixedManyConns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: thousands of connections take a second or two")
 	}
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	const n = 3000
 	if got, err := sys.RaiseNofile(n + 500); got < n+500 {
@@ -425,7 +425,7 @@ func TestUringFixedManyConns(t *testing.T) {
 // still echoed. Without the copy the stalled connection would hold every
 // buffer until its peer read.
 func TestUringStalledPeerKeepsNoBuffers(t *testing.T) {
-	checkFds(t)
+	testenv.CheckFDs(t)
 	requireUring(t)
 	restore := netio.SetUringTestParams(8, 4096, 0, false) // 32 KiB in all
 	s := start(t, "io_uring", netio.Config{Loops: 1, BufSize: 64 << 10})

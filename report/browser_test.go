@@ -205,36 +205,50 @@ func TestBrowserHTML(t *testing.T) {
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()
-			dir := t.TempDir()
-			path := filepath.Join(dir, "report.html")
-			if err := os.WriteFile(path, []byte(renderHTML(t, r)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-
-			// (a) the DOM Chromium built holds every chart and row, and
-			// (b) the console said nothing.
-			dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
-			if !strings.Contains(dom, "</html>") {
-				t.Fatalf("no DOM dumped:\n%.500s\nstderr:\n%s", dom, stderr)
-			}
-			checkCharts(t, dom, f.charts)
-			if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
-				t.Error("no results table in the DOM")
-			} else if n := strings.Count(dom[i:j], "<tr") - strings.Count(dom[i:j], `<tr class="group">`); n != len(r.Results) {
-				t.Errorf("%d table rows in the DOM, want %d", n, len(r.Results))
-			}
-			if p := consoleProblems(stderr); len(p) > 0 {
-				t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
-			}
-
-			// (c) the page draws something.
-			shot := filepath.Join(dir, "out.png")
-			_, stderr = chromium(t, bin, fileURL(path), "--screenshot="+shot, "--window-size=1280,2400")
-			if p := consoleProblems(stderr); len(p) > 0 {
-				t.Errorf("console problems while screenshotting:\n%s", strings.Join(p, "\n"))
-			}
-			checkScreenshot(t, shot, 1280, 2400)
+			dom, _ := browse(t, bin, renderHTML(t, r), true)
+			checkDOM(t, dom, f.charts, len(r.Results))
 		})
+	}
+}
+
+// browse loads doc in Chromium from a file and returns the DOM it built
+// and, with shot, a screenshot of 1280×2400 that is not blank (its path);
+// Chromium's console must say nothing.
+func browse(t *testing.T, bin, doc string, shot bool) (dom, png string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "page.html")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+	if !strings.Contains(dom, "</html>") {
+		t.Fatalf("no DOM dumped:\n%.500s\nstderr:\n%s", dom, stderr)
+	}
+	if p := consoleProblems(stderr); len(p) > 0 {
+		t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
+	}
+	if !shot {
+		return dom, ""
+	}
+	png = filepath.Join(dir, "out.png")
+	_, stderr = chromium(t, bin, fileURL(path), "--screenshot="+png, "--window-size=1280,2400")
+	if p := consoleProblems(stderr); len(p) > 0 {
+		t.Errorf("console problems while screenshotting:\n%s", strings.Join(p, "\n"))
+	}
+	checkScreenshot(t, png, 1280, 2400)
+	return dom, png
+}
+
+// checkDOM checks that the DOM Chromium built holds the charts and a
+// results table of rows rows (group titles aside).
+func checkDOM(t *testing.T, dom string, charts map[string]int, rows int) {
+	t.Helper()
+	checkCharts(t, dom, charts)
+	if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
+		t.Error("no results table in the DOM")
+	} else if n := strings.Count(dom[i:j], "<tr") - strings.Count(dom[i:j], `<tr class="group">`); n != rows {
+		t.Errorf("%d table rows in the DOM, want %d", n, rows)
 	}
 }
 
@@ -293,16 +307,9 @@ func TestBrowserCompareHTML(t *testing.T) {
 	if err := CompareHTML(&b, c); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "compare.html")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
+	dom, _ := browse(t, bin, b.String(), false)
 	if !strings.Contains(dom, `data-chart="compare-gib_per_s"`) {
 		t.Errorf("no comparison chart in the DOM:\n%.500s", dom)
-	}
-	if p := consoleProblems(stderr); len(p) > 0 {
-		t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
 	}
 }
 

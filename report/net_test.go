@@ -783,30 +783,8 @@ func TestBrowserNetHTML(t *testing.T) {
 		want map[string]int
 	}{{"sample", netSample(), netSampleCharts}, {"big", netBig(), netBigCharts}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "net.html")
-			if err := os.WriteFile(path, []byte(netRenderHTML(t, tc.r)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			dom, stderr := chromium(t, bin, fileURL(path), "--dump-dom")
-			if !strings.Contains(dom, "</html>") {
-				t.Fatalf("no DOM dumped:\n%.500s\nstderr:\n%s", dom, stderr)
-			}
-			checkCharts(t, dom, tc.want)
-			if i, j := strings.Index(dom, "<tbody>"), strings.Index(dom, "</tbody>"); i < 0 || j < i {
-				t.Error("no results table in the DOM")
-			} else if n := strings.Count(dom[i:j], "<tr") - strings.Count(dom[i:j], `<tr class="group">`); n != len(tc.r.Points) {
-				t.Errorf("%d table rows in the DOM, want %d", n, len(tc.r.Points))
-			}
-			if p := consoleProblems(stderr); len(p) > 0 {
-				t.Errorf("console problems:\n%s", strings.Join(p, "\n"))
-			}
-			shot := filepath.Join(dir, "out.png")
-			_, stderr = chromium(t, bin, fileURL(path), "--screenshot="+shot, "--window-size=1280,2400")
-			if p := consoleProblems(stderr); len(p) > 0 {
-				t.Errorf("console problems while screenshotting:\n%s", strings.Join(p, "\n"))
-			}
-			checkScreenshot(t, shot, 1280, 2400)
+			dom, shot := browse(t, bin, netRenderHTML(t, tc.r), true)
+			checkDOM(t, dom, tc.want, len(tc.r.Points))
 			if *htmlOut != "" {
 				b, _ := os.ReadFile(shot)
 				os.WriteFile(filepath.Join(*htmlOut, "net_"+tc.name+".png"), b, 0o644)

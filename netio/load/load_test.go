@@ -61,23 +61,9 @@ func echoServer(t testing.TB) string {
 // connections, which would hide a leak.
 func checkFds(t *testing.T) {
 	t.Helper()
-	before := testenv.OpenFDs(t)
 	gc := debug.SetGCPercent(-1)
-	t.Cleanup(func() {
-		defer debug.SetGCPercent(gc)
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			after := testenv.OpenFDs(t)
-			if after <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("fd leak: %d fds before, %d after", before, after)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	t.Cleanup(func() { debug.SetGCPercent(gc) })
+	testenv.CheckFDs(t)
 }
 
 func mustMode(t testing.TB, s string) Mode {
