@@ -320,6 +320,21 @@ func checkOffline(t *testing.T, doc string) {
 	}
 }
 
+// checkEscaped fails if markup planted in a report's strings (a
+// <script>, an <img>, a <b> with an event handler) came through as markup.
+func checkEscaped(t *testing.T, doc string) {
+	t.Helper()
+	lower := strings.ToLower(doc)
+	for _, bad := range []string{"<script", "<img", "<b "} {
+		if i := strings.Index(lower, bad); i >= 0 {
+			t.Errorf("%q in the page: …%s…", bad, doc[max(i-80, 0):min(i+80, len(doc))])
+		}
+	}
+	if m := eventAttrRe.FindString(doc); m != "" {
+		t.Errorf("event handler in a tag: %s", m)
+	}
+}
+
 // The detector above must find what it is for.
 func TestHTMLOfflineDetector(t *testing.T) {
 	for _, bad := range []string{`<img src="https://example.com/x.png">`, `<link rel="stylesheet" href="//cdn.example/x.css">`,
@@ -373,15 +388,7 @@ func TestHTMLEscaping(t *testing.T) {
 	r.Results[2].Pattern = `seq</text><script>alert(5)</script>`
 
 	doc := renderHTML(t, r)
-	lower := strings.ToLower(doc)
-	for _, bad := range []string{"<script", "<img", "<b "} {
-		if i := strings.Index(lower, bad); i >= 0 {
-			t.Errorf("%q in the page: …%s…", bad, doc[max(i-80, 0):min(i+80, len(doc))])
-		}
-	}
-	if m := eventAttrRe.FindString(doc); m != "" {
-		t.Errorf("event handler in a tag: %s", m)
-	}
+	checkEscaped(t, doc)
 	if !strings.Contains(doc, "/tmp/&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Error("the file path is not shown as text")
 	}

@@ -43,20 +43,7 @@ func fewServer(t *testing.T, k int) (string, *net.TCPListener) {
 			wg.Go(func() {
 				defer func() { <-slots }()
 				defer c.Close()
-				// To the client's FIN, then ours. (Not io.Copy: its
-				// splice keeps pipes in a pool, fds checkFds counts.)
-				b := make([]byte, 4096)
-				for {
-					n, err := c.Read(b)
-					if n > 0 {
-						if _, err := c.Write(b[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
+				echoToEOF(c) // to the client's FIN, then ours
 			})
 		}
 	})
@@ -147,18 +134,7 @@ func TestNoEchoSlowServer(t *testing.T) {
 			wg.Go(func() {
 				defer c.Close()
 				time.Sleep(time.Duration(i) * 40 * time.Millisecond) // the i-th first turn
-				b := make([]byte, 4096)
-				for {
-					n, err := c.Read(b)
-					if n > 0 {
-						if _, err := c.Write(b[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
+				echoToEOF(c)
 			})
 		}
 	})
@@ -303,6 +279,23 @@ func TestFlightBudget(t *testing.T) {
 		}
 		if r.window < minFlight {
 			t.Errorf("%d connections: a window of %d bytes", n, r.window)
+		}
+	}
+}
+
+// echoToEOF echoes what c reads until the client's FIN or an error.
+// (Not io.Copy: its splice keeps pipes in a pool, fds checkFds counts.)
+func echoToEOF(c net.Conn) {
+	b := make([]byte, 4096)
+	for {
+		n, err := c.Read(b)
+		if n > 0 {
+			if _, err := c.Write(b[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
 		}
 	}
 }
