@@ -13,8 +13,16 @@ import (
 // PROT_READ: for the sequential pattern its share, from the page floor of
 // its first block to the end of its last; for the random pattern, whose
 // blocks are spread over the whole file, the whole file (as each of fio's
-// jobs maps its own). It advises SEQUENTIAL+WILLNEED or RANDOM, and unmaps
-// when done, on every path.
+// jobs maps its own). It advises SEQUENTIAL+WILLNEED or RANDOM.
+//
+// A worker keeps its mapping from one Run to the next while Run opens the
+// same file (device and inode) at the same size, as fio maps once and
+// loops over the mapping: the first touches of a fresh mapping's pages
+// cost far more than later ones on some machines (docs/engines.md), and a
+// pass that remapped would measure that instead of reading. A mapping
+// shows the page cache of its inode, so a kept one reads what a new one
+// would; a file replaced or resized is mapped again, and one that fails
+// (SIGBUS) is dropped. Close unmaps what is kept.
 //
 // With Job.CopyMapped each block is first copied into a per-worker buffer
 // (fio's mmap semantics), so a sink that reads nothing still pays for the
@@ -41,7 +49,7 @@ func (mmapEngine) Prepare(job Job) (Prepared, error) {
 	if job.Direct {
 		return nil, &NotSupportedError{What: "O_DIRECT with mmap", Reason: "a mapping always goes through the page cache"}
 	}
-	r := &mmapRun{job: job}
+	r := &mmapRun{job: job, maps: make([]mapping, job.Workers)}
 	if job.CopyMapped {
 		a, err := newArena(job.Workers, job.BlockSize, true)
 		if err != nil {
@@ -54,10 +62,39 @@ func (mmapEngine) Prepare(job Job) (Prepared, error) {
 
 type mmapRun struct {
 	job  Job
-	bufs *arena // per-worker copy buffers; nil unless CopyMapped
+	bufs *arena    // per-worker copy buffers; nil unless CopyMapped
+	maps []mapping // per worker, kept between Runs (each worker its own)
 }
 
-func (r *mmapRun) Close() error { r.bufs.free(); return nil }
+// mapping is a worker's mapping of [start, start+len(m)) of the file
+// with device dev, inode ino and size size.
+type mapping struct {
+	m        []byte
+	start    int64
+	dev, ino uint64
+	size     int64
+}
+
+// unmap releases m, if any.
+func (m *mapping) unmap() error {
+	if m.m == nil {
+		return nil
+	}
+	err := sys.Munmap(m.m)
+	*m = mapping{}
+	return err
+}
+
+func (r *mmapRun) Close() error {
+	var err error
+	for i := range r.maps {
+		if uerr := r.maps[i].unmap(); err == nil {
+			err = uerr
+		}
+	}
+	r.bufs.free()
+	return err
+}
 
 func (r *mmapRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	return readFile(ctx, &r.job, sink, sizeOnly("mmap", "to map"), func(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats) error {
@@ -65,9 +102,10 @@ func (r *mmapRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 	})
 }
 
-// worker maps worker w's region and delivers its blocks. A SIGBUS while
-// touching the mapping (here or in the sink) becomes an error, after which
-// the deferred munmap still runs.
+// worker maps worker w's region, or keeps the mapping of the last Run
+// (see mmapEngine), and delivers its blocks. A SIGBUS while touching the
+// mapping (here or in the sink) becomes an error, and the mapping is
+// dropped.
 func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *WorkerStats, sink Sink) (err error) {
 	c := p.cursor(w)
 	if c.remaining() == 0 {
@@ -81,29 +119,39 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 	}
 	ps := int64(sys.PageSize())
 	start = start / ps * ps
-	ws.Syscalls++
-	m, err := sys.Mmap(f.fd, start, int(end-start), sys.PROT_READ, sys.MAP_SHARED)
-	if err != nil {
-		return f.readErr(start, fmt.Errorf("mmap: %w", err))
+	kept := &r.maps[w]
+	if kept.m == nil || kept.dev != f.dev || kept.ino != f.ino || kept.size != f.size ||
+		kept.start != start || int64(len(kept.m)) != end-start {
+		if uerr := kept.unmap(); uerr != nil {
+			return f.readErr(start, fmt.Errorf("munmap: %w", uerr))
+		}
+		ws.Syscalls++
+		m, err := sys.Mmap(f.fd, start, int(end-start), sys.PROT_READ, sys.MAP_SHARED)
+		if err != nil {
+			return f.readErr(start, fmt.Errorf("mmap: %w", err))
+		}
+		*kept = mapping{m: m, start: start, dev: f.dev, ino: f.ino, size: f.size}
+		if p.random {
+			ws.Syscalls++
+			sys.Madvise(m, sys.MADV_RANDOM)
+		} else {
+			ws.Syscalls += 2
+			sys.Madvise(m, sys.MADV_SEQUENTIAL)
+			sys.Madvise(m, sys.MADV_WILLNEED)
+		}
 	}
+	m := kept.m
 	restore := faultsAsErrors()
 	defer restore()
 	defer func() {
-		ws.Syscalls++
-		if uerr := sys.Munmap(m); uerr != nil && err == nil {
-			err = f.readErr(start, fmt.Errorf("munmap: %w", uerr))
+		if err != nil {
+			// A fault (the file shrank), a sink's error or a cancel: the
+			// next Run maps afresh. The run's error says what happened;
+			// an munmap failing beside it would say nothing more.
+			kept.unmap()
 		}
 	}()
 	defer catchFault(&err, f.path)
-
-	if p.random {
-		ws.Syscalls++
-		sys.Madvise(m, sys.MADV_RANDOM)
-	} else {
-		ws.Syscalls += 2
-		sys.Madvise(m, sys.MADV_SEQUENTIAL)
-		sys.Madvise(m, sys.MADV_WILLNEED)
-	}
 	var buf []byte
 	if r.bufs != nil {
 		buf = r.bufs.buf(w)

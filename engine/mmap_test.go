@@ -1,0 +1,82 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/iopath/iopath/engine"
+)
+
+// The mmap engine keeps a worker's mapping from one Run to the next while
+// the file is the same (fio's semantics: map once, loop over the mapping),
+// and maps again when the path was replaced or the file resized: every
+// Run reads the bytes the path holds when it runs.
+func TestMmapKeepsMapping(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	replace := func(seed byte, n int) []byte {
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(i>>3) ^ seed
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	want := replace(1, 1<<20)
+	e, err := engine.Lookup("mmap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.Prepare(engine.Job{Path: path, BlockSize: 64 << 10, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	run := func(what string) int64 {
+		t.Helper()
+		got := make([]byte, len(want))
+		st, err := p.Run(context.Background(), engine.SinkFunc(func(_ int, off int64, b []byte) error {
+			copy(got[off:], b)
+			return nil
+		}))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the bytes read are not the file's", what)
+		}
+		return st.Total().Syscalls
+	}
+	first := run("first run")
+	if again := run("second run, same file"); again >= first {
+		t.Errorf("second run made %d syscalls, the first %d: the mappings were not kept", again, first)
+	}
+	want = replace(2, 1<<20)
+	if n := run("path replaced"); n != first {
+		t.Errorf("after the path was replaced: %d syscalls, want %d (mapped again)", n, first)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := bytes.Repeat([]byte{0xa5}, 12345)
+	if _, err := f.Write(extra); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want = append(want, extra...)
+	if n := run("file grown"); n != first {
+		t.Errorf("after the file grew: %d syscalls, want %d (mapped again)", n, first)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
