@@ -208,6 +208,10 @@ func (c *Config) job(cache Cache, p point) engine.Job {
 		Direct:     cache == Direct,
 		Latency:    !c.NoLatency,
 		CopyMapped: c.Consume == None,
+		// Warm runs repeat passes: map once, as fio does. Cold runs make
+		// one pass, and a kept mapping would pin the pages the runner
+		// drops.
+		KeepMapped: cache == Warm,
 	}.WithDefaults()
 }
 

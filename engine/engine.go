@@ -77,6 +77,15 @@ type Job struct {
 	// to the sink, as fio's mmap engine does, so that a consumer that reads
 	// nothing still pays for moving the data (fio's semantics).
 	CopyMapped bool
+	// KeepMapped makes mmap keep each worker's mapping from one Run to the
+	// next while Run opens the same file (device, inode, size), as fio maps
+	// once and loops over the mapping, so that a run of many passes does
+	// not pay a fresh mapping's first touches on every pass (which cost
+	// far more than later ones on some machines: docs/engines.md). The
+	// mapped pages then stay in the page cache until Close:
+	// POSIX_FADV_DONTNEED does not drop mapped pages, so a caller that
+	// empties the cache between Runs must not set it.
+	KeepMapped bool
 	// PseudoLimit is the most bytes read from a file whose size is not
 	// known in advance (see ErrLimit); past it Run fails with an error
 	// wrapping ErrLimit. 0 means DefaultPseudoLimit.

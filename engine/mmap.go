@@ -15,14 +15,15 @@ import (
 // blocks are spread over the whole file, the whole file (as each of fio's
 // jobs maps its own). It advises SEQUENTIAL+WILLNEED or RANDOM.
 //
-// A worker keeps its mapping from one Run to the next while Run opens the
-// same file (device and inode) at the same size, as fio maps once and
-// loops over the mapping: the first touches of a fresh mapping's pages
-// cost far more than later ones on some machines (docs/engines.md), and a
-// pass that remapped would measure that instead of reading. A mapping
-// shows the page cache of its inode, so a kept one reads what a new one
-// would; a file replaced or resized is mapped again, and one that fails
-// (SIGBUS) is dropped. Close unmaps what is kept.
+// With Job.KeepMapped a worker keeps its mapping from one Run to the next
+// while Run opens the same file (device and inode) at the same size, as
+// fio maps once and loops over the mapping: the first touches of a fresh
+// mapping's pages cost far more than later ones on some machines
+// (docs/engines.md), and a pass that remapped would measure that instead
+// of reading. A mapping shows the page cache of its inode, so a kept one
+// reads what a new one would; a file replaced or resized is mapped again,
+// and one that fails (SIGBUS) is dropped. Close unmaps what is kept.
+// Without it each Run maps and unmaps.
 //
 // With Job.CopyMapped each block is first copied into a per-worker buffer
 // (fio's mmap semantics), so a sink that reads nothing still pays for the
@@ -144,11 +145,14 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 	restore := faultsAsErrors()
 	defer restore()
 	defer func() {
-		if err != nil {
-			// A fault (the file shrank), a sink's error or a cancel: the
-			// next Run maps afresh. The run's error says what happened;
-			// an munmap failing beside it would say nothing more.
-			kept.unmap()
+		if err == nil && r.job.KeepMapped {
+			return
+		}
+		// Not kept, or a fault (the file shrank), a sink's error or a
+		// cancel: the next Run maps afresh.
+		ws.Syscalls++
+		if uerr := kept.unmap(); uerr != nil && err == nil {
+			err = f.readErr(start, fmt.Errorf("munmap: %w", uerr))
 		}
 	}()
 	defer catchFault(&err, f.path)

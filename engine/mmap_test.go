@@ -10,10 +10,11 @@ import (
 	"github.com/iopath/iopath/engine"
 )
 
-// The mmap engine keeps a worker's mapping from one Run to the next while
-// the file is the same (fio's semantics: map once, loop over the mapping),
-// and maps again when the path was replaced or the file resized: every
-// Run reads the bytes the path holds when it runs.
+// With KeepMapped the mmap engine keeps a worker's mapping from one Run to
+// the next while the file is the same (fio's semantics: map once, loop
+// over the mapping), and maps again when the path was replaced or the file
+// resized: every Run reads the bytes the path holds when it runs. Without
+// it every Run maps afresh.
 func TestMmapKeepsMapping(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	replace := func(seed byte, n int) []byte {
@@ -35,25 +36,22 @@ func TestMmapKeepsMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.Prepare(engine.Job{Path: path, BlockSize: 64 << 10, Workers: 2})
+	p, err := e.Prepare(engine.Job{Path: path, BlockSize: 64 << 10, Workers: 2, KeepMapped: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	fresh, err := e.Prepare(engine.Job{Path: path, BlockSize: 64 << 10, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
 	run := func(what string) int64 {
 		t.Helper()
-		got := make([]byte, len(want))
-		st, err := p.Run(context.Background(), engine.SinkFunc(func(_ int, off int64, b []byte) error {
-			copy(got[off:], b)
-			return nil
-		}))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%s: the bytes read are not the file's", what)
-		}
-		return st.Total().Syscalls
+		return runOn(t, p, what, want)
+	}
+	if a, b := runOn(t, fresh, "without KeepMapped", want), runOn(t, fresh, "without KeepMapped, again", want); a != b {
+		t.Errorf("without KeepMapped the second run made %d syscalls, the first %d: want a fresh mapping each", b, a)
 	}
 	first := run("first run")
 	if again := run("second run, same file"); again >= first {
@@ -79,4 +77,21 @@ func TestMmapKeepsMapping(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
+}
+
+// runOn runs p, checks that it read want, and returns its syscalls.
+func runOn(t *testing.T, p engine.Prepared, what string, want []byte) int64 {
+	t.Helper()
+	got := make([]byte, len(want))
+	st, err := p.Run(context.Background(), engine.SinkFunc(func(_ int, off int64, b []byte) error {
+		copy(got[off:], b)
+		return nil
+	}))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: the bytes read are not the file's", what)
+	}
+	return st.Total().Syscalls
 }

@@ -68,9 +68,10 @@
 //     the file (and the mmap engine maps its region) once and keeps it open
 //     across passes (seen with strace: one openat and one mmap in a
 //     time-based run of thousands of passes), where iopath opens and
-//     closes the file on every pass and times all of it (its mmap engine
-//     keeps each worker's mapping from pass to pass while the file is the
-//     same, as fio does, and maps it again when it was replaced). fio
+//     closes the file on every pass and times all of it (in warm runs its
+//     mmap engine keeps each worker's mapping from pass to pass while the
+//     file is the same, as fio does, and maps it again when it was
+//     replaced). fio
 //     reports runtime in whole milliseconds, so runs shorter than ~100 ms
 //     have a coarse Result.BytesPerS; use MinTime.
 //   - Consumption: fio does nothing with the data it reads (its mmap engine
