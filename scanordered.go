@@ -40,17 +40,18 @@ func orderedDepth(c *auto.Choice, workers int) int {
 }
 
 // blockBufs returns n pooled buffers of bs bytes, page-aligned for
-// O_DIRECT, else fileio.BufferSkew bytes past a page boundary.
+// O_DIRECT, else fileio.SkewFor(bs) bytes past a page boundary.
 func blockBufs(n, bs int, direct bool) ([]*bufpool.Buf, [][]byte) {
 	owners := make([]*bufpool.Buf, n)
 	bufs := make([][]byte, n)
+	skew := fileio.SkewFor(bs)
 	for i := range owners {
 		if direct {
 			owners[i] = bufpool.GetAligned(bs)
 			bufs[i] = owners[i].Bytes()[:bs]
 		} else {
-			owners[i] = bufpool.Get(bs + fileio.BufferSkew)
-			bufs[i] = owners[i].Bytes()[fileio.BufferSkew : fileio.BufferSkew+bs : fileio.BufferSkew+bs]
+			owners[i] = bufpool.Get(bs + skew)
+			bufs[i] = owners[i].Bytes()[skew : skew+bs : skew+bs]
 		}
 	}
 	return owners, bufs

@@ -18,6 +18,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/fio"
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
@@ -62,6 +63,8 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Sweep.Caches[i] = string(c)
 	}
 	rep.Machine.LatencyClock = metrics.ClockSource()
+	pl := features.BufferPlacement()
+	rep.Machine.BufferPlacement = &pl
 	argv := cfg.ChildCommand
 	if len(argv) == 0 {
 		exe, err := os.Executable()
@@ -504,7 +507,9 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 	hist = metrics.NewHistogram()
 	req, _ := json.Marshal(cr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), ChildEnv+"=1")
+	// Every child places its buffers where this process measured to be
+	// best, rather than each measuring again (and perhaps differently).
+	cmd.Env = append(os.Environ(), ChildEnv+"=1", fmt.Sprintf("%s=%d", fileio.SkewEnv, fileio.BufferSkew()))
 	// A child must not outlive the bench: cancelling ctx kills it, and so
 	// does the kernel if this process dies without running its defers
 	// (a second Ctrl-C, SIGKILL). Pdeathsig follows the forking thread,

@@ -58,6 +58,8 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 		rep.Sweep.Caches = append(rep.Sweep.Caches, string(c))
 	}
 	rep.Machine.LatencyClock = metrics.ClockSource()
+	pl := features.BufferPlacement()
+	rep.Machine.BufferPlacement = &pl
 	argv := cfg.ChildCommand
 	if len(argv) == 0 {
 		exe, err := os.Executable()

@@ -13,9 +13,9 @@ import (
 // on to it (io_uring) without pinning.
 //
 // For O_DIRECT every buffer starts on a page boundary, as the kernel
-// requires. For buffered I/O every buffer starts fileio.BufferSkew bytes
-// past a page boundary (4K aliasing; fio gets the same skew by accident
-// from malloc's chunk header). See fileio.BufferSkew and docs/engines.md.
+// requires. For buffered I/O every buffer starts fileio.SkewFor(size)
+// bytes past a page boundary: the placement measured on this machine
+// (fileio.BufferPlacement, docs/engines.md).
 type arena struct {
 	mem    []byte
 	stride int // bytes between buffers (a multiple of the page size)
@@ -27,9 +27,9 @@ type arena struct {
 // is set (O_DIRECT), skewed otherwise.
 func newArena(count, size int, aligned bool) (*arena, error) {
 	ps := sys.PageSize()
-	skew := fileio.BufferSkew
-	if aligned {
-		skew = 0
+	skew := 0
+	if !aligned {
+		skew = fileio.SkewFor(size)
 	}
 	stride := (size + skew + ps - 1) / ps * ps
 	mem, err := sys.MmapAnon(count * stride)

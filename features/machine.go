@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -27,7 +28,20 @@ type Machine struct {
 	GoVersion     string `json:"go_version"`      // runtime.Version()
 	IopathVersion string `json:"iopath_version"`  // main.version or the module's build info
 	LatencyClock  string `json:"latency_clock"`   // clock for per-block latency: tsc or nanotime
+	// BufferPlacement is where buffered reads' buffers start within a
+	// page, measured on this machine (set by bench; nil elsewhere).
+	BufferPlacement *Placement `json:"buffer_placement,omitempty"`
 }
+
+// Placement is where buffered reads' buffers start past a page boundary
+// and how that was chosen: measured on the machine by copying from memory
+// into a buffer at each candidate skew, or set by IOPATH_BUFFER_SKEW. The
+// best skew differs between CPUs (docs/engines.md).
+type Placement = fileio.Placement
+
+// BufferPlacement returns this process's buffer placement, measuring it
+// on the first call (a few milliseconds).
+func BufferPlacement() Placement { return fileio.BufferPlacement() }
 
 // DescribeMachine describes this machine and the file at path (its
 // filesystem and block device). Fields it cannot find are left empty.

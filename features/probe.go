@@ -53,6 +53,9 @@ type Report struct {
 	THP        string   `json:"thp"` // transparent hugepage mode: always, madvise, never, or ""
 	// MemlockBytes is RLIMIT_MEMLOCK's soft limit; -1 means unlimited.
 	MemlockBytes int64 `json:"memlock_bytes"`
+	// BufferPlacement is set by `iopath features` (Probe leaves it nil:
+	// measuring it takes a few milliseconds).
+	BufferPlacement *Placement `json:"buffer_placement,omitempty"`
 }
 
 // HasOp reports whether the kernel supports the opcode called name ("READ_FIXED").

@@ -508,6 +508,7 @@ func differences(old, new CompareSource) []Difference {
 	add("device", om.Device, nm.Device, true)
 	add("io_uring", om.IOURing, nm.IOURing, false)
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
+	add("buffer skew", skewString(om), skewString(nm), false)
 	// The kind's own settings, in the new report's order, then those only
 	// the old one has.
 	only := map[string]string{}
@@ -526,4 +527,12 @@ func differences(old, new CompareSource) []Difference {
 	add("Go version", om.GoVersion, nm.GoVersion, false)
 	add("iopath version", om.IopathVersion, nm.IopathVersion, false)
 	return ds
+}
+
+// skewString is a machine's buffer skew ("16 B"), or "" when not recorded.
+func skewString(m features.Machine) string {
+	if m.BufferPlacement == nil {
+		return ""
+	}
+	return strconv.Itoa(m.BufferPlacement.Skew) + " B"
 }

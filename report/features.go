@@ -52,6 +52,9 @@ func FeaturesDoc(r *features.Report) *Doc {
 		Field{"page size", fmt.Sprint(r.PageSize)},
 		Field{"transparent hugepages", thp},
 		Field{"memlock limit", ml})
+	if p := r.BufferPlacement; p != nil {
+		d.Header = append(d.Header, Field{"buffer placement", p.String()})
+	}
 	d.Columns = []Column{
 		{Key: "name", Title: "feature", Left: true},
 		{Key: "supported", Title: "supported", Left: true},

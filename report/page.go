@@ -129,6 +129,14 @@ func addKV(list *[]kv, k, v string) {
 	}
 }
 
+// placementString is the machine's buffer placement in one line, or "".
+func placementString(mc features.Machine) string {
+	if mc.BufferPlacement == nil {
+		return ""
+	}
+	return mc.BufferPlacement.String()
+}
+
 // machineKV is the Machine card of a page: a line per fact recorded.
 func machineKV(mc features.Machine, version string) []kv {
 	kernel := mc.Arch
@@ -155,7 +163,7 @@ func machineKV(mc features.Machine, version string) []kv {
 	var out []kv
 	for _, f := range []kv{{"kernel", kernel}, {"CPU", cpu}, {"memory", strings.Join(mem, ", ")},
 		{"filesystem", strings.TrimSuffix(mc.Filesystem+" on "+mc.Device, " on ")}, {"io_uring", mc.IOURing},
-		{"latency clock", mc.LatencyClock}, {"Go", mc.GoVersion}, {"iopath", version}} {
+		{"latency clock", mc.LatencyClock}, {"buffer placement", placementString(mc)}, {"Go", mc.GoVersion}, {"iopath", version}} {
 		addKV(&out, f.K, f.V)
 	}
 	return out

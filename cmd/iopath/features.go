@@ -28,14 +28,20 @@ and io_uring_enter: a seccomp profile can forbid any one of them), and
 prints whether this process can use it (and, if not, which call was
 refused and why: kernel, sysctl, seccomp or memlock limit), which setup
 flags and opcodes the kernel accepts, and the kernel, page size,
-transparent hugepage mode and memlock limit.
+transparent hugepage mode and memlock limit, and where buffered reads
+place their buffers within a page: the skew is measured on this machine
+(a few milliseconds: a copy from memory into a buffer at each candidate skew),
+since the best one differs between CPUs; IOPATH_BUFFER_SKEW=N sets it.
 IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(report.KindFormats, o.format) {
 				return usagef("features: --format %q: want one of %s", o.format, strings.Join(report.KindFormats, ", "))
 			}
-			return report.WriteFeatures(stdout, o.format, features.Probe())
+			r := *features.Probe()
+			pl := features.BufferPlacement()
+			r.BufferPlacement = &pl
+			return report.WriteFeatures(stdout, o.format, &r)
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", "table", "output: "+strings.Join(report.KindFormats, ", "))

@@ -20,22 +20,12 @@ func Aligned(b []byte, off int64) bool {
 		uintptr(unsafe.Pointer(unsafe.SliceData(b)))%DirectAlign == 0
 }
 
-// BufferSkew is where a buffered-I/O buffer starts past a page boundary.
-// When the kernel copies a page-cache page into a destination at the same
-// offset within a page, loads and stores alias in the store buffer (4K
-// aliasing) and the copy ran 10-15% slower on the Intel machine this was
-// measured on (pread of 128 KiB from a warm 4 GiB file: 6.9 GiB/s into
-// page-aligned buffers, 8.1 GiB/s at a 16-byte skew; see docs/engines.md).
-// O_DIRECT buffers start on a page boundary instead, as the kernel
-// requires.
-const BufferSkew = 16
-
 // AllocBytes returns a new Go slice of length n and capacity c that
-// starts BufferSkew bytes past a page boundary, or on one for O_DIRECT.
+// starts SkewFor(c) bytes past a page boundary, or on one for O_DIRECT.
 func AllocBytes(n, c int, direct bool) []byte {
-	skew := BufferSkew
-	if direct {
-		skew = 0
+	skew := 0
+	if !direct {
+		skew = SkewFor(c)
 	}
 	ps := sys.PageSize()
 	raw := make([]byte, c+ps+skew)

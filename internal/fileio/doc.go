@@ -16,7 +16,8 @@
 //     internal/uring.
 //   - Mappings: MmapCopy, CopyAt and CopyRequests, which turn a fault on a
 //     truncated mapping into an error (mmap.go).
-//   - Buffer placement: BufferSkew, DirectAlign (buffers.go).
+//   - Buffer placement: BufferPlacement, the skew measured on the machine
+//     (placement.go); DirectAlign (buffers.go).
 //
 // It holds mechanism, not policy: which path to take is internal/auto's
 // and the callers'; errors are bare errnos (or the values the callers

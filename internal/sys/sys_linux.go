@@ -246,6 +246,27 @@ func Write(fd int, b []byte) (int, error) {
 	}
 }
 
+// Pwrite is pwrite(2), retrying EINTR.
+func Pwrite(fd int, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pwrite(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
+}
+
+// MemfdCreate is memfd_create(2) with MFD_CLOEXEC: an anonymous file in
+// memory (shmem), gone when its last descriptor closes.
+func MemfdCreate(name string) (int, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, os.NewSyscallError("memfd_create", err)
+	}
+	return fd, nil
+}
+
 // Fadvise is posix_fadvise(2).
 func Fadvise(fd int, off, length int64, advice int) error {
 	return unix.Fadvise(fd, off, length, advice)
