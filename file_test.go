@@ -835,20 +835,33 @@ func TestReadBatchInline(t *testing.T) {
 			}
 
 			// A batch that misses entirely: the next inlineBackoff
-			// batches skip the pass, even on cached data.
-			dropPages(t, path, 0, 0)
-			if slices.Contains(resident(t, path, size), true) {
-				t.Skip("pages still cached after dropping the whole file")
-			}
-			calls, rest = nil, nil
-			if err := f.ReadBatch(reqs); err != nil {
-				t.Fatal(err)
-			}
-			check(t, reqs)
-			// (A miss starts the read of its folio, which may hold the
-			// page of a later request: a few may be served all the same.)
-			if len(calls) != 1 || calls[0] > len(reqs)/4 || calls[0]+len(rest) != len(reqs) {
-				t.Fatalf("cold: %v served, %d passed on; want [≤%d], the rest", calls, len(rest), len(reqs)/4)
+			// batches skip the pass, even on cached data. A miss
+			// starts the read of its folio, which may hold the page of
+			// a later request and complete before the pass gets there
+			// (more often on a loaded machine): a few may be served all
+			// the same, and past a quarter the batch did not mostly
+			// miss, no backoff is due, and the cold batch is tried
+			// again.
+			for try := 1; ; try++ {
+				dropPages(t, path, 0, 0)
+				if slices.Contains(resident(t, path, size), true) {
+					t.Skip("pages still cached after dropping the whole file")
+				}
+				calls, rest = nil, nil
+				if err := f.ReadBatch(reqs); err != nil {
+					t.Fatal(err)
+				}
+				check(t, reqs)
+				if len(calls) != 1 || calls[0]+len(rest) != len(reqs) {
+					t.Fatalf("cold: %v served, %d passed on; want one pass", calls, len(rest))
+				}
+				if calls[0] <= len(reqs)/4 {
+					break
+				}
+				if try == 5 {
+					t.Fatalf("cold, %d tries: %v served, %d passed on; want [≤%d], the rest", try, calls, len(rest), len(reqs)/4)
+				}
+				t.Logf("cold try %d: %d of %d served (brought in during the pass), again", try, calls[0], len(reqs))
 			}
 			for range fileio.InlineBackoff {
 				if err := f.ReadBatch(reqs); err != nil {
