@@ -113,6 +113,18 @@
 // as on a kernel or container without it, so that Auto falls back and an
 // explicit WithEngine("io_uring") fails with ErrNotSupported.
 //
+// Auto's choice is visible: Plan(path, ForReadFile) (ForScan, ForOpen,
+// ForReadFiles) returns the Choice a call would make for a path now —
+// engine, workers, block size, queue depth, the rule and the reason —
+// without reading the file, and File.Choice says what an open File uses,
+// fallbacks included, so that a program can log it and a test can pin it.
+//
+// Buffered reads place their buffers where the kernel's copy into them is
+// fastest on this CPU: a skew past a page boundary measured once per
+// process (a few milliseconds, on the first buffer of 64 KiB or more) or
+// set by IOPATH_BUFFER_SKEW=N; the best place differs between CPUs
+// (docs/engines.md).
+//
 // # Kernel
 //
 // Linux only: a build for another GOOS stops at internal/sys with one

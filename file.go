@@ -178,6 +178,13 @@ type fileRes struct {
 // Name returns the path as given to Open.
 func (f *File) Name() string { return f.name }
 
+// Choice returns how f reads: the engine Auto chose at Open (or
+// WithEngine named), its workers and queue depth, the rule and the
+// reason, including a fallback Open took (io_uring refused, mmap failed:
+// pread instead). It is what Plan(path, ForOpen) foresaw, or what came of
+// it.
+func (f *File) Choice() Choice { return publicChoice(f.choice) }
+
 // Size returns the file's size when it was opened, as its fstat said
 // then. The file may have changed since (Stat says what it is now);
 // reads are not limited to this size.

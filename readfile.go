@@ -79,16 +79,19 @@ func readFile(path string, opts []Option) ([]byte, error) {
 		return nil, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	if o.small(st.Size) {
-		return readSmall(fd, path, int(st.Size), &o)
+	c, err := wholePlan(fd, path, st.Size, &o)
+	if err != nil {
+		return nil, err
 	}
-	if !o.direct && unsized.PseudoFD(fd) {
-		// The size means nothing here: read to the end.
+	switch c.Rule {
+	case ruleSmallFile:
+		return readSmall(fd, path, int(st.Size), &o)
+	case ruleUnsized:
 		return readSmall(fd, path, 0, &o)
 	}
 	w := wholeBuf{direct: o.direct}
 	w.alloc(int(st.Size))
-	n, err := readWhole(fd, path, &w, &o)
+	n, err := readWhole(fd, path, &w, &o, c)
 	if err != nil {
 		return nil, err
 	}
@@ -142,16 +145,19 @@ func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 		return nil, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	if o.small(st.Size) {
-		return readSmallBuf(fd, path, int(st.Size), &o)
+	c, err := wholePlan(fd, path, st.Size, &o)
+	if err != nil {
+		return nil, err
 	}
-	if !o.direct && unsized.PseudoFD(fd) {
-		// The size means nothing here: read to the end.
+	switch c.Rule {
+	case ruleSmallFile:
+		return readSmallBuf(fd, path, int(st.Size), &o)
+	case ruleUnsized:
 		return readSmallBuf(fd, path, 0, &o)
 	}
 	w := wholeBuf{pooled: true, direct: o.direct}
 	w.alloc(int(st.Size))
-	n, err := readWhole(fd, path, &w, &o)
+	n, err := readWhole(fd, path, &w, &o, c)
 	if err != nil {
 		if ringFailed(err) {
 			// The failed ring may still write the buffer: it never goes
@@ -170,6 +176,27 @@ func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 	copy(b.Bytes(), w.b[:n])
 	w.buf.Release()
 	return b, nil
+}
+
+// ruleSmallFile is the Choice's Rule for a file ReadFile reads with one
+// read(2) on the calling goroutine, without asking Auto.
+const ruleSmallFile = "small-file"
+
+// wholePlan is how ReadFile and ReadFileBuf read the open file fd of
+// size bytes: a small one with read(2) on the calling goroutine
+// (ruleSmallFile), one whose size means nothing to its end (ruleUnsized),
+// any other by plan's choice. Plan(path, ForReadFile) asks it too.
+func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error) {
+	switch {
+	case o.small(size) && size > 0:
+		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
+			Reason: "a file under 1 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}, nil
+	case o.small(size):
+		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
+	case !o.direct && unsized.PseudoFD(fd):
+		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
+	}
+	return plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: size, Direct: o.direct, Resident: -1})
 }
 
 // small reports whether a file of size bytes takes the small-file path:
@@ -350,18 +377,15 @@ func (w *wholeBuf) grow(n, need int) {
 func alignUp(n int) int { return fileio.AlignUp(n) }
 
 // allocBytes returns a new slice of length n and capacity c that starts
-// fileio.BufferSkew bytes past a page boundary, or on one for O_DIRECT.
+// fileio.SkewFor(c) bytes past a page boundary, or on one for O_DIRECT.
 func allocBytes(n, c int, direct bool) []byte { return fileio.AllocBytes(n, c, direct) }
 
 // readWhole reads the open regular file fd from its start to its end into
-// w and returns the number of bytes read (w.b may have been replaced by a
+// w, the way c says, and returns the number of bytes read (w.b may have been replaced by a
 // larger buffer). Errors are *fs.PathError naming path.
-func readWhole(fd int, path string, w *wholeBuf, o *options) (int, error) {
+func readWhole(fd int, path string, w *wholeBuf, o *options, c auto.Choice) (int, error) {
 	size := len(w.b)
-	c, err := plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: int64(size), Direct: o.direct, Resident: -1})
-	if err != nil {
-		return 0, err
-	}
+	var err error
 	if c.Engine == "io_uring" {
 		// io_uring honours O_NONBLOCK: EAGAIN instead of waiting for the disk.
 		if err := sys.ClearNonblock(fd); err != nil {

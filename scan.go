@@ -104,24 +104,13 @@ func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, 
 	default:
 		return &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
 	}
-	var c auto.Choice
-	if !o.direct && (st.Size == 0 || unsized.PseudoPath(path)) {
-		// Without O_DIRECT (which these files refuse anyway) a file that
-		// states no size, or whose size means nothing, is read to its end
-		// by the read engine, in order, on the calling goroutine.
-		if err := o.checkEngine(callScan); err != nil {
-			return err
-		}
-		c = auto.Choice{Engine: "read", Workers: 1, BlockSize: o.blockSize, Rule: ruleUnsized}
-		_, err = scanEngine(ctx, path, &c, &o, fn)
-		return scanErr(ctx, err)
-	}
-	c, err = plan(callScan, &o, auto.Workload{Kind: auto.Blocks, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
+	c, err := scanPlan(path, st.Size, &o)
 	if err != nil {
 		return err
 	}
-	if c.BlockSize == 0 {
-		c.BlockSize = engine.DefaultBlockSize
+	if c.Rule == ruleUnsized {
+		_, err = scanEngine(ctx, path, &c, &o, fn)
+		return scanErr(ctx, err)
 	}
 	var ran bool
 	if o.ordered {
@@ -144,6 +133,30 @@ func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, 
 
 // ruleUnsized is the Choice's Rule for a file of unknown size.
 const ruleUnsized = "unsized"
+
+const unsizedReason = "a file that states no size, or whose size means nothing (a pseudo-file), is read with read(2) to its end, in order, on the calling goroutine"
+
+// scanPlan is how Scan reads the regular file at path of size bytes.
+// Without O_DIRECT (which they refuse anyway) a file that states no
+// size, or whose size means nothing, is read to its end by the read
+// engine, in order, on the calling goroutine (ruleUnsized); any other by
+// plan's choice. Plan(path, ForScan) asks it too.
+func scanPlan(path string, size int64, o *options) (auto.Choice, error) {
+	if !o.direct && (size == 0 || unsized.PseudoPath(path)) {
+		if err := o.checkEngine(callScan); err != nil {
+			return auto.Choice{}, err
+		}
+		return auto.Choice{Engine: "read", Workers: 1, BlockSize: o.blockSize, Rule: ruleUnsized, Reason: unsizedReason}, nil
+	}
+	c, err := plan(callScan, o, auto.Workload{Kind: auto.Blocks, Path: path, Size: size, Direct: o.direct, Resident: -1})
+	if err != nil {
+		return c, err
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = engine.DefaultBlockSize
+	}
+	return c, nil
+}
 
 // scanErr is Scan's error: ctx.Err() itself when the error is ctx's.
 func scanErr(ctx context.Context, err error) error {
