@@ -105,7 +105,7 @@
 // table of rules, each backed by a measurement, over the kind of access,
 // the file's size, its residency in the page cache (mincore on a bounded
 // sample), O_DIRECT, GOMAXPROCS and the kernel's io_uring support. A
-// ReadFile of a file under 1 MiB skips the question (the answer is one
+// ReadFile of a file under 8 MiB skips the question (the answer is one
 // read). WithEngine overrides the choice for one call. The environment
 // variable IOPATH_ENGINE=name overrides Auto's engine for every call
 // where the name is valid and can run (it is ignored otherwise, and Auto's

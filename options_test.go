@@ -12,11 +12,14 @@ import (
 )
 
 // steer replaces Auto for the rest of the test.
+//
+// It also lowers ReadFile's small-file shortcut to 1 MiB, so that files of
+// a few MiB reach Auto.
 func steer(t *testing.T, fn func(auto.Workload) auto.Choice) {
 	t.Helper()
-	old := decide
-	decide = fn
-	t.Cleanup(func() { decide = old })
+	old, oldSmall := decide, smallFile
+	decide, smallFile = fn, 1<<20
+	t.Cleanup(func() { decide, smallFile = old, oldSmall })
 }
 
 // choose makes Auto answer c whatever the workload.

@@ -74,7 +74,7 @@ type Choice struct {
 	QueueDepth int
 	// Rule names what decided: one of Auto's rules (docs/auto.md),
 	// "with-engine" for WithEngine, "override" for IOPATH_ENGINE,
-	// "small-file" for a ReadFile under 1 MiB, or "unsized" for a file
+	// "small-file" for a ReadFile under 8 MiB, or "unsized" for a file
 	// whose size means nothing (a pseudo-file, or size 0).
 	Rule string
 	// Reason is one sentence saying why, with the measurement behind it,

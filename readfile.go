@@ -17,12 +17,13 @@ import (
 )
 
 // smallFile is the size below which ReadFile reads a file with read(2)
-// on the calling goroutine without asking Auto: auto's rule "small-file"
-// gives the same answer (one read, one worker) for files under 1 MiB, and
-// asking would cost more system calls (a mincore sample) than the read.
-// IOPATH_ENGINE, WithEngine and WithDirect send small files to the large
-// path too.
-const smallFile = 1 << 20
+// on the calling goroutine, as os.ReadFile does, without asking Auto:
+// auto's rule "small-file" gives the same answer (one worker) for files
+// under auto.SmallFile, and asking would cost more system calls (a
+// residency sample) than it could save. IOPATH_ENGINE, WithEngine and
+// WithDirect send small files to the large path too. A variable so that
+// tests which steer Auto can reach it with small files.
+var smallFile = auto.SmallFile
 
 // maxWholeFile is the largest file ReadFile tries to hold in memory; a
 // larger one is an EFBIG error rather than an allocation the runtime
@@ -37,7 +38,7 @@ var testHookAfterStat func(path string)
 // ReadFile reads the whole file at path, by the best path for it, and
 // returns its bytes in a slice that belongs to the caller.
 //
-// A file under 1 MiB is read like bufpool.ReadFile: open, fstat, one read
+// A file under 8 MiB is read like bufpool.ReadFile: open, fstat, one read
 // into a buffer one byte larger than the file, close (4 system calls). A
 // larger one is read by the engine Auto chooses (or WithEngine names):
 // parallel preads straight into the result by Choice.Workers goroutines
@@ -129,7 +130,7 @@ func openWhole(path string, opts []Option) (o options, fd int, st sys.Stat_t, er
 // ReadFileBuf is ReadFile into a pooled buffer: it returns a *bufpool.Buf
 // holding exactly the file's bytes (Bytes, Len), which the caller must
 // Release once, when done with them; the memory is reused afterwards. In
-// steady state a file under 1 MiB is read with no allocation at all.
+// steady state a file under 8 MiB is read with no allocation at all.
 // Everything else is as for ReadFile; on error the Buf is nil.
 func ReadFileBuf(path string, opts ...Option) (*bufpool.Buf, error) {
 	b, err := readFileBuf(path, opts)
@@ -190,7 +191,7 @@ func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error)
 	switch {
 	case o.small(size) && size > 0:
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
-			Reason: "a file under 1 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}, nil
+			Reason: "a file under 8 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}, nil
 	case o.small(size):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
 	case !o.direct && unsized.PseudoFD(fd):
@@ -209,7 +210,7 @@ func (o *options) small(size int64) bool {
 	if size == 0 {
 		return true
 	}
-	return o.engine == "" && size < smallFile && os.Getenv(auto.EnvEngine) == ""
+	return o.engine == "" && size < int64(smallFile) && os.Getenv(auto.EnvEngine) == ""
 }
 
 // readNB is read(2) on a descriptor opened with O_NONBLOCK (see

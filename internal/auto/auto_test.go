@@ -131,9 +131,13 @@ func TestRules(t *testing.T) {
 			want{rule: "positioned-cached-no-uring", engine: "pread", workers: 2, reason: []string{noUringReason}}},
 
 		// Thresholds, exactly at and just below.
-		{"size-at-threshold", Workload{Kind: Blocks, Size: smallFile, Resident: 1}, withUring(2),
+		{"size-at-threshold", Workload{Kind: Blocks, Size: SmallFile, Resident: 1}, withUring(2),
+			want{rule: "mid-cached", engine: "pread", workers: 2}},
+		{"map-below-threshold", Workload{Kind: WholeFile, Size: mapFile - 1, Resident: 1}, withUring(2),
+			want{rule: "mid-cached", engine: "pread", workers: 2}},
+		{"map-at-threshold", Workload{Kind: WholeFile, Size: mapFile, Resident: 1}, withUring(2),
 			want{rule: "big-cached", engine: "mmap", workers: 2}},
-		{"size-below-threshold", Workload{Kind: Blocks, Size: smallFile - 1, Resident: 1}, withUring(2),
+		{"size-below-threshold", Workload{Kind: Blocks, Size: SmallFile - 1, Resident: 1}, withUring(2),
 			want{rule: "small-file", engine: "pread", workers: 1}},
 		{"resident-at-threshold", Workload{Kind: Blocks, Size: big, Resident: cachedAt}, withUring(2),
 			want{rule: "big-cached", engine: "mmap", workers: 2}},

@@ -29,7 +29,10 @@ func TestDecideOneFile(t *testing.T) {
 			}
 			drop(t, path, 0, 0)
 			cold := Decide(w, realEngines())
-			if want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 0}, CurrentEnv(realEngines())); cold != want {
+			// Decide measures the residency only when it changes how
+			// the file is read; the rule that names it may differ.
+			want := Choose(Workload{Kind: kind, Path: path, Size: 8 << 20, Resident: 0}, CurrentEnv(realEngines()))
+			if how := func(c Choice) Choice { c.Rule, c.Reason = "", ""; return c }; how(cold) != how(want) {
 				t.Errorf("dropped file: Decide = %+v, want Choose with Resident 0 = %+v", cold, want)
 			}
 			// Reading it back makes it cached again for the next kind.
@@ -204,7 +207,7 @@ func TestChoicesRegistered(t *testing.T) {
 	overrides := []string{"", "pread", "mmap", "io_uring", "raw", "pool", "readfile", "archive", "null", "bogus", " pread "}
 	n := 0
 	for _, kind := range []Kind{WholeFile, Blocks, Positioned, ManyFiles} {
-		for _, size := range []int64{0, 4096, smallFile - 1, smallFile, 1 << 30} {
+		for _, size := range []int64{0, 4096, SmallFile - 1, SmallFile, 1 << 30} {
 			for _, res := range []float64{-1, 0, 0.5, cachedAt, 1} {
 				for _, direct := range []bool{false, true} {
 					for _, env := range testEnvs() {

@@ -16,12 +16,25 @@ import (
 
 // Thresholds and worker counts the rules use.
 const (
-	// smallFile: below it one pread beats parallel workers and mmap (the
-	// mapping's setup and faults cost more than the copy they save):
-	// BenchmarkSizes, warm, pread ×1 against mmap ×1 was 12.5 against 3.5
-	// GiB/s at 64 KiB, 21.1 against 17.3 at 512 KiB, and 12.2 against
-	// 16.3 at 1 MiB; from 2 MiB mmap wins by 1.4–1.6×.
-	smallFile = 1 << 20
+	// SmallFile: below it one worker reading in order is as fast as
+	// anything, and parallel workers and mmap cost more than they save
+	// (goroutines, the mapping's setup, and its page faults, which are
+	// dear in a VM). On the AMD EPYC VM (2026-11-26, BenchmarkScanSizes
+	// and BenchmarkReadFileSizes, warm, interleaved): Scan of 1 MiB with
+	// mmap ×2 was 0.12× an os.File.Read loop and pread ×1 0.82×, of 4 MiB
+	// 0.73× and 1.03×; ReadFile with mmap ×2 was 0.27× os.ReadFile at 1
+	// MiB and 0.52× at 1.5 MiB. (On the Intel VM of 2026-11-22 mmap ×1
+	// led pread ×1 from 1 MiB, 16.3 against 12.2 GiB/s: not here.)
+	SmallFile = 8 << 20
+	// mapFile: from this size a cached file is mapped (mmap ×G) rather
+	// than read with pread ×G. Below it the mapping's faults cost more
+	// than the copy saves here: Scan of 16 MiB, pread ×2 1.74× the os
+	// loop, mmap ×2 1.34×; ReadFile of 16 MiB, mmap ×2 0.44× os.ReadFile,
+	// pread ×2 1.5×. From 64 MiB the two are alike here (Scan 64 MiB:
+	// mmap ×2 2.07×, pread ×2 1.75×; ReadFile 64 and 256 MiB: within 15%
+	// of each other, both 3–4× os.ReadFile) and mmap led by 1.4–1.6× on
+	// the Intel VM (1 GiB, [M1], [B1]).
+	mapFile = 64 << 20
 	// cachedAt: data counts as cached from this resident fraction up. It
 	// is where the warm choice's loss on the uncached part equals its gain
 	// on the cached part: 0.95 for big files (mmap ×2: 19.7 GiB/s warm,
@@ -92,7 +105,10 @@ func direct(w Workload) bool { return w.Direct }
 // mapped: measured, not O_DIRECT, and at least mappedAt in the page cache.
 func mapped(w Workload) bool { return !w.Direct && w.Resident >= mappedAt }
 
-func small(w Workload) bool { return w.Size < smallFile }
+func small(w Workload) bool { return w.Size < SmallFile }
+
+// unmapped: below mapFile.
+func unmapped(w Workload) bool { return w.Size < mapFile }
 
 func one(Env) int { return 1 }
 
@@ -123,14 +139,18 @@ var rules = []rule{
 		why: "O_DIRECT without io_uring: 2 pread workers of 1 MiB blocks keep the device busy " +
 			"(0.98 GiB/s, 1.5× one worker of 128 KiB)"},
 	{id: "small-file", kinds: oneFile, when: small, engine: "pread", workers: one,
-		why: "a file under 1 MiB: one worker of pread; more workers or a mapping cost more than they save " +
-			"(warm 64 KiB: 1.7× pread ×2, 3.6× mmap)"},
+		why: "a file under 8 MiB: one worker of pread; more workers or a mapping cost more than they save " +
+			"(warm, AMD EPYC VM: Scan of 1 MiB pread ×1 7× mmap ×2, of 4 MiB 1.4×; ReadFile of 1 MiB, one read 2.6× mmap ×2)"},
 	{id: "big-uncached", kinds: oneFile, when: cold, engine: "pread", workers: upTo(2),
 		why: "a big file not in the page cache: pread with the kernel's readahead, 2 workers " +
 			"(1 GiB cold, 8 interleaved sets: 1.24–1.66 GiB/s, the best or 0.84–0.93× the best in all but one noisy set; " +
 			"buffered io_uring, the best in 3 sets, fell to 0.36–0.94 in others)"},
+	{id: "mid-cached", kinds: oneFile, when: unmapped, engine: "pread", workers: cpuWorkers,
+		why: "a file from 8 to 64 MiB, cached (or not measured: big-uncached would read it the same way on 2 cores): pread, one worker per core; " +
+			"a mapping's faults cost more than its copy saves at this size " +
+			"(warm 16 MiB, AMD EPYC VM: Scan pread ×2 1.74× an os.File.Read loop, mmap ×2 1.34×; ReadFile pread ×2 1.5× os.ReadFile, mmap ×2 0.44×)"},
 	{id: "big-cached", kinds: oneFile, when: always, engine: "mmap", workers: cpuWorkers,
-		why: "a big cached file: mmap, one worker per core, reads the page cache without copying it " +
+		why: "a cached file of 64 MiB or more: mmap, one worker per core, reads the page cache without copying it " +
 			"(1 GiB warm, every byte read: mmap ×2 19.7 GiB/s, 1.4× pread ×2, 2.0× io_uring ×2; " +
 			"copied into one buffer: 1.15–1.6× pread straight into it)"},
 
