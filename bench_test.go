@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -299,4 +300,110 @@ func boolMetric(v bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// sweepSizes are the sizes the issue-15 targets name: ReadFile and Scan
+// must be at least as fast as the standard library at each (and between).
+var sweepSizes = []struct {
+	name string
+	size int
+}{{"1KiB", 1 << 10}, {"4KiB", 4 << 10}, {"64KiB", 64 << 10}, {"256KiB", 256 << 10}, {"1MiB", 1 << 20},
+	{"1.5MiB", 3 << 19}, {"2MiB", 2 << 20}, {"4MiB", 4 << 20}, {"8MiB", 8 << 20}, {"16MiB", 16 << 20},
+	{"64MiB", 64 << 20}, {"256MiB", 256 << 20}}
+
+// BenchmarkReadFileSizes is ReadFile (Auto) against os.ReadFile at every
+// size of the sweep, warm, with each path Auto could take forced beside
+// them. Compare the ways per size, rounds interleaved:
+//
+//	go test -c -o /tmp/iopath.test .
+//	for i in $(seq 6); do /tmp/iopath.test -test.run '^$' -test.bench ReadFileSizes -test.benchtime 200ms; done > s.txt
+//	go run golang.org/x/perf/cmd/benchstat -col /way s.txt
+func BenchmarkReadFileSizes(b *testing.B) {
+	ways := []struct {
+		name string
+		read func(path string) ([]byte, error)
+	}{
+		{"os", os.ReadFile},
+		{"iopath", func(p string) ([]byte, error) { return ReadFile(p) }},
+		{"read×1", func(p string) ([]byte, error) { return ReadFile(p, WithEngine("read")) }},
+		{"pread×1", func(p string) ([]byte, error) { return ReadFile(p, WithEngine("pread")) }},
+		{"pread×2", func(p string) ([]byte, error) { return ReadFile(p, WithEngine("pread"), WithWorkers(2)) }},
+		{"mmap×2", func(p string) ([]byte, error) { return ReadFile(p, WithEngine("mmap"), WithWorkers(2)) }},
+	}
+	for _, s := range sweepSizes {
+		b.Run("size="+s.name, func(b *testing.B) { // only the sizes -bench selects make a file
+			path := benchFile(b, s.size)
+			for _, w := range ways {
+				b.Run("way="+w.name, func(b *testing.B) {
+					// Every way starts from the same heap: the results are
+					// new memory, whose page faults are much of the cost.
+					runtime.GC()
+					b.SetBytes(int64(s.size))
+					for b.Loop() {
+						if _, err := w.read(path); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkScanSizes is Scan (Auto, unordered) against an os.File.Read
+// loop with a 128 KiB buffer at every size of the sweep, warm, each path
+// Auto could take forced beside them; all touch every cache line. Run as
+// BenchmarkReadFileSizes, with -test.bench ScanSizes.
+func BenchmarkScanSizes(b *testing.B) {
+	var sink atomic.Uint64
+	scan := func(opts ...Option) func(string) error {
+		return func(path string) error {
+			return Scan(context.Background(), path, func(off int64, p []byte) error {
+				sink.Add(touch(p))
+				return nil
+			}, opts...)
+		}
+	}
+	buf := make([]byte, 128<<10)
+	ways := []struct {
+		name string
+		read func(path string) error
+	}{
+		{"os", func(path string) error {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			for {
+				n, err := f.Read(buf)
+				sink.Add(touch(buf[:n]))
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}},
+		{"iopath", scan()},
+		{"pread×1", scan(WithEngine("pread"))},
+		{"pread×2", scan(WithEngine("pread"), WithWorkers(2))},
+		{"mmap×2", scan(WithEngine("mmap"), WithWorkers(2))},
+	}
+	for _, s := range sweepSizes {
+		b.Run("size="+s.name, func(b *testing.B) {
+			path := benchFile(b, s.size)
+			for _, w := range ways {
+				b.Run("way="+w.name, func(b *testing.B) {
+					b.SetBytes(int64(s.size))
+					for b.Loop() {
+						if err := w.read(path); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
 }
