@@ -20,8 +20,8 @@ import (
 // (4K aliasing of the copy's loads and stores); on an AMD EPYC the same
 // 16 bytes cost 15% and page-aligned was best. No constant is right on
 // both, so the skew is measured on the machine: once per process, by
-// copying from a memory file (the same kernel copy as from the page
-// cache) into a buffer at each candidate, or taken from SkewEnv.
+// copying from a small unnamed file in the page cache into a buffer at
+// each candidate, or taken from SkewEnv.
 
 // SkewEnv names the environment variable that sets the skew without
 // measuring: bytes past a page boundary, 0 to MaxSkew. iopath bench
@@ -47,7 +47,7 @@ var SkewCandidates = []int{0, 16}
 const (
 	calibrateFile   = 1 << 20
 	calibrateBlock  = 128 << 10
-	calibrateRounds = 21
+	calibrateRounds = 11
 	skewMargin      = 0.04
 	// calibrateMin is the smallest buffer whose allocation measures the
 	// skew when it is not known yet; smaller ones take the skew if it is
@@ -147,11 +147,11 @@ func ParseSkew(v string) (int, error) {
 
 // calibrate measures SkewCandidates and picks one.
 func calibrate() Placement {
-	trials, err := MeasureSkews(SkewCandidates, calibrateFile, calibrateBlock, calibrateRounds)
+	trials, where, err := MeasureSkews(SkewCandidates, calibrateFile, calibrateBlock, calibrateRounds)
 	if err != nil {
 		return Placement{Skew: SkewCandidates[0], Source: "default: calibration failed: " + err.Error()}
 	}
-	return Placement{Skew: PickSkew(trials), Source: "calibrated", Trials: trials}
+	return Placement{Skew: PickSkew(trials), Source: "calibrated in the " + where, Trials: trials}
 }
 
 // PickSkew returns the skew of the trial with the largest speedup over
@@ -166,22 +166,21 @@ func PickSkew(trials []SkewTrial) int {
 	return best.Skew
 }
 
-// MeasureSkews copies a memory file of fileSize bytes with pread in
+// MeasureSkews copies a file of fileSize bytes (calibrateFD's) with pread in
 // blocks of block bytes into a buffer at each skew: rounds rounds of one
 // pass per skew, back to back, the order alternating. Each trial holds
 // its fastest pass and its median speedup over the first skew in the same
-// round. The file lives in shmem, whose read is the same copy from a
-// cached page as a file's in the page cache.
-func MeasureSkews(skews []int, fileSize, block, rounds int) ([]SkewTrial, error) {
-	fd, err := sys.MemfdCreate("iopath-calibrate")
+// round, and says where the file was.
+func MeasureSkews(skews []int, fileSize, block, rounds int) (trials []SkewTrial, where string, err error) {
+	fd, where, err := calibrateFD()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer sys.Close(fd)
 	ps := sys.PageSize()
 	mem, err := sys.MmapAnon(block + slices.Max(skews) + ps)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer sys.Munmap(mem)
 	for i := range mem {
@@ -189,7 +188,7 @@ func MeasureSkews(skews []int, fileSize, block, rounds int) ([]SkewTrial, error)
 	}
 	for off := 0; off < fileSize; off += block {
 		if _, err := sys.Pwrite(fd, mem[:block], int64(off)); err != nil {
-			return nil, fmt.Errorf("fill memfd: %w", err)
+			return nil, "", fmt.Errorf("fill the calibration file in the %s: %w", where, err)
 		}
 	}
 	pass := func(skew int) (time.Duration, error) {
@@ -198,9 +197,9 @@ func MeasureSkews(skews []int, fileSize, block, rounds int) ([]SkewTrial, error)
 		for off := 0; off < fileSize; off += block {
 			if n, e := sys.PreadOnce(fd, buf, int64(off)); e != 0 || n != block {
 				if e == 0 {
-					return 0, fmt.Errorf("pread of memfd at %d: %d bytes of %d", off, n, block)
+					return 0, fmt.Errorf("pread of the calibration file at %d: %d bytes of %d", off, n, block)
 				}
-				return 0, fmt.Errorf("pread of memfd: %w", e)
+				return 0, fmt.Errorf("pread of the calibration file: %w", e)
 			}
 		}
 		return max(time.Since(start), 1), nil
@@ -215,7 +214,7 @@ func MeasureSkews(skews []int, fileSize, block, rounds int) ([]SkewTrial, error)
 				i = len(skews) - 1 - j
 			}
 			if round[i], err = pass(skews[i]); err != nil {
-				return nil, err
+				return nil, "", err
 			}
 		}
 		if r < 0 {
@@ -228,11 +227,29 @@ func MeasureSkews(skews []int, fileSize, block, rounds int) ([]SkewTrial, error)
 			ratios[i] = append(ratios[i], float64(round[0])/float64(d))
 		}
 	}
-	trials := make([]SkewTrial, len(skews))
+	trials = make([]SkewTrial, len(skews))
 	for i, s := range skews {
 		slices.Sort(ratios[i])
 		trials[i] = SkewTrial{Skew: s, GiBps: float64(fileSize) / (1 << 30) / best[i].Seconds(),
 			Speedup: ratios[i][len(ratios[i])/2]}
 	}
-	return trials, nil
+	return trials, where, nil
+}
+
+// calibrateFD returns the file the calibration copies from, and where it
+// is: an unnamed file in the page cache of the temporary directory's
+// filesystem (O_TMPFILE: nothing is left behind, whatever happens), whose
+// read is the copy every buffered read makes; or, where that cannot be
+// made (a read-only or full directory), a memory file, whose read copies
+// page by page and shows a third of the difference.
+func calibrateFD() (fd int, where string, err error) {
+	dir := os.TempDir()
+	if fd, err = sys.OpenTmpfile(dir); err == nil {
+		return fd, "page cache of " + dir, nil
+	}
+	fd, err2 := sys.MemfdCreate("iopath-calibrate")
+	if err2 != nil {
+		return -1, "", fmt.Errorf("%w; %w", err, err2)
+	}
+	return fd, "memfd", nil
 }

@@ -100,9 +100,12 @@ func TestPickSkew(t *testing.T) {
 // TestMeasureSkews runs the calibration for real: a figure and a ratio
 // per candidate, the first's ratio 1.
 func TestMeasureSkews(t *testing.T) {
-	trials, err := MeasureSkews([]int{0, 16, 64}, 1<<20, 128<<10, 5)
+	trials, where, err := MeasureSkews([]int{0, 16, 64}, 1<<20, 128<<10, 5)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if where != "page cache of "+os.TempDir() {
+		t.Errorf("calibrated in the %s", where)
 	}
 	if len(trials) != 3 || trials[0].Speedup != 1 {
 		t.Fatalf("trials %+v", trials)
@@ -123,7 +126,7 @@ func TestChoosePlacement(t *testing.T) {
 	}
 	t.Setenv(SkewEnv, "4097")
 	p := choosePlacement()
-	if !strings.HasPrefix(p.Source, "calibrated; ") || !strings.Contains(p.Source, "ignored") || len(p.Trials) != len(SkewCandidates) {
+	if !strings.HasPrefix(p.Source, "calibrated in the ") || !strings.Contains(p.Source, "ignored") || len(p.Trials) != len(SkewCandidates) {
 		t.Errorf("%s=4097: %+v", SkewEnv, p)
 	}
 	if !strings.Contains(p.String(), "past a page") {
@@ -147,5 +150,13 @@ func TestAllocBytesPlacement(t *testing.T) {
 	}
 	if SkewFor(256<<10) != BufferSkew() {
 		t.Error("SkewFor of a large buffer is not BufferSkew")
+	}
+}
+
+// BenchmarkCalibrate is what the calibration costs the first large read
+// of a process.
+func BenchmarkCalibrate(b *testing.B) {
+	for b.Loop() {
+		calibrate()
 	}
 }

@@ -267,6 +267,17 @@ func MemfdCreate(name string) (int, error) {
 	return fd, nil
 }
 
+// OpenTmpfile opens an unnamed regular file in dir for reading and
+// writing (O_TMPFILE): it has no name, and its space is freed when its
+// last descriptor closes, whatever happens to the process.
+func OpenTmpfile(dir string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open O_TMPFILE", Path: dir, Err: err}
+	}
+	return fd, nil
+}
+
 // Fadvise is posix_fadvise(2).
 func Fadvise(fd int, off, length int64, advice int) error {
 	return unix.Fadvise(fd, off, length, advice)
