@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
 )
@@ -45,7 +47,9 @@ func begin(ctx context.Context, c call, nilFn bool, opts []Option) (options, err
 // gets each as soon as every block before it has been delivered; with
 // io_uring one ring keeps the window in flight; with mmap one goroutine
 // walks the mapping in order, zero-copy (read-ahead is the kernel's,
-// asked for with MADV_WILLNEED).
+// asked for with MADV_WILLNEED). A file that Auto reads with one worker
+// (under 8 MiB: rule small-file) is read on the calling goroutine, in
+// order, with one pooled buffer, as an os.File.Read loop would.
 //
 // b is valid only during the call: the buffer is reused (or the mapping
 // unmapped) afterwards. Copy what you keep.
@@ -111,6 +115,11 @@ func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, 
 	if c.Rule == ruleUnsized {
 		_, err = scanEngine(ctx, path, &c, &o, fn)
 		return scanErr(ctx, err)
+	}
+	if c.Rule == ruleSmallFile && c.Engine == "pread" && c.Workers == 1 && !o.direct {
+		if done, err := scanSmall(ctx, path, st.Size, c.BlockSize, fn); done {
+			return scanErr(ctx, err)
+		}
 	}
 	var ran bool
 	if o.ordered {
@@ -202,4 +211,55 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 		err = o.limitErr(path)
 	}
 	return true, err
+}
+
+// scanSmall is Scan of a small file by Auto's rule small-file (one worker
+// of pread), on the calling goroutine with one pooled buffer: what an
+// os.File.Read loop costs, without an engine's goroutine, buffers and
+// its second look at the file (BenchmarkScanSizes: a Scan of 64 KiB took
+// 25 µs through the engine, 17 µs for the loop). The blocks are
+// delivered in order. The file is read through the one descriptor
+// opened here; the last read asks one byte more than the size, so a file
+// that grew shows without an fstat, and one that ended early is
+// ErrChanged, as the engines say it. done is false, with nothing read,
+// when the file opened is not the size the plan was made for (replaced
+// meanwhile): the caller then takes the engine's path.
+func scanSmall(ctx context.Context, path string, size int64, bs int, fn func(int64, []byte) error) (done bool, err error) {
+	fd, st, err := openRegular(path, false, "read")
+	if err != nil {
+		return true, err
+	}
+	defer sys.Close(fd) // read-only: close cannot lose data
+	if st.Size != size {
+		return false, nil
+	}
+	skew := fileio.SkewFor(bs)
+	owner := bufpool.Get(skew + bs + 1)
+	defer owner.Release()
+	buf := owner.Bytes()[skew : skew+bs+1]
+	var nw fileio.Nowait
+	for off := int64(0); off < size; {
+		if err := ctx.Err(); err != nil {
+			return true, err
+		}
+		n := int(min(int64(bs), size-off))
+		want := n
+		if off+int64(n) == size {
+			want++ // one more: the end shows, or that the file grew
+		}
+		got, err := fileio.PreadFull(fd, buf[:want], off, &nw, false)
+		switch {
+		case err != nil:
+			return true, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("at offset %d: %w", off+int64(got), err)}
+		case got < n:
+			return true, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: end of file at offset %d, expected %d bytes", ErrChanged, off+int64(got), size)}
+		case got > n:
+			return true, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %d bytes at open, more now", ErrChanged, size)}
+		}
+		if err := callFn(fn, off, buf[:n]); err != nil {
+			return true, err
+		}
+		off += int64(n)
+	}
+	return true, nil
 }

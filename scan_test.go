@@ -407,3 +407,83 @@ func TestScanUringFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestScanSmall: a file under auto.SmallFile is scanned on the calling
+// goroutine (Auto's rule small-file): in order, and a file that grows or
+// shrinks meanwhile, a panic in fn and a cancelled ctx end it as they do
+// through an engine, leaving nothing open.
+func TestScanSmall(t *testing.T) {
+	testenv.CheckFDs(t)
+	const size = 300 << 10
+	data := content(size, 31)
+	path := writeFile(t, t.TempDir(), data)
+	if c, err := Plan(path, ForScan); err != nil || c.Rule != ruleSmallFile || c.Workers != 1 {
+		t.Fatalf("Plan: %+v, %v", c, err)
+	}
+	var got []byte
+	var inside atomic.Int32
+	err := Scan(context.Background(), path, func(off int64, b []byte) error {
+		if inside.Add(1) != 1 || off != int64(len(got)) {
+			t.Errorf("block at %d after %d bytes, or two calls at once: want one at a time, in order", off, len(got))
+		}
+		got = append(got, b...)
+		inside.Add(-1)
+		return nil
+	})
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+
+	for _, c := range []struct {
+		name   string
+		change func() error
+		says   string
+	}{
+		{"grows", func() error {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.Write([]byte("more"))
+			return err
+		}, "more now"},
+		{"shrinks", func() error { return os.Truncate(path, 1000) }, "end of file at offset 131072"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			first := true
+			err := Scan(context.Background(), path, func(off int64, b []byte) error {
+				if first {
+					first = false
+					return c.change()
+				}
+				return nil
+			})
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), path) {
+				t.Errorf("got %v, want ErrChanged saying %q", err, c.says)
+			}
+		})
+	}
+
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	err = Scan(ctx, path, func(int64, []byte) error { calls++; cancel(); return nil })
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("cancelled in fn: %v after %d calls", err, calls)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the panic of fn", r)
+			}
+		}()
+		Scan(context.Background(), path, func(int64, []byte) error { panic("boom") })
+		t.Error("Scan returned after fn panicked")
+	}()
+}
