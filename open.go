@@ -34,6 +34,11 @@ func openRegular(path string, direct bool, op string) (int, sys.Stat_t, error) {
 		noDirect = true
 		fd, err = sys.OpenZ(sys.AT_FDCWD, z, flags&^sys.O_DIRECT)
 	}
+	if sys.Unopenable(path, err) {
+		// A socket (or a device without its driver) cannot be opened
+		// at all: say what it is, as for a FIFO.
+		return -1, st, &fs.PathError{Op: op, Path: path, Err: ErrNotRegular}
+	}
 	if err != nil {
 		return -1, st, &fs.PathError{Op: "open", Path: path, Err: err}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // ReadFiles reads every file in paths, each whole, and calls fn once for
@@ -64,6 +65,11 @@ func readFiles(ctx context.Context, paths []string, fn func(path string, data []
 	each := func(f *batch.File) error {
 		called.Store(true)
 		err := f.Err
+		if sys.Unopenable(f.Path, err) {
+			// A socket named in paths cannot be opened at all (the walk
+			// knows a socket it finds from its listing).
+			err = &fs.PathError{Op: "open", Path: f.Path, Err: batch.ErrNotRegular}
+		}
 		if err != nil && errors.Is(err, batch.ErrNotRegular) {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {

@@ -198,6 +198,35 @@ func TestErrNotRegularEverywhere(t *testing.T) {
 		}},
 		tc{"iopath.ReadFiles", func() error { return readFiles([]string{walked}) }},
 	)
+	// A socket cannot be opened at all (ENXIO): named directly, it is
+	// ErrNotRegular too, not "no such device or address".
+	sock := filepath.Join(t.TempDir(), "sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, name := range engine.Names() {
+		cases = append(cases, tc{"engine/" + name + "/socket", func() error { return engineRun(name, sock) }})
+	}
+	for _, name := range []string{"readfile", "pool", "raw", "io_uring"} {
+		cases = append(cases, tc{"iopath.ReadFiles/socket/" + name, func() error { return readFiles([]string{sock}, iopath.WithEngine(name)) }})
+	}
+	cases = append(cases,
+		tc{"filesrv/socket", func() error { return serveFile(sock, filesrv.ReadWrite) }},
+		tc{"iopath.ReadFile/socket", func() error { _, err := iopath.ReadFile(sock); return err }},
+		tc{"iopath.Scan/socket", func() error {
+			return iopath.Scan(context.Background(), sock, func(int64, []byte) error { return nil })
+		}},
+		tc{"iopath.Plan/socket", func() error { _, err := iopath.Plan(sock, iopath.ForReadFile); return err }},
+		tc{"iopath.Open/socket", func() error {
+			f, err := iopath.Open(sock)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if strings.HasSuffix(c.name, "/io_uring") {

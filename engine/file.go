@@ -107,6 +107,10 @@ func openFd(job *Job) (int, error) {
 		flags |= sys.O_DIRECT
 	}
 	fd, err := sys.Open(job.Path, flags)
+	if sys.Unopenable(job.Path, err) {
+		// A socket cannot be opened at all: say what it is, as for a FIFO.
+		return -1, &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular}
+	}
 	if err != nil {
 		var pe *fs.PathError
 		if job.Direct && errors.As(err, &pe) && pe.Err == sys.EINVAL {

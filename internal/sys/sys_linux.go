@@ -267,6 +267,15 @@ func MemfdCreate(name string) (int, error) {
 	return fd, nil
 }
 
+// Unopenable reports whether err, from opening path, is the ENXIO of a
+// file that is not regular and cannot be opened at all (a socket, or a
+// device without its driver), so that the caller can call it
+// ErrNotRegular as it does a FIFO.
+func Unopenable(path string, err error) bool {
+	var st Stat_t
+	return errors.Is(err, unix.ENXIO) && unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFREG
+}
+
 // OpenTmpfile opens an unnamed regular file in dir for reading and
 // writing (O_TMPFILE): it has no name, and its space is freed when its
 // last descriptor closes, whatever happens to the process.

@@ -231,6 +231,9 @@ func newServer(cfg ServerConfig) (*server, error) {
 	// O_NONBLOCK so that a FIFO with no writer is refused below rather
 	// than blocking the open forever; it is cleared on the regular file.
 	fd, err := sys.Open(cfg.Path, sys.O_RDONLY|sys.O_NONBLOCK)
+	if sys.Unopenable(cfg.Path, err) { // a socket
+		return nil, &fs.PathError{Op: "serve", Path: cfg.Path, Err: sys.ErrNotRegular}
+	}
 	if err != nil {
 		return nil, err
 	}
