@@ -262,3 +262,26 @@ func ExampleErrNilContext() {
 	fmt.Println(errors.Is(err, iopath.ErrNilContext), err)
 	// Output: true iopath: nil context
 }
+
+// Plan says how a call would read a file, without reading it: log it, or
+// pin it in a test.
+func ExamplePlan() {
+	path, cleanup := exampleFile(1000)
+	defer cleanup()
+
+	c, err := iopath.Plan(path, iopath.ForReadFile)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.Engine, c.Workers, c.Rule)
+
+	// The options a call takes change the plan as they change the call.
+	c, err = iopath.Plan(path, iopath.ForScan, iopath.WithEngine("pread"), iopath.WithWorkers(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(c.Engine, c.Workers, c.Rule)
+	// Output:
+	// read 1 small-file
+	// pread 2 with-engine
+}
