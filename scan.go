@@ -233,6 +233,7 @@ func scanSmall(ctx context.Context, path string, size int64, bs int, fn func(int
 	if st.Size != size {
 		return false, nil
 	}
+	bs = int(min(int64(bs), size)) // a small file's buffer is no larger than it
 	skew := fileio.SkewFor(bs)
 	owner := bufpool.Get(skew + bs + 1)
 	defer owner.Release()

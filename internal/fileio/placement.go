@@ -69,12 +69,12 @@ type SkewTrial struct {
 // Placement is the skew buffered reads use and how it was chosen.
 type Placement struct {
 	Skew   int         `json:"skew_bytes"`
-	Source string      `json:"source"` // "calibrated", SkewEnv, or "default: " and why the calibration failed
+	Source string      `json:"source"` // "calibrated in the ..." and where, SkewEnv, or "default: " and why the calibration failed
 	Trials []SkewTrial `json:"trials,omitempty"`
 }
 
-// String is one line for a report: "0 B past a page (calibrated: 0 B
-// 21.4 GiB/s, 16 B 18.2 GiB/s)".
+// String is one line for a report: "0 B past a page (calibrated in the
+// page cache of /tmp: 0 B 30.8 GiB/s, 16 B 28.4 GiB/s (0.91×))".
 func (p Placement) String() string {
 	s := fmt.Sprintf("%d B past a page (%s", p.Skew, p.Source)
 	for i, t := range p.Trials {
