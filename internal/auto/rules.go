@@ -26,15 +26,7 @@ const (
 	// MiB and 0.52× at 1.5 MiB. (On the Intel VM of 2026-11-22 mmap ×1
 	// led pread ×1 from 1 MiB, 16.3 against 12.2 GiB/s: not here.)
 	SmallFile = 8 << 20
-	// mapFile: from this size a cached file is mapped (mmap ×G) rather
-	// than read with pread ×G. Below it the mapping's faults cost more
-	// than the copy saves here: Scan of 16 MiB, pread ×2 1.74× the os
-	// loop, mmap ×2 1.34×; ReadFile of 16 MiB, mmap ×2 0.44× os.ReadFile,
-	// pread ×2 1.5×. From 64 MiB the two are alike here (Scan 64 MiB:
-	// mmap ×2 2.07×, pread ×2 1.75×; ReadFile 64 and 256 MiB: within 15%
-	// of each other, both 3–4× os.ReadFile) and mmap led by 1.4–1.6× on
-	// the Intel VM (1 GiB, [M1], [B1]).
-	mapFile = 64 << 20
+
 	// cachedAt: data counts as cached from this resident fraction up. It
 	// is where the warm choice's loss on the uncached part equals its gain
 	// on the cached part: 0.95 for big files (mmap ×2: 19.7 GiB/s warm,
@@ -107,9 +99,6 @@ func mapped(w Workload) bool { return !w.Direct && w.Resident >= mappedAt }
 
 func small(w Workload) bool { return w.Size < SmallFile }
 
-// unmapped: below mapFile.
-func unmapped(w Workload) bool { return w.Size < mapFile }
-
 func one(Env) int { return 1 }
 
 func fixedWorkers(n int) func(Env) int { return func(Env) int { return n } }
@@ -145,14 +134,12 @@ var rules = []rule{
 		why: "a big file not in the page cache: pread with the kernel's readahead, 2 workers " +
 			"(1 GiB cold, 8 interleaved sets: 1.24–1.66 GiB/s, the best or 0.84–0.93× the best in all but one noisy set; " +
 			"buffered io_uring, the best in 3 sets, fell to 0.36–0.94 in others)"},
-	{id: "mid-cached", kinds: oneFile, when: unmapped, engine: "pread", workers: cpuWorkers,
-		why: "a file from 8 to 64 MiB, cached (or not measured: big-uncached would read it the same way on 2 cores): pread, one worker per core; " +
-			"a mapping's faults cost more than its copy saves at this size " +
-			"(warm 16 MiB, AMD EPYC VM: Scan pread ×2 1.74× an os.File.Read loop, mmap ×2 1.34×; ReadFile pread ×2 1.5× os.ReadFile, mmap ×2 0.44×)"},
-	{id: "big-cached", kinds: oneFile, when: always, engine: "mmap", workers: cpuWorkers,
-		why: "a cached file of 64 MiB or more: mmap, one worker per core, reads the page cache without copying it " +
-			"(1 GiB warm, every byte read: mmap ×2 19.7 GiB/s, 1.4× pread ×2, 2.0× io_uring ×2; " +
-			"copied into one buffer: 1.15–1.6× pread straight into it)"},
+	{id: "big-cached", kinds: oneFile, when: always, engine: "pread", workers: cpuWorkers,
+		why: "a cached file of 8 MiB or more: pread, one worker per core, straight into place; " +
+			"a fresh mapping's page faults cost more than its copy saves in a VM " +
+			"(AMD EPYC VM, warm: wc -l of 1 GiB in a new process, pread ×2 0.14 s, mmap ×2 0.55 s; " +
+			"Scan of 16 MiB pread ×2 1.74× an os.File.Read loop, mmap ×2 1.34×; ReadFile of 16 MiB pread ×2 1.48× os.ReadFile, mmap ×2 0.44×; " +
+			"mmap led by 1.4–1.6× at 1 GiB on the Intel VM, and by 1.2× at 64 MiB here when one process mapped the file again and again)"},
 
 	// Positioned reads (File.ReadAt, ReadBatch), typically random 4 KiB.
 	{id: "positioned-direct", kinds: posKind, when: direct, engine: "io_uring", workers: cpuWorkers, qd: uringQD,
