@@ -207,7 +207,7 @@ func TestErrNotRegularEverywhere(t *testing.T) {
 	}
 	defer ln.Close()
 	for _, name := range engine.Names() {
-		cases = append(cases, tc{"engine/" + name + "/socket", func() error { return engineRun(name, sock) }})
+		cases = append(cases, tc{"engine/socket/" + name, func() error { return engineRun(name, sock) }})
 	}
 	for _, name := range []string{"readfile", "pool", "raw", "io_uring"} {
 		cases = append(cases, tc{"iopath.ReadFiles/socket/" + name, func() error { return readFiles([]string{sock}, iopath.WithEngine(name)) }})
