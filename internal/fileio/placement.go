@@ -117,11 +117,18 @@ func SkewFor(c int) int {
 	if p := placement.Load(); p != nil {
 		return p.Skew
 	}
-	if _, set := os.LookupEnv(SkewEnv); c >= calibrateMin || set {
+	if c >= calibrateMin || skewEnvSet() {
 		return BufferSkew()
 	}
 	return 0
 }
+
+// skewEnvSet reports whether SkewEnv is set, looked up once: SkewFor asks
+// on every small buffer until the skew is known.
+var skewEnvSet = sync.OnceValue(func() bool {
+	_, set := os.LookupEnv(SkewEnv)
+	return set
+})
 
 func choosePlacement() Placement {
 	if v, ok := os.LookupEnv(SkewEnv); ok {
