@@ -2,8 +2,6 @@ package iopath
 
 import (
 	"fmt"
-	"io/fs"
-	"syscall"
 
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/sys"
@@ -128,33 +126,24 @@ func planFor(path string, access Access, opts []Option) (auto.Choice, error) {
 	if err != nil {
 		return auto.Choice{}, err
 	}
-	switch access {
-	case ForReadFiles:
+	if access == ForReadFiles {
 		return plan(callReadFiles, &o, auto.Workload{Kind: auto.ManyFiles, Paths: []string{path}, Resident: -1})
-	case ForScan:
-		var st sys.Stat_t
-		if err := sys.Stat(path, &st); err != nil {
-			return auto.Choice{}, err
-		}
-		switch st.Mode & sys.S_IFMT {
-		case sys.S_IFREG:
-		case sys.S_IFDIR:
-			return auto.Choice{}, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-		default:
-			return auto.Choice{}, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-		}
-		return scanPlan(path, st.Size, &o)
 	}
 	op := "read"
 	if access == ForOpen {
 		op = "open"
 	}
-	fd, st, err := openRegular(path, o.direct, op)
+	// Scan opens the file without O_DIRECT to look at it (its engine
+	// opens it with the flag), so Plan does too.
+	fd, st, err := openRegular(path, o.direct && access != ForScan, op)
 	if err != nil {
 		return auto.Choice{}, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	if access == ForOpen {
+	switch access {
+	case ForScan:
+		return scanPlan(fd, path, st.Size, &o, false)
+	case ForOpen:
 		return plan(callOpen, &o, auto.Workload{Kind: auto.Positioned, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
 	}
 	if err := o.checkEngine(callReadFile); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
 
 	"github.com/iopath/iopath/bufpool"
 	"github.com/iopath/iopath/engine"
@@ -97,29 +96,33 @@ func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, 
 	if err != nil {
 		return err
 	}
-	var st sys.Stat_t
-	if err := sys.Stat(path, &st); err != nil {
-		return err
-	}
-	switch st.Mode & sys.S_IFMT {
-	case sys.S_IFREG:
-	case sys.S_IFDIR:
-		return &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
-	default:
-		return &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	c, err := scanPlan(path, st.Size, &o)
+	// The file is opened first and every look at it after that goes
+	// through the descriptor: a small file is read through it, and no
+	// path is looked up twice (a stat and a statfs by path cost a small
+	// Scan 6–17%: BenchmarkScanSizes).
+	fd, st, err := openRegular(path, false, "read")
 	if err != nil {
 		return err
+	}
+	defer sys.Close(fd) // read-only: close cannot lose data
+	c, err := scanPlan(fd, path, st.Size, &o, true)
+	if err != nil {
+		return err
+	}
+	if c.Rule == ruleSmallFile && c.Engine == "pread" && c.Workers == 1 && !o.direct {
+		done, err := scanSmall(ctx, fd, path, st.Size, c.BlockSize, fn)
+		if done {
+			return scanErr(ctx, err)
+		}
+		// Its size proved wrong before anything was delivered, and it is
+		// a pseudo-file: read it to its end.
+		if c, err = unsizedPlan(&o); err != nil {
+			return err
+		}
 	}
 	if c.Rule == ruleUnsized {
 		_, err = scanEngine(ctx, path, &c, &o, fn)
 		return scanErr(ctx, err)
-	}
-	if c.Rule == ruleSmallFile && c.Engine == "pread" && c.Workers == 1 && !o.direct {
-		if done, err := scanSmall(ctx, path, st.Size, c.BlockSize, fn); done {
-			return scanErr(ctx, err)
-		}
 	}
 	var ran bool
 	if o.ordered {
@@ -145,17 +148,17 @@ const ruleUnsized = "unsized"
 
 const unsizedReason = "a file that states no size, or whose size means nothing (a pseudo-file), is read with read(2) to its end, in order, on the calling goroutine"
 
-// scanPlan is how Scan reads the regular file at path of size bytes.
-// Without O_DIRECT (which they refuse anyway) a file that states no
-// size, or whose size means nothing, is read to its end by the read
+// scanPlan is how Scan reads the regular file open at fd (path, size
+// bytes). Without O_DIRECT (which they refuse anyway) a file that states
+// no size, or whose size means nothing, is read to its end by the read
 // engine, in order, on the calling goroutine (ruleUnsized); any other by
-// plan's choice. Plan(path, ForScan) asks it too.
-func scanPlan(path string, size int64, o *options) (auto.Choice, error) {
-	if !o.direct && (size == 0 || unsized.PseudoPath(path)) {
-		if err := o.checkEngine(callScan); err != nil {
-			return auto.Choice{}, err
-		}
-		return auto.Choice{Engine: "read", Workers: 1, BlockSize: o.blockSize, Rule: ruleUnsized, Reason: unsizedReason}, nil
+// plan's choice. Plan(path, ForScan) asks it too. lazy leaves out the
+// filesystem check (fstatfs) for a file that plan reads in one block on
+// the calling goroutine (rule small-file): scanSmall makes it only when
+// the size proves wrong, so that the common small read pays nothing.
+func scanPlan(fd int, path string, size int64, o *options, lazy bool) (auto.Choice, error) {
+	if !o.direct && size == 0 {
+		return unsizedPlan(o)
 	}
 	c, err := plan(callScan, o, auto.Workload{Kind: auto.Blocks, Path: path, Size: size, Direct: o.direct, Resident: -1})
 	if err != nil {
@@ -164,7 +167,19 @@ func scanPlan(path string, size int64, o *options) (auto.Choice, error) {
 	if c.BlockSize == 0 {
 		c.BlockSize = engine.DefaultBlockSize
 	}
+	oneBlock := c.Rule == ruleSmallFile && c.Workers == 1 && size <= int64(c.BlockSize)
+	if !o.direct && !(lazy && oneBlock) && unsized.PseudoFD(fd) {
+		return unsizedPlan(o)
+	}
 	return c, nil
+}
+
+// unsizedPlan is the plan for a file of unknown size (ruleUnsized).
+func unsizedPlan(o *options) (auto.Choice, error) {
+	if err := o.checkEngine(callScan); err != nil {
+		return auto.Choice{}, err
+	}
+	return auto.Choice{Engine: "read", Workers: 1, BlockSize: o.blockSize, Rule: ruleUnsized, Reason: unsizedReason}, nil
 }
 
 // scanErr is Scan's error: ctx.Err() itself when the error is ctx's.
@@ -218,21 +233,14 @@ func scanEngine(ctx context.Context, path string, c *auto.Choice, o *options, fn
 // os.File.Read loop costs, without an engine's goroutine, buffers and
 // its second look at the file (BenchmarkScanSizes: a Scan of 64 KiB took
 // 25 µs through the engine, 17 µs for the loop). The blocks are
-// delivered in order. The file is read through the one descriptor
-// opened here; the last read asks one byte more than the size, so a file
-// that grew shows without an fstat, and one that ended early is
-// ErrChanged, as the engines say it. done is false, with nothing read,
-// when the file opened is not the size the plan was made for (replaced
-// meanwhile): the caller then takes the engine's path.
-func scanSmall(ctx context.Context, path string, size int64, bs int, fn func(int64, []byte) error) (done bool, err error) {
-	fd, st, err := openRegular(path, false, "read")
-	if err != nil {
-		return true, err
-	}
-	defer sys.Close(fd) // read-only: close cannot lose data
-	if st.Size != size {
-		return false, nil
-	}
+// delivered in order. The file is read through fd, the descriptor Scan
+// opened; the last read asks one byte more than the size, so a file that
+// grew shows without an fstat, and one that ended early is ErrChanged,
+// as the engines say it. done is false, with nothing delivered, when the
+// first read shows that the size is wrong and the file is a pseudo-file
+// (whose size means nothing: see scanPlan's lazy): the caller then reads
+// it to its end.
+func scanSmall(ctx context.Context, fd int, path string, size int64, bs int, fn func(int64, []byte) error) (done bool, err error) {
 	bs = int(min(int64(bs), size)) // a small file's buffer is no larger than it
 	skew := fileio.SkewFor(bs)
 	owner := bufpool.Get(skew + bs + 1)
@@ -249,6 +257,9 @@ func scanSmall(ctx context.Context, path string, size int64, bs int, fn func(int
 			want++ // one more: the end shows, or that the file grew
 		}
 		got, err := fileio.PreadFull(fd, buf[:want], off, &nw, false)
+		if err == nil && got != n && off == 0 && unsized.PseudoFD(fd) {
+			return false, nil
+		}
 		switch {
 		case err != nil:
 			return true, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("at offset %d: %w", off+int64(got), err)}
