@@ -7,6 +7,9 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/machine"
+	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // decide is Auto: auto.Decide measures what the rules need (residency
@@ -19,6 +22,21 @@ var decide = func(w auto.Workload) auto.Choice { return auto.Decide(w, autoEngin
 // them.
 func autoEngines() auto.Engines {
 	return auto.Engines{File: engine.Names(), Many: batch.Names(), IOURing: features.HaveOps}
+}
+
+// fsFor is the filesystem of fd when the machine profile has a rule that
+// may cover a file of kind and size ("" otherwise, and Auto looks no
+// further): the one fstatfs a profile costs, and only for the sizes it
+// covers.
+func fsFor(fd int, kind string, size int64) string {
+	if !profile.Active().Covers(kind, size) {
+		return ""
+	}
+	typ, err := sys.FstatfsType(fd)
+	if err != nil {
+		return ""
+	}
+	return machine.FSName(typ)
 }
 
 // ruleWithEngine is the Choice's Rule when WithEngine decided.

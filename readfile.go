@@ -12,6 +12,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/fileio"
+	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
 )
@@ -188,21 +189,30 @@ const ruleSmallFile = "small-file"
 // (ruleSmallFile), one whose size means nothing to its end (ruleUnsized),
 // any other by plan's choice. Plan(path, ForReadFile) asks it too.
 func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error) {
+	readSmall := auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
+		Reason: "a file under 8 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}
 	switch {
 	case o.small(size) && size > 0:
-		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
-			Reason: "a file under 8 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}, nil
+		return readSmall, nil
 	case o.small(size):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
 	case !o.direct && unsized.PseudoFD(fd):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
 	}
-	return plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: size, Direct: o.direct, Resident: -1})
+	c, err := plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: size, Direct: o.direct, Resident: -1,
+		FS: fsFor(fd, profile.WholeFile, size)})
+	if err == nil && c.Rule == ruleSmallFile {
+		// Auto's rule for a small file, reached when a machine profile
+		// covers the size on another filesystem: ReadFile's own path.
+		return readSmall, nil
+	}
+	return c, err
 }
 
 // small reports whether a file of size bytes takes the small-file path:
 // read(2) on the calling goroutine. A file that states no size (0) always
-// does, unless O_DIRECT needs aligned memory.
+// does, unless O_DIRECT needs aligned memory; a size a rule of the machine
+// profile covers never does (Auto decides).
 func (o *options) small(size int64) bool {
 	if o.direct {
 		return false
@@ -210,7 +220,8 @@ func (o *options) small(size int64) bool {
 	if size == 0 {
 		return true
 	}
-	return o.engine == "" && size < int64(smallFile) && os.Getenv(auto.EnvEngine) == ""
+	return o.engine == "" && size < int64(smallFile) && size < profile.Active().Floor(profile.WholeFile) &&
+		os.Getenv(auto.EnvEngine) == ""
 }
 
 // readNB is read(2) on a descriptor opened with O_NONBLOCK (see

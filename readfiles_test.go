@@ -25,6 +25,7 @@ import (
 
 // TestMain fails the run if goroutines or descriptors outlive the tests.
 func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
 	testenv.NoRaceExitSleep()
 	// A child process of the io_uring refusal tests: forbid what it says.
 	seccomptest.Install()

@@ -10,6 +10,7 @@ import (
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/fileio"
+	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/unsized"
 )
@@ -160,7 +161,8 @@ func scanPlan(fd int, path string, size int64, o *options, lazy bool) (auto.Choi
 	if !o.direct && size == 0 {
 		return unsizedPlan(o)
 	}
-	c, err := plan(callScan, o, auto.Workload{Kind: auto.Blocks, Path: path, Size: size, Direct: o.direct, Resident: -1})
+	c, err := plan(callScan, o, auto.Workload{Kind: auto.Blocks, Path: path, Size: size, Direct: o.direct, Resident: -1,
+		FS: fsFor(fd, profile.Blocks, size)})
 	if err != nil {
 		return c, err
 	}

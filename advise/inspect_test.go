@@ -16,9 +16,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/iopath/iopath/gen"
+	"github.com/iopath/iopath/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
+	goleak.VerifyTestMain(m)
+}
 
 // writeFiles writes files of the given sizes under dir, with distinct
 // contents.

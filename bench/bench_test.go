@@ -17,6 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
 	testenv.NoRaceExitSleep()
 	if IsChild() {
 		// The runner starts this test binary as its child process.

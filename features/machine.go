@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/internal/fileio"
+	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -47,10 +48,10 @@ func BufferPlacement() Placement { return fileio.BufferPlacement() }
 // filesystem and block device). Fields it cannot find are left empty.
 func DescribeMachine(path, iopathVersion string) Machine {
 	m := Machine{
-		Kernel:        kernelRelease(),
+		Kernel:        machine.KernelRelease(),
 		Arch:          runtime.GOARCH,
-		CPUModel:      cpuModel(),
-		Cores:         onlineCPUs(),
+		CPUModel:      machine.CPUModel(),
+		Cores:         machine.OnlineCPUs(),
 		MemBytes:      memTotal(),
 		PageSize:      sys.PageSize(),
 		THP:           thpMode(),
@@ -59,7 +60,7 @@ func DescribeMachine(path, iopathVersion string) Machine {
 	}
 	if path != "" {
 		if magic, _, _, err := sys.Statfs(path); err == nil {
-			m.Filesystem = fsName(magic)
+			m.Filesystem = machine.FSName(magic)
 		}
 		var st sys.Stat_t
 		if err := sys.Stat(path, &st); err == nil {
@@ -72,44 +73,6 @@ func DescribeMachine(path, iopathVersion string) Machine {
 		m.IOURing = u.Reason
 	}
 	return m
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-// onlineCPUs counts /sys/devices/system/cpu/online ("0-3,6"), falling back
-// to the CPUs this process may run on.
-func onlineCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return runtime.NumCPU()
-	}
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		z := a
-		var err2 error
-		if isRange {
-			z, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || z < a {
-			return runtime.NumCPU()
-		}
-		n += z - a + 1
-	}
-	return n
 }
 
 func memTotal() int64 { return MemInfo("MemTotal") }
@@ -131,39 +94,6 @@ func MemInfo(key string) int64 {
 		}
 	}
 	return 0
-}
-
-// fsMagic maps statfs f_type to a filesystem name.
-var fsMagic = map[int64]string{
-	0xEF53:     "ext4", // also ext2 and ext3
-	0x58465342: "xfs",
-	0x9123683E: "btrfs",
-	0x01021994: "tmpfs",
-	0x858458f6: "ramfs",
-	0x794c7630: "overlayfs",
-	0x6969:     "nfs",
-	0x2fc12fc1: "zfs",
-	0xF2F52010: "f2fs",
-	0xCA451A4E: "bcachefs",
-	0x65735546: "fuse",
-	0xFF534D42: "cifs",
-	0xFE534D42: "smb2",
-	0x01021997: "9p",
-	0x73717368: "squashfs",
-	0xE0F5E1E2: "erofs",
-	0x00C36400: "ceph",
-	0x2011BAB0: "exfat",
-	0x4d44:     "vfat",
-	0x5346544e: "ntfs",
-	0x9fa0:     "proc",
-	0x62656572: "sysfs",
-}
-
-func fsName(magic int64) string {
-	if n, ok := fsMagic[magic]; ok {
-		return n
-	}
-	return fmt.Sprintf("0x%x", magic)
 }
 
 // blockDevice names the disk behind device number dev ("vda" for the

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/uring"
 )
@@ -262,7 +263,7 @@ func markUnavailable(u IOURing) {
 	if cached != nil {
 		r = *cached // a copy: callers hold the old one, which must not change
 	} else {
-		r = Report{Kernel: kernelRelease(), PageSize: sys.PageSize(), THP: thpMode(), MemlockBytes: memlock()}
+		r = Report{Kernel: machine.KernelRelease(), PageSize: sys.PageSize(), THP: thpMode(), MemlockBytes: memlock()}
 	}
 	r.IOURing = u
 	cached = &r
@@ -288,7 +289,7 @@ var probedFlags = []struct {
 
 func probe() *Report {
 	r := &Report{
-		Kernel:       kernelRelease(),
+		Kernel:       machine.KernelRelease(),
 		PageSize:     sys.PageSize(),
 		THP:          thpMode(),
 		MemlockBytes: memlock(),
@@ -467,21 +468,6 @@ func readSysctlInt(path string) int {
 		return -1
 	}
 	return n
-}
-
-func kernelRelease() string {
-	var u sys.Utsname
-	if err := sys.Uname(&u); err != nil {
-		return ""
-	}
-	b := u.Release[:]
-	for i, c := range b {
-		if c == 0 {
-			b = b[:i]
-			break
-		}
-	}
-	return string(b)
 }
 
 // thpMode is the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled.

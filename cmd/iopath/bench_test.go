@@ -20,6 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
 	testenv.NoRaceExitSleep()
 	// Started under a seccomp filter by a test (seccomp_test.go): forbid
 	// what it says before anything runs.

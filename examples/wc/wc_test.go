@@ -22,6 +22,7 @@ import (
 // TestMain lets the test binary be wc itself (for TestBinary), and checks
 // that no test leaves a goroutine behind.
 func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
 	testenv.NoRaceExitSleep()
 	if os.Getenv("IOPATH_WC_TEST_MAIN") == "1" {
 		main()

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/iopath/iopath/internal/machine"
+	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -53,6 +55,10 @@ type Workload struct {
 	Paths []string
 	// Direct says the caller asked for O_DIRECT.
 	Direct bool
+	// FS is the name of Path's filesystem ("ext4": internal/machine.FSName),
+	// which picks the machine profile's section; "" when not known (Decide
+	// finds it when a profile rule may apply).
+	FS string
 	// Resident is the fraction of the data in the page cache, in [0,1];
 	// -1 means not measured yet (Decide measures it). For ManyFiles it is
 	// the mean over the sampled files.
@@ -103,6 +109,9 @@ type Env struct {
 	GOMAXPROCS int
 	// Override is the value of IOPATH_ENGINE ("" = none).
 	Override string
+	// Profile is the machine profile whose rules come before the table's
+	// (nil: none; see rules.go, profileRule).
+	Profile *profile.Profile
 }
 
 // EnvEngine is the environment variable that overrides the choice of
@@ -114,13 +123,18 @@ const EnvEngine = "IOPATH_ENGINE"
 // RuleOverride is Choice.Rule when IOPATH_ENGINE decided.
 const RuleOverride = "override"
 
+// RuleProfile is Choice.Rule when a rule of the machine profile decided.
+const RuleProfile = "profile"
+
 // CurrentEnv returns this process's Env: the engines e (see Engines),
-// runtime.GOMAXPROCS(0) and the value of IOPATH_ENGINE.
+// runtime.GOMAXPROCS(0), the value of IOPATH_ENGINE and the machine
+// profile (profile.Active).
 func CurrentEnv(e Engines) Env {
 	return Env{
 		Engines:    e,
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Override:   strings.TrimSpace(os.Getenv(EnvEngine)),
+		Profile:    profile.Active(),
 	}
 }
 
@@ -163,7 +177,7 @@ func Decide(w Workload, e Engines) Choice {
 		}
 		return Choose(w, env)
 	}
-	if w.Path == "" || (w.Size > 0 && (w.Resident >= 0 || !dependsOnResidency(w, env))) {
+	if w.Path == "" || (w.Size > 0 && !needsFS(w, env) && (w.Resident >= 0 || !dependsOnResidency(w, env))) {
 		return Choose(w, env)
 	}
 	fd, err := sys.Open(w.Path, sys.O_RDONLY|sys.O_NONBLOCK)
@@ -178,12 +192,28 @@ func Decide(w Workload, e Engines) Choice {
 	if w.Size <= 0 || w.Size > st.Size {
 		w.Size = st.Size
 	}
+	if needsFS(w, env) {
+		if typ, err := sys.FstatfsType(fd); err == nil {
+			w.FS = machine.FSName(typ)
+		}
+	}
 	if w.Resident < 0 && dependsOnResidency(w, env) {
 		if r, err := residentFD(fd, w.Size); err == nil {
 			w.Resident = r
 		}
 	}
 	return Choose(w, env)
+}
+
+// needsFS reports whether Choose needs w's filesystem: a machine
+// profile has a rule for its kind and size (or the size is not known
+// yet), and it is not known.
+func needsFS(w Workload, env Env) bool {
+	if w.FS != "" || env.Profile == nil || w.Direct {
+		return false
+	}
+	name := profileKind(w.Kind)
+	return name != "" && (w.Size <= 0 || env.Profile.Covers(name, w.Size))
 }
 
 // dependsOnResidency reports whether how Choose reads w in env (engine,

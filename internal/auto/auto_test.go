@@ -10,10 +10,14 @@ import (
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/testenv"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testenv.NoMachineProfile()
+	goleak.VerifyTestMain(m)
+}
 
 // allOps are the io_uring opcodes the engines use.
 var allOps = []string{"NOP", "READ", "READ_FIXED", "OPENAT", "STATX", "CLOSE", "ASYNC_CANCEL"}

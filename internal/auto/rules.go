@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/iopath/iopath/internal/defaults"
+	"github.com/iopath/iopath/internal/profile"
 )
 
 // Every rule Auto applies is in the table below, tried in order; the
@@ -185,11 +186,60 @@ func (r *rule) applies(w Workload) bool {
 	return false
 }
 
-// applyRules returns the choice of the first rule that applies to w and
-// whose engine can run in env, with the rules skipped on the way in its
-// Reason.
+// profileKind is the machine profile's name for kind, or "" for a kind
+// it has no rules for.
+func profileKind(k Kind) string {
+	switch k {
+	case WholeFile:
+		return profile.WholeFile
+	case Blocks:
+		return profile.Blocks
+	}
+	return ""
+}
+
+// profileRule is the machine profile's rule for w, when one covers its
+// kind, filesystem and size, w is not O_DIRECT and the rule's engine can
+// run here; skipped says why a rule that covers w did not decide. The
+// profile was measured on cached files: a file of SmallFile or more must
+// be cached (or its residency unknown), as the table's big-cached rule
+// needs, since a path that wins on cached pages can lose 5–10× on the
+// device's. A smaller file takes the rule whatever its residency, as the
+// table's small-file rule does, so that Auto does not measure it.
+func profileRule(w Workload, env Env) (c Choice, skipped string, ok bool) {
+	name := profileKind(w.Kind)
+	if env.Profile == nil || name == "" || w.Direct || (!small(w) && cold(w)) {
+		return c, "", false
+	}
+	r, s, found := env.Profile.Lookup(name, w.FS, w.Size)
+	if !found {
+		return c, "", false
+	}
+	if why := unavailable(w, env, r.Engine); why != "" {
+		return c, fmt.Sprintf("the machine profile's rule would use %s but %s; ", r.Engine, why), false
+	}
+	where := "machine profile"
+	if p := env.Profile.Path(); p != "" {
+		where += " " + p
+	}
+	if !s.Tuned.IsZero() {
+		where += ", tuned " + s.Tuned.Format("2006-01-02")
+	}
+	return Choice{
+		Engine: r.Engine, Workers: r.WorkersFor(env.GOMAXPROCS), Rule: RuleProfile,
+		Reason: fmt.Sprintf("%s on %s: %s", where, w.FS, r.Why),
+	}, "", true
+}
+
+// applyRules returns the choice of the machine profile's rule for w, if
+// one applies, or else of the first rule of the table that applies to w
+// and whose engine can run in env, with the rules skipped on the way in
+// its Reason.
 func applyRules(w Workload, env Env) Choice {
-	var skipped string
+	c, skipped, ok := profileRule(w, env)
+	if ok {
+		return c
+	}
 	for i := range rules {
 		r := &rules[i]
 		if !r.applies(w) {

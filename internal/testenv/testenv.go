@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/profile"
 )
 
 // NoRaceExitSleep makes the processes this one starts from now on exit
@@ -34,6 +36,12 @@ func NoRaceExitSleep() {
 	}
 	os.Setenv("GORACE", strings.TrimSpace(v+" atexit_sleep_ms=0"))
 }
+
+// NoMachineProfile makes this process and its children read no machine
+// profile (IOPATH_PROFILE=off), so that a profile the machine's user made
+// with "iopath tune" does not change what Auto chooses in tests. Tests of
+// the profile set one with profile.SetActive. Call it first in TestMain.
+func NoMachineProfile() { os.Setenv(profile.Env, "off") }
 
 // OpenFDs counts this process's open file descriptors, from /proc/self/fd.
 func OpenFDs(t testing.TB) int {

@@ -1,0 +1,515 @@
+// Package tune measures on this machine how iopath's reads of cached
+// files are fastest at each size, and keeps what it found as the machine
+// profile that Auto reads (like FFTW's wisdom). It is the library behind
+// "iopath tune".
+//
+// Run writes trial files of 64 KiB to 256 MiB into a directory (its
+// filesystem is the one tuned), reads them once so that they are cached,
+// and then measures, at each size, iopath.ReadFile and iopath.Scan as Auto
+// reads them without a profile (the default) against each path Auto could
+// take instead: read and pread with one worker, pread and mmap with one
+// worker per core. The ways are interleaved, in rounds, and a way replaces
+// the default at a size only when the median of its per-round ratio to the
+// default is more than Margin faster and it is faster in most rounds.
+// Save turns the winners into rules for ranges of sizes (each measured
+// size covers the sizes up to halfway, on a log scale, to its neighbours)
+// and writes them, with every figure behind them, into the profile.
+//
+// A profile holds rules for cached files only (and for files under
+// Auto's small-file size, whatever their residency): uncached reads are
+// the device's, where Auto's defaults hold (docs/auto.md).
+//
+// Run sets the process's profile aside while it measures (the default it
+// measures against is Auto without one): reads made by other goroutines
+// of the process meanwhile do not use a profile either.
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/iopath/iopath"
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/machine"
+	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/sys"
+)
+
+// The profile's types, named here for callers of Run and Save.
+type (
+	// Profile is a machine profile: a Key and a Section per filesystem.
+	Profile = profile.Profile
+	// Section is what was tuned on one filesystem: rules and trials.
+	Section = profile.Section
+	// Rule is how Auto reads cached files of a kind and range of sizes.
+	Rule = profile.Rule
+	// Trial is one kind and size measured, every way side by side.
+	Trial = profile.Trial
+	// Way is one way of reading a trial's file, with its median figures.
+	Way = profile.Way
+	// Key is what a profile is valid for: CPU model, CPUs, kernel.
+	Key = profile.Key
+	// State is the process's profile and its status.
+	State = profile.State
+)
+
+// Kinds of trial (and of rule).
+const (
+	WholeFile = profile.WholeFile // iopath.ReadFile
+	Blocks    = profile.Blocks    // iopath.Scan
+)
+
+const (
+	// DefaultBudget is Run's time budget when Options.Budget is 0.
+	DefaultBudget = 20 * time.Second
+	// MinBudget and MaxBudget bound Options.Budget.
+	MinBudget = 2 * time.Second
+	MaxBudget = time.Hour
+	// Margin is how much faster than the default a way must be (median
+	// ratio) to replace it: below it the difference is within the
+	// noise of a shared machine, and the default, measured on two CPUs,
+	// stays.
+	Margin = 0.05
+	// Rounds is how many interleaved rounds each way is measured in.
+	Rounds = 5
+	// DefaultMaxSize is the largest trial file.
+	DefaultMaxSize = 256 << 20
+)
+
+// Sizes are the trial files' sizes, smallest first.
+var Sizes = []int64{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20}
+
+// Options tune Run.
+type Options struct {
+	// Budget is about how long the measuring may take (DefaultBudget
+	// when 0); writing the trial files comes on top.
+	Budget time.Duration
+	// MaxSize caps the trial files' size (DefaultMaxSize when 0). Run
+	// lowers it further to fit the directory's free space and half the
+	// available memory.
+	MaxSize int64
+	// Progress, when set, is told how many of the total measurements are
+	// done and what is being measured.
+	Progress func(done, total int, what string)
+	// Temp, when set, is told each trial file's path as it is made (for
+	// removal should the process be stopped at once); the function it
+	// returns is called when Run has removed the file.
+	Temp func(path string) (forget func())
+}
+
+// Result is what Run measured.
+type Result struct {
+	Key        Key
+	Filesystem string // of Dir: "ext4", "tmpfs", ...
+	Dir        string
+	GOMAXPROCS int
+	Trials     []Trial
+	// Rules are the rules the trials make (see Save).
+	Rules []Rule
+	// Notes say what was left out and why (sizes that did not fit).
+	Notes []string
+	Took  time.Duration
+}
+
+// way is one candidate path of a trial.
+type way struct {
+	Way
+	read func(ctx context.Context, path string) error
+}
+
+// Run measures in dir (see the package comment). It removes every file
+// it made before it returns, and returns ctx's error when ctx ends first.
+func Run(ctx context.Context, dir string, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Budget == 0 {
+		o.Budget = DefaultBudget
+	}
+	if o.Budget < MinBudget || o.Budget > MaxBudget {
+		return nil, fmt.Errorf("budget %v out of range [%v, %v]", o.Budget, MinBudget, MaxBudget)
+	}
+	if o.MaxSize == 0 {
+		o.MaxSize = DefaultMaxSize
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "tune", Path: dir, Err: errors.New("not a directory (name the directory whose filesystem to tune)")}
+	}
+	typ, avail, _, err := sys.Statfs(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Key: profile.CurrentKey(), Filesystem: machine.FSName(typ), Dir: dir, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	sizes := fitSizes(r, o.MaxSize, int64(avail), features.MemInfo("MemAvailable"))
+	if len(sizes) == 0 {
+		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", human(Sizes[0]), joinNotes(r.Notes))}
+	}
+
+	// Auto without a profile is the default every way is measured against.
+	restore := profile.SetActive(profile.State{Status: "off (iopath tune is measuring)"})
+	defer restore()
+
+	files := make([]string, len(sizes))
+	var forgets []func()
+	defer func() {
+		for _, f := range files {
+			if f != "" {
+				os.Remove(f)
+			}
+		}
+		for _, forget := range forgets {
+			forget()
+		}
+	}()
+	for i, size := range sizes {
+		if o.Progress != nil {
+			o.Progress(0, 1, "writing "+human(size))
+		}
+		var forget func()
+		files[i], forget, err = writeTrialFile(ctx, dir, size, o.Temp)
+		if err != nil {
+			return nil, err
+		}
+		forgets = append(forgets, forget)
+	}
+
+	type trial struct {
+		Trial
+		path   string
+		ways   []way
+		ratios [][]float64 // per way, per round
+		rates  [][]float64
+	}
+	var trials []*trial
+	for _, kind := range []string{WholeFile, Blocks} {
+		for i, size := range sizes {
+			ws, err := waysFor(kind, files[i])
+			if err != nil {
+				return nil, err
+			}
+			t := &trial{Trial: Trial{Kind: kind, Size: size, Rounds: Rounds}, path: files[i], ways: ws}
+			t.ratios = make([][]float64, len(ws))
+			t.rates = make([][]float64, len(ws))
+			trials = append(trials, t)
+		}
+	}
+	slots := 0
+	for _, t := range trials {
+		slots += len(t.ways) * Rounds
+	}
+	slice := min(max(o.Budget/time.Duration(slots), 5*time.Millisecond), 500*time.Millisecond)
+	// A round that is not counted: the first reads of a size take memory
+	// the process has never touched, and on the AMD EPYC VM the first
+	// three ReadFiles of 64 MiB took 130–380 ms each, the next 10–13 ms
+	// (page faults on fresh memory are that dear in a VM). Every way
+	// reads its file three times before anything is timed.
+	for _, t := range trials {
+		for i := range t.ways {
+			if o.Progress != nil {
+				o.Progress(0, slots, fmt.Sprintf("warming up: %s %s", kindVerb(t.Kind), human(t.Size)))
+			}
+			for range 3 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if err := t.ways[i].read(ctx, t.path); err != nil {
+					return nil, fmt.Errorf("%s: %w", t.ways[i].Name, err)
+				}
+			}
+		}
+	}
+	done := 0
+	for round := range Rounds {
+		for _, t := range trials {
+			rates := make([]float64, len(t.ways))
+			for k := range t.ways {
+				i := (k + round) % len(t.ways) // each way goes first in turn
+				w := &t.ways[i]
+				if o.Progress != nil {
+					o.Progress(done, slots, fmt.Sprintf("%s %s %s", kindVerb(t.Kind), human(t.Size), w.Name))
+				}
+				if rates[i], err = measure(ctx, w, t.path, t.Size, slice); err != nil {
+					return nil, err
+				}
+				done++
+			}
+			for i := range t.ways {
+				t.rates[i] = append(t.rates[i], rates[i])
+				t.ratios[i] = append(t.ratios[i], rates[i]/rates[0])
+			}
+		}
+	}
+	for _, t := range trials {
+		for i := range t.ways {
+			t.ways[i].Rate = median(t.rates[i])
+			t.ways[i].Ratio = median(t.ratios[i])
+			t.Ways = append(t.Ways, t.ways[i].Way)
+		}
+		t.Winner = winner(t.Ways, t.ratios)
+		r.Trials = append(r.Trials, t.Trial)
+	}
+	r.Rules = rulesFor(r.Trials, r.GOMAXPROCS)
+	r.Took = time.Since(start)
+	if o.Progress != nil {
+		o.Progress(slots, slots, "done")
+	}
+	return r, nil
+}
+
+func kindVerb(kind string) string {
+	if kind == WholeFile {
+		return "ReadFile"
+	}
+	return "Scan"
+}
+
+// fitSizes are the Sizes up to maxSize that fit: all the trial files
+// together in half the free space, the largest in a quarter of the
+// available memory (ReadFile holds a copy of it, and the page cache
+// another). What is left out is noted in r.
+func fitSizes(r *Result, maxSize, avail, mem int64) []int64 {
+	var out []int64
+	var total int64
+	for _, s := range Sizes {
+		switch {
+		case s > maxSize:
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: over the largest size asked for (%s)", human(s), human(maxSize)))
+		case (total+s)*2 > avail:
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: the directory's filesystem has %s free", human(s), human(avail)))
+		case mem > 0 && s*4 > mem:
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s of memory available", human(s), human(mem)))
+		default:
+			out = append(out, s)
+			total += s
+		}
+	}
+	return out
+}
+
+func joinNotes(notes []string) string {
+	s := ""
+	for i, n := range notes {
+		if i > 0 {
+			s += "; "
+		}
+		s += n
+	}
+	return s
+}
+
+// writeTrialFile writes a file of size random bytes in dir, synced (so
+// that no writeback runs while it is measured) and cached. forget is
+// track's, to call once the file is removed.
+func writeTrialFile(ctx context.Context, dir string, size int64, track func(string) func()) (name string, forget func(), err error) {
+	f, err := os.CreateTemp(dir, ".iopath-tune-*.tmp")
+	if err != nil {
+		return "", nil, err
+	}
+	name = f.Name()
+	forget = func() {}
+	if track != nil {
+		forget = track(name)
+	}
+	fail := func(err error) (string, func(), error) {
+		f.Close()
+		os.Remove(name)
+		forget()
+		return "", nil, err
+	}
+	buf := make([]byte, min(size, 1<<20))
+	rng := rand.New(rand.NewPCG(uint64(size), 15))
+	for i := 0; i+8 <= len(buf); i += 8 {
+		v := rng.Uint64()
+		for j := range 8 {
+			buf[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.Write(buf[:n]); err != nil {
+			return fail(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	// Cached: read once (writing left it cached on most filesystems; a
+	// sync may have let the kernel drop some).
+	if _, err := iopath.ReadFile(name); err != nil {
+		return fail(err)
+	}
+	return name, forget, nil
+}
+
+var sink atomic.Uint64
+
+// touch reads one byte of every cache line of p, as a consumer that looks
+// at the data does, so that no way wins by not bringing it in.
+func touch(p []byte) uint64 {
+	var s uint64
+	for i := 0; i < len(p); i += 64 {
+		s += uint64(p[i])
+	}
+	return s
+}
+
+// waysFor are the ways of a trial of kind on path: the default (Auto, as
+// iopath.Plan reports it) first, then each path Auto could take that is
+// not the default's.
+func waysFor(kind, path string) ([]way, error) {
+	access := iopath.ForReadFile
+	if kind == Blocks {
+		access = iopath.ForScan
+	}
+	def, err := iopath.Plan(path, access)
+	if err != nil {
+		return nil, err
+	}
+	n := min(runtime.GOMAXPROCS(0), profile.MaxCoreWorkers)
+	type cand struct {
+		engine  string
+		workers int
+	}
+	cands := []cand{{"pread", 1}, {"pread", n}, {"mmap", n}}
+	if kind == WholeFile {
+		cands = append([]cand{{"read", 1}}, cands...)
+	}
+	ws := []way{{Way: Way{Name: "auto", Engine: def.Engine, Workers: def.Workers, Rule: def.Rule}, read: reader(kind)}}
+	seen := map[cand]bool{}
+	for _, c := range cands {
+		if seen[c] {
+			continue // n == 1: pread×1 twice
+		}
+		seen[c] = true
+		// The default's own engine and workers, unless Auto reads the
+		// file on a path of its own (a small file, on the calling
+		// goroutine): then the engine's is another way.
+		if def.Rule != "small-file" && c.engine == def.Engine && c.workers == def.Workers {
+			continue
+		}
+		ws = append(ws, way{
+			Way:  Way{Name: fmt.Sprintf("%s×%d", c.engine, c.workers), Engine: c.engine, Workers: c.workers},
+			read: reader(kind, iopath.WithEngine(c.engine), iopath.WithWorkers(c.workers)),
+		})
+	}
+	return ws, nil
+}
+
+// reader reads a file of kind with opts, as a user's code would.
+func reader(kind string, opts ...iopath.Option) func(ctx context.Context, path string) error {
+	if kind == WholeFile {
+		return func(_ context.Context, path string) error {
+			_, err := iopath.ReadFile(path, opts...)
+			return err
+		}
+	}
+	return func(ctx context.Context, path string) error {
+		return iopath.Scan(ctx, path, func(_ int64, b []byte) error {
+			sink.Add(touch(b))
+			return nil
+		}, opts...)
+	}
+}
+
+// measure reads path through w for about slice (at least twice) and
+// returns the rate in bytes per second. One read before the clock starts
+// brings the heap to this way's steady size: the first ReadFile of a big
+// file after a smaller one gets its memory from the kernel, page by page,
+// and took 3–10× as long as the next (AMD EPYC VM), which would count
+// against whichever way came first.
+func measure(ctx context.Context, w *way, path string, size int64, slice time.Duration) (float64, error) {
+	runtime.GC() // the garbage of the way before is not this one's to pay
+	if err := w.read(ctx, path); err != nil {
+		return 0, fmt.Errorf("%s: %w", w.Name, err)
+	}
+	start := time.Now()
+	var calls int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := w.read(ctx, path); err != nil {
+			return 0, fmt.Errorf("%s: %w", w.Name, err)
+		}
+		calls++
+		if el := time.Since(start); calls >= 2 && el >= slice {
+			return float64(calls*size) / el.Seconds(), nil
+		}
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// winner is the name of the fastest way that beats the default (ways[0])
+// by more than Margin in the median of the rounds' ratios and is faster
+// in most rounds, or "".
+func winner(ways []Way, ratios [][]float64) string {
+	best := -1
+	for i := 1; i < len(ways); i++ {
+		if ways[i].Ratio <= 1+Margin {
+			continue
+		}
+		faster := 0
+		for _, q := range ratios[i] {
+			if q > 1 {
+				faster++
+			}
+		}
+		if faster*2 <= len(ratios[i]) {
+			continue
+		}
+		if best < 0 || ways[i].Ratio > ways[best].Ratio {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return ways[best].Name
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// Human is how tune writes a size: "64 KiB", "1.5 MiB".
+func Human(n int64) string { return human(n) }
