@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/report"
 )
 
@@ -31,7 +32,8 @@ flags and opcodes the kernel accepts, and the kernel, page size,
 transparent hugepage mode and memlock limit, and where buffered reads
 place their buffers within a page: the skew is measured on this machine
 (a few milliseconds: a copy from memory into a buffer at each candidate skew),
-since the best one differs between CPUs; IOPATH_BUFFER_SKEW=N sets it.
+since the best one differs between CPUs; IOPATH_BUFFER_SKEW=N sets it;
+and the machine profile Auto reads (iopath tune makes it).
 IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +43,7 @@ IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 			r := *features.Probe()
 			pl := features.BufferPlacement()
 			r.BufferPlacement = &pl
+			r.MachineProfile = profile.Look().Status
 			return report.WriteFeatures(stdout, o.format, &r)
 		},
 	}
