@@ -7,8 +7,8 @@
 // filesystem is the one tuned), reads them once so that they are cached,
 // and then measures, at each size, iopath.ReadFile and iopath.Scan as Auto
 // reads them without a profile (the default) against each path Auto could
-// take instead: read and pread with one worker, pread and mmap with one
-// worker per core. The ways are interleaved, in rounds, and a way replaces
+// take instead: read, pread and mmap with one worker, pread and mmap with
+// one worker per core. The ways are interleaved, in rounds, and a way replaces
 // the default at a size only when the median of its per-round ratio to the
 // default is more than Margin faster and it is faster in most rounds.
 // Save turns the winners into rules for ranges of sizes (each measured
@@ -387,7 +387,7 @@ func waysFor(kind, path string) ([]way, error) {
 		engine  string
 		workers int
 	}
-	cands := []cand{{"pread", 1}, {"pread", n}, {"mmap", n}}
+	cands := []cand{{"pread", 1}, {"pread", n}, {"mmap", 1}, {"mmap", n}}
 	if kind == WholeFile {
 		cands = append([]cand{{"read", 1}}, cands...)
 	}
@@ -395,7 +395,7 @@ func waysFor(kind, path string) ([]way, error) {
 	seen := map[cand]bool{}
 	for _, c := range cands {
 		if seen[c] {
-			continue // n == 1: pread×1 twice
+			continue // n == 1: ×1 twice
 		}
 		seen[c] = true
 		// The default's own engine and workers, unless Auto reads the

@@ -43,8 +43,8 @@ where this machine differs.
 The trial files are written into DIR (the current directory by default),
 whose filesystem is the one tuned, and removed when tune ends. At each
 size Auto's default is measured against each path it could take instead
-(read and pread with one worker, pread and mmap with one worker per
-core), interleaved, in 5 rounds. A path replaces the default only when
+(read, pread and mmap with one worker, pread and mmap with one worker per
+core), interleaved, in 5 rounds, after a round that is not counted. A path replaces the default only when
 the median of its per-round ratio to the default is more than 5% faster
 and it is faster in most rounds; each measured size covers the sizes up
 to halfway, on a log scale, to its neighbours.
