@@ -20,7 +20,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.NoMachineProfile()
+	if !bench.IsChild() && os.Getenv(cliEnv) != "1" {
+		// The test process itself; its children (the command, bench's
+		// children) inherit the setting, or the one a test gives them.
+		testenv.NoMachineProfile()
+	}
 	testenv.NoRaceExitSleep()
 	// Started under a seccomp filter by a test (seccomp_test.go): forbid
 	// what it says before anything runs.

@@ -445,6 +445,19 @@ func TestInterruptAdvise(t *testing.T) {
 	p.checkInterrupted(p.interrupt(false), "interrupted")
 }
 
+// TestInterruptTune: tune stops in the middle of its trial, removes its
+// trial files and writes no profile.
+func TestInterruptTune(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(t.TempDir(), "p.json")
+	p := startCLIProc(t, nil, []string{"IOPATH_PROFILE=" + prof}, "tune", "--time", "1m", dir)
+	p.waitFor("the trial reading", func() bool { return readBytes(p.cmd.Process.Pid) > 400<<20 })
+	p.checkInterrupted(p.interrupt(false), "tune: interrupted; the profile is unchanged", dir)
+	if _, err := os.Stat(prof); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a profile was written: %v", err)
+	}
+}
+
 // hangEnv adds the command "test-hang FILE" to the test binary acting as
 // iopath: it writes FILE's temporary file (registered with cleanups, as
 // writeFileAtomic does), says so on stderr, and then ignores its context
