@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/internal/auto"
+	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -406,4 +407,98 @@ func BenchmarkScanSizes(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSizesCold is ReadFile against os.ReadFile, and Scan against an
+// os.File.Read loop, at every size of the sweep with the file dropped
+// from the page cache (POSIX_FADV_DONTNEED, off the clock) before every
+// read: what a program reading data it has not read before gets. The
+// file must be on a disk (not tmpfs: TMPDIR or IOPATH_BENCH_DIR). Compare
+// the ways per size, rounds interleaved:
+//
+//	for i in $(seq 5); do /tmp/iopath.test -test.run '^$' -test.bench SizesCold -test.benchtime 5x; done > c.txt
+//	go run golang.org/x/perf/cmd/benchstat -col /way c.txt
+func BenchmarkSizesCold(b *testing.B) {
+	dir := os.Getenv("IOPATH_BENCH_DIR")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if typ, err := sys.StatfsType(dir); err != nil || machine.FSName(typ) == "tmpfs" || machine.FSName(typ) == "ramfs" {
+		b.Skipf("%s is not on a disk (a file there cannot be dropped from memory): set IOPATH_BENCH_DIR", dir)
+	}
+	var sink atomic.Uint64
+	buf := make([]byte, 128<<10)
+	ways := []struct {
+		name string
+		read func(path string) error
+	}{
+		{"ReadFile-os", func(p string) error { _, err := os.ReadFile(p); return err }},
+		{"ReadFile-iopath", func(p string) error { _, err := ReadFile(p); return err }},
+		{"Scan-os", func(p string) error {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			for {
+				n, err := f.Read(buf)
+				sink.Add(touch(buf[:n]))
+				if err == io.EOF {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}},
+		{"Scan-iopath", func(p string) error {
+			return Scan(context.Background(), p, func(_ int64, b []byte) error { sink.Add(touch(b)); return nil })
+		}},
+	}
+	for _, s := range sweepSizes {
+		b.Run("size="+s.name, func(b *testing.B) {
+			f, err := os.CreateTemp(dir, "iopath-cold-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := f.Name()
+			b.Cleanup(func() { os.Remove(path) })
+			_, err = f.Write(content(s.size, uint64(s.size)))
+			if err == nil {
+				err = f.Sync() // clean pages: only those can be dropped
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, w := range ways {
+				b.Run("way="+w.name, func(b *testing.B) {
+					runtime.GC()
+					b.SetBytes(int64(s.size))
+					for b.Loop() {
+						b.StopTimer()
+						if err := dropCache(path); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+						if err := w.read(path); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// dropCache drops path's pages from the page cache.
+func dropCache(path string) error {
+	fd, err := sys.Open(path, sys.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer sys.Close(fd)
+	return sys.Fadvise(fd, 0, 0, sys.FADV_DONTNEED)
 }
