@@ -14,6 +14,7 @@ import (
 
 	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/units"
 )
 
 // rulesFor turns trials into rules: each trial with a winner covers the
@@ -49,7 +50,7 @@ func rulesFor(trials []Trial, gomaxprocs int) []Rule {
 				workers = profile.PerCore
 			}
 			why := fmt.Sprintf("at %s %s %.2f× Auto's default (%s), median of %d rounds",
-				human(t.Size), w.Name, w.Ratio, DefaultLabel(t.Ways[0]), t.Rounds)
+				units.FormatSize(t.Size), w.Name, w.Ratio, DefaultLabel(t.Ways[0]), t.Rounds)
 			if n := len(rules); n > 0 {
 				last := &rules[n-1]
 				if last.Kind == kind && last.MaxSize == lo && last.Engine == w.Engine && last.Workers == workers {

@@ -42,6 +42,7 @@ import (
 	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/internal/sys"
+	"github.com/iopath/iopath/internal/units"
 )
 
 // The profile's types, named here for callers of Run and Save.
@@ -153,7 +154,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	r := &Result{Key: profile.CurrentKey(), Filesystem: machine.FSName(typ), Dir: dir, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	sizes := fitSizes(r, o.MaxSize, int64(avail), features.MemInfo("MemAvailable"))
 	if len(sizes) == 0 {
-		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", human(Sizes[0]), joinNotes(r.Notes))}
+		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", units.FormatSize(Sizes[0]), joinNotes(r.Notes))}
 	}
 
 	// Auto without a profile is the default every way is measured against.
@@ -174,7 +175,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	}()
 	for i, size := range sizes {
 		if o.Progress != nil {
-			o.Progress(0, 1, "writing "+human(size))
+			o.Progress(0, 1, "writing "+units.FormatSize(size))
 		}
 		var forget func()
 		files[i], forget, err = writeTrialFile(ctx, dir, size, o.Temp)
@@ -217,7 +218,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	for _, t := range trials {
 		for i := range t.ways {
 			if o.Progress != nil {
-				o.Progress(0, slots, fmt.Sprintf("warming up: %s %s", kindVerb(t.Kind), human(t.Size)))
+				o.Progress(0, slots, fmt.Sprintf("warming up: %s %s", kindVerb(t.Kind), units.FormatSize(t.Size)))
 			}
 			for range 3 {
 				if err := ctx.Err(); err != nil {
@@ -237,7 +238,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 				i := (k + round) % len(t.ways) // each way goes first in turn
 				w := &t.ways[i]
 				if o.Progress != nil {
-					o.Progress(done, slots, fmt.Sprintf("%s %s %s", kindVerb(t.Kind), human(t.Size), w.Name))
+					o.Progress(done, slots, fmt.Sprintf("%s %s %s", kindVerb(t.Kind), units.FormatSize(t.Size), w.Name))
 				}
 				if rates[i], err = measure(ctx, w, t.path, t.Size, slice); err != nil {
 					return nil, err
@@ -284,11 +285,11 @@ func fitSizes(r *Result, maxSize, avail, mem int64) []int64 {
 	for _, s := range Sizes {
 		switch {
 		case s > maxSize:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: over the largest size asked for (%s)", human(s), human(maxSize)))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: over the largest size asked for (%s)", units.FormatSize(s), units.FormatSize(maxSize)))
 		case (total+s)*2 > avail:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: the directory's filesystem has %s free", human(s), human(avail)))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: the directory's filesystem has %s free", units.FormatSize(s), units.FormatSize(avail)))
 		case mem > 0 && s*4 > mem:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s of memory available", human(s), human(mem)))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s of memory available", units.FormatSize(s), units.FormatSize(mem)))
 		default:
 			out = append(out, s)
 			total += s
@@ -494,22 +495,3 @@ func winner(ways []Way, ratios [][]float64) string {
 	}
 	return ways[best].Name
 }
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// Human is how tune writes a size: "64 KiB", "1.5 MiB".
-func Human(n int64) string { return human(n) }

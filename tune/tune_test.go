@@ -62,7 +62,7 @@ func TestRulesFor(t *testing.T) {
 			t.Errorf("rule %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if w := got[0].Why; !strings.Contains(w, "at 64 KiB pread×1 1.20× Auto's default (pread×2), median of 5 rounds; at 256 KiB") {
+	if w := got[0].Why; !strings.Contains(w, "at 64KiB pread×1 1.20× Auto's default (pread×2), median of 5 rounds; at 256KiB") {
 		t.Errorf("a merged rule's Why: %q", w)
 	}
 	// With 4 cores, a winner of 2 workers is 2, not one per core.
@@ -100,7 +100,7 @@ func TestFitSizes(t *testing.T) {
 	}
 	r = &Result{}
 	got = fitSizes(r, DefaultMaxSize, 3<<20, 1<<40)
-	if len(got) != 3 || !strings.Contains(r.Notes[0], "4 MiB: the directory's filesystem has 3 MiB free") {
+	if len(got) != 3 || !strings.Contains(r.Notes[0], "4MiB: the directory's filesystem has 3MiB free") {
 		t.Errorf("3 MiB free: %v, notes %v", got, r.Notes)
 	}
 	r = &Result{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -144,7 +145,7 @@ func writeTrials(w io.Writer, trials []tune.Trial) {
 		var names []string
 		for _, t := range trials {
 			for _, wy := range t.Ways[1:] {
-				if !contains(names, wy.Name) {
+				if !slices.Contains(names, wy.Name) {
 					names = append(names, wy.Name)
 				}
 			}
@@ -157,7 +158,7 @@ func writeTrials(w io.Writer, trials []tune.Trial) {
 				continue
 			}
 			d := t.Ways[0]
-			row := []string{tune.Human(t.Size), tune.DefaultLabel(d), fmt.Sprintf("%.2f", d.Rate/(1<<30))}
+			row := []string{units.FormatSize(t.Size), tune.DefaultLabel(d), fmt.Sprintf("%.2f", d.Rate/(1<<30))}
 			for _, n := range names {
 				cell := "-"
 				for _, wy := range t.Ways[1:] {
@@ -184,15 +185,6 @@ func kindName(kind string) string {
 	return "Scan"
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // writeRules prints a section's rules, one a line.
 func writeRules(w io.Writer, rules []tune.Rule) {
 	if len(rules) == 0 {
@@ -202,7 +194,7 @@ func writeRules(w io.Writer, rules []tune.Rule) {
 	for _, r := range rules {
 		hi := "up"
 		if r.MaxSize > 0 {
-			hi = "to " + tune.Human(r.MaxSize)
+			hi = "to " + units.FormatSize(r.MaxSize)
 		}
 		workers := fmt.Sprintf("%d worker", r.Workers)
 		switch {
@@ -211,7 +203,7 @@ func writeRules(w io.Writer, rules []tune.Rule) {
 		case r.Workers > 1:
 			workers += "s"
 		}
-		fmt.Fprintf(w, "  %s of %s %s: %s, %s (%s)\n", kindName(r.Kind), tune.Human(r.MinSize), hi, r.Engine, workers, r.Why)
+		fmt.Fprintf(w, "  %s of %s %s: %s, %s (%s)\n", kindName(r.Kind), units.FormatSize(r.MinSize), hi, r.Engine, workers, r.Why)
 	}
 }
 

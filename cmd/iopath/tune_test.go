@@ -62,7 +62,7 @@ func TestTuneSavesAndShows(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tune: exit %d, %s", code, errs)
 	}
-	for _, want := range []string{"ReadFile, cached", "Scan, cached", "64 KiB", "256 KiB", "saved to " + prof, "left out: 1 MiB: over the largest size asked for (256 KiB)"} {
+	for _, want := range []string{"ReadFile, cached", "Scan, cached", "64KiB", "256KiB", "saved to " + prof, "left out: 1MiB: over the largest size asked for (256KiB)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -26,6 +26,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,7 +235,7 @@ func (r Rule) check() error {
 	switch {
 	case r.Kind != WholeFile && r.Kind != Blocks:
 		return fmt.Errorf("kind %q is not %q or %q", r.Kind, WholeFile, Blocks)
-	case !contains(engines, r.Engine):
+	case !slices.Contains(engines, r.Engine):
 		return fmt.Errorf("engine %q is not one of %s", r.Engine, strings.Join(engines, ", "))
 	case r.Workers < 0 || r.Workers > 1024:
 		return fmt.Errorf("%d workers", r.Workers)
@@ -242,15 +243,6 @@ func (r Rule) check() error {
 		return fmt.Errorf("sizes [%d, %d) are not a range", r.MinSize, r.MaxSize)
 	}
 	return nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Dir is the directory profiles are kept in: iopath under the user's
