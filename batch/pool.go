@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/iopath/iopath/internal/defaults"
@@ -81,8 +82,18 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feed := newFeed(ctx, job)
-	defer feed.stop()
+	// A list of paths is claimed by the workers themselves (listFeed); a
+	// walk needs the feed's producer goroutine.
+	var (
+		feed *feed
+		list *listFeed
+	)
+	if job.walk {
+		feed = newFeed(ctx, job)
+		defer feed.stop()
+	} else {
+		list = &listFeed{paths: job.Paths}
+	}
 
 	var (
 		errOnce sync.Once
@@ -100,6 +111,10 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 		var ws Stats
 		var lb latencyBatch
 		var f File // handed to fn, which may not keep it
+		var (
+			pfs     pseudoDirs // list: this worker's statfs cache
+			listBuf []item     // list: this worker's chunk
+		)
 		defer func() {
 			ws.Syscalls = r.syscalls()
 			r.release()
@@ -114,10 +129,29 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 			mu.Unlock()
 		}()
 		for {
-			chunk, ok := feed.next()
+			var (
+				chunk []item
+				ok    bool
+			)
+			if list != nil {
+				chunk, ok = list.next(listBuf, &pfs)
+				listBuf = chunk
+			} else {
+				chunk, ok = feed.next()
+			}
 			if !ok {
 				return
 			}
+			// Yield between chunks (a chunk is at most chunkSize files,
+			// well under 10 ms when cached). A worker that never blocks
+			// keeps one scheduling tick; after 10 ms of it sysmon
+			// preempts it, and since a worker is nearly always inside a
+			// system call, preemption means taking its P away: the
+			// worker then moves to another thread on its next return,
+			// and sysmon, having retaken a P, polls every 20 µs. A yield
+			// starts a new tick at the cost of one trip through the
+			// scheduler.
+			runtime.Gosched()
 			for _, it := range chunk {
 				select {
 				case <-done:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/iopath/iopath/internal/sys"
@@ -88,6 +89,41 @@ func newFeed(ctx context.Context, job *Job) *feed {
 		}
 	}()
 	return f
+}
+
+// listFeed hands the paths named in a job (no walk) to runReaders'
+// workers straight from the job's slice: each worker claims the next
+// chunk (sized by rampChunk, as the feed sizes them) with a CAS on a
+// shared index, and marks pseudo-files with its own pseudoDirs. There is
+// no producer goroutine and no channel, so a worker never parks waiting
+// for paths and never wakes a parked producer (each such wake-up was a
+// futex call to start an M: about 5% of reading 100k cached files with
+// one worker).
+type listFeed struct {
+	paths []string
+	_     [56]byte // pos on a cache line of its own: workers CAS it
+	pos   atomic.Int64
+	_     [56]byte
+}
+
+// next fills buf (reused) with the next chunk of paths; ok is false when
+// there are none left.
+func (l *listFeed) next(buf []item, pfs *pseudoDirs) (chunk []item, ok bool) {
+	for {
+		start := l.pos.Load()
+		if start >= int64(len(l.paths)) {
+			return buf[:0], false
+		}
+		end := min(start+int64(rampChunk(int(start))), int64(len(l.paths)))
+		if !l.pos.CompareAndSwap(start, end) {
+			continue
+		}
+		buf = buf[:0]
+		for _, p := range l.paths[start:end] {
+			buf = append(buf, item{path: p, unsized: pfs.in(p)})
+		}
+		return buf, true
+	}
 }
 
 // pseudoDirs tells whether a path named in a job is on a pseudo-filesystem
