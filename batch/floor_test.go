@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -19,14 +21,13 @@ import (
 // paths prepared beforehand, on raw system calls (no scheduler
 // bookkeeping, no error wrapping, no walk), as a C program would make
 // them. raw reads the same list (Paths, no directory walk) with one and
-// two workers; the floor splits it between one and two goroutines. The
-// files are warm: each way reads them all once before it is timed.
-// Compare the ways, rounds interleaved (100k files take a few seconds to
-// write, once per process):
+// two workers; the floor deals it to one and two goroutines. The files
+// are warm: each way reads them all once before anything is timed. Each
+// iteration is one round of the four ways, interleaved; the ratios are
+// the medians of the rounds' (100k files take a few seconds to write,
+// once per process):
 //
-//	go test -c -o /tmp/batch.test ./batch
-//	for i in $(seq 6); do /tmp/batch.test -test.run '^$' -test.bench SyscallFloor -test.benchtime 5x; done > f.txt
-//	go run golang.org/x/perf/cmd/benchstat -col /way f.txt
+//	go test -run '^$' -bench SyscallFloor -benchtime 15x ./batch
 func BenchmarkSyscallFloor(b *testing.B) {
 	const n, size = 100_000, 4096
 	dir := b.TempDir()
@@ -103,21 +104,48 @@ func BenchmarkSyscallFloor(b *testing.B) {
 			return total.Load(), err
 		}
 	}
-	for _, w := range []struct {
+	ways := []struct {
 		name string
 		read func() (int64, error)
-	}{{"floor×1", floor(1)}, {"raw×1", raw(1)}, {"floor×2", floor(2)}, {"raw×2", raw(2)}} {
-		b.Run("way="+w.name, func(b *testing.B) {
-			if got, err := w.read(); err != nil || got != n*size { // warm, and check
-				b.Fatalf("%d bytes, %v; want %d", got, err, n*size)
-			}
-			b.SetBytes(n * size)
-			for b.Loop() {
-				if _, err := w.read(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "files/s")
-		})
+	}{{"floor×1", floor(1)}, {"raw×1", raw(1)}, {"floor×2", floor(2)}, {"raw×2", raw(2)}}
+	for _, w := range ways { // warm, and check
+		if got, err := w.read(); err != nil || got != n*size {
+			b.Fatalf("%s: %d bytes, %v; want %d", w.name, got, err, n*size)
+		}
 	}
+	// Each iteration is a round: every way once, in turn, timed apart, so
+	// that the machine's drift falls on all alike. Reported: each way's
+	// median files/s and each raw's median per-round ratio to its floor.
+	rates := make([][]float64, len(ways))
+	for b.Loop() {
+		for i, w := range ways {
+			start := time.Now()
+			if _, err := w.read(); err != nil {
+				b.Fatal(err)
+			}
+			rates[i] = append(rates[i], n/time.Since(start).Seconds())
+		}
+	}
+	for i, w := range ways {
+		b.ReportMetric(median(rates[i]), w.name+"-files/s")
+	}
+	for _, k := range []int{1, 3} { // raw×1 ÷ floor×1, raw×2 ÷ floor×2
+		ratios := make([]float64, len(rates[k]))
+		for r := range ratios {
+			ratios[r] = rates[k][r] / rates[k-1][r]
+		}
+		b.ReportMetric(median(ratios), ways[k].name+"/floor")
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
