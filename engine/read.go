@@ -77,7 +77,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 			}
 			if off != pos {
 				ws.Syscalls++
-				if _, err := sys.Seek(fd, off, sys.SEEK_SET); err != nil {
+				if _, err := sys.SeekSet(fd, off); err != nil {
 					return f.readErr(off, err)
 				}
 				pos = off
@@ -136,7 +136,7 @@ func readFull(f *file, fd int, nw *fileio.Nowait, iov []sys.Iovec, buf []byte, n
 			if next != got {
 				// Back to the aligned boundary, for the next read.
 				calls++
-				if _, err := sys.Seek(fd, off+int64(next), sys.SEEK_SET); err != nil {
+				if _, err := sys.SeekSet(fd, off+int64(next)); err != nil {
 					return calls, f.readErr(off+int64(next), err)
 				}
 				got = next

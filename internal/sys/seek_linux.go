@@ -1,6 +1,10 @@
 package sys
 
-import "golang.org/x/sys/unix"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // Whence values for Seek.
 const (
@@ -19,6 +23,32 @@ func Seek(fd int, off int64, whence int) (int64, error) {
 			return 0, err
 		}
 		return n, nil
+	}
+}
+
+// SeekSet is lseek(fd, off, SEEK_SET) made as a raw system call, without
+// the Go scheduler's syscall bookkeeping. SEEK_SET on a regular file only
+// sets the position (generic_file_llseek; the f_pos lock is contended
+// only by another thread using the same open file): it never waits for
+// I/O, so holding the P through it costs nothing. Going through
+// syscall.Syscall instead costs entersyscall/exitsyscall per block and,
+// for a worker that never blocks, a P retaken by sysmon every 10 ms (its
+// preemption of a goroutine found in a syscall) and a hop to another
+// thread. The read engine's random pattern makes one per block. EINTR is
+// retried; the error is the raw errno.
+func SeekSet(fd int, off int64) (int64, error) {
+	if unsafe.Sizeof(uintptr(0)) < 8 {
+		return Seek(fd, off, SEEK_SET) // _llseek: a 64-bit offset in two words
+	}
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_LSEEK, uintptr(fd), uintptr(off), unix.SEEK_SET)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int64(n), nil
 	}
 }
 

@@ -92,3 +92,34 @@ func TestErrnoUnwraps(t *testing.T) {
 		t.Fatal("found an errno in a plain error")
 	}
 }
+
+// SeekSet sets the position the next read(2) starts at, and reports a bad
+// descriptor as its errno.
+func TestSeekSet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := Open(path, O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(fd)
+	for _, off := range []int64{7, 0, 3, 20} {
+		if n, err := SeekSet(fd, off); n != off || err != nil {
+			t.Fatalf("SeekSet(%d) = %d, %v", off, n, err)
+		}
+		b := make([]byte, 2)
+		n, _ := Read(fd, b)
+		want := ""
+		if off < 10 {
+			want = "0123456789"[off : off+2]
+		}
+		if string(b[:n]) != want {
+			t.Errorf("after SeekSet(%d) read %q, want %q", off, b[:n], want)
+		}
+	}
+	if _, err := SeekSet(-1, 0); !errors.Is(err, EBADF) {
+		t.Errorf("SeekSet on fd -1: %v, want EBADF", err)
+	}
+}
