@@ -3,7 +3,7 @@
 // profile that Auto reads (like FFTW's wisdom). It is the library behind
 // "iopath tune".
 //
-// Run writes trial files of 64 KiB to 256 MiB into a directory (its
+// Run writes trial files of 64 KiB to 64 MiB (256 MiB with MaxSize) into a directory (its
 // filesystem is the one tuned), reads them once so that they are cached,
 // and then measures, at each size, iopath.ReadFile and iopath.Scan as Auto
 // reads them without a profile (the default) against each path Auto could
@@ -82,8 +82,12 @@ const (
 	Margin = 0.05
 	// Rounds is how many interleaved rounds each way is measured in.
 	Rounds = 5
-	// DefaultMaxSize is the largest trial file.
-	DefaultMaxSize = 256 << 20
+	// DefaultMaxSize is the largest trial file by default: a 256 MiB
+	// trial doubled the time tune took, and its winners were the 64
+	// MiB trial's (AMD EPYC VM). --max-size takes up to MaxSize.
+	DefaultMaxSize = 64 << 20
+	// MaxSize is the largest trial file there is.
+	MaxSize = 256 << 20
 )
 
 // Sizes are the trial files' sizes, smallest first.
@@ -209,29 +213,30 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	for _, t := range trials {
 		slots += len(t.ways) * Rounds
 	}
-	slice := min(max(o.Budget/time.Duration(slots), 5*time.Millisecond), 500*time.Millisecond)
-	// A round that is not counted: the first reads of a size take memory
-	// the process has never touched, and on the AMD EPYC VM the first
-	// three ReadFiles of 64 MiB took 130–380 ms each, the next 10–13 ms
-	// (page faults on fresh memory are that dear in a VM). Every way
-	// reads its file three times before anything is timed.
+	// A round that is not counted: every way reads its file once, which
+	// shows that each works before anything is timed and brings the heap
+	// to the size the largest trial needs.
+	measuring := time.Now()
 	for _, t := range trials {
 		for i := range t.ways {
 			if o.Progress != nil {
 				o.Progress(0, slots, fmt.Sprintf("warming up: %s %s", kindVerb(t.Kind), units.FormatSize(t.Size)))
 			}
-			for range 3 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if err := t.ways[i].read(ctx, t.path); err != nil {
-					return nil, fmt.Errorf("%s: %w", t.ways[i].Name, err)
-				}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := t.ways[i].read(ctx, t.path); err != nil {
+				return nil, fmt.Errorf("%s: %w", t.ways[i].Name, err)
 			}
 		}
 	}
 	done := 0
 	for round := range Rounds {
+		// Each round's slices share what is left of the budget: a big
+		// file's slice takes at least four reads, and the slices of
+		// the rounds after make up for it.
+		left := o.Budget - time.Since(measuring)
+		slice := min(max(left/time.Duration(slots-done), 2*time.Millisecond), 500*time.Millisecond)
 		for _, t := range trials {
 			rates := make([]float64, len(t.ways))
 			for k := range t.ways {
@@ -284,6 +289,8 @@ func fitSizes(r *Result, maxSize, avail, mem int64) []int64 {
 	var total int64
 	for _, s := range Sizes {
 		switch {
+		case s > maxSize && maxSize == DefaultMaxSize:
+			// Not measured by default: nothing to note.
 		case s > maxSize:
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: over the largest size asked for (%s)", units.FormatSize(s), units.FormatSize(maxSize)))
 		case (total+s)*2 > avail:
@@ -429,29 +436,34 @@ func reader(kind string, opts ...iopath.Option) func(ctx context.Context, path s
 	}
 }
 
-// measure reads path through w for about slice (at least twice) and
-// returns the rate in bytes per second. One read before the clock starts
-// brings the heap to this way's steady size: the first ReadFile of a big
-// file after a smaller one gets its memory from the kernel, page by page,
-// and took 3–10× as long as the next (AMD EPYC VM), which would count
-// against whichever way came first.
+// measure reads path through w for about slice (at least three times)
+// and returns its steady rate in bytes per second: the file's size over
+// the median time of a call. The median, not the total, because a
+// ReadFile that gets memory the process has not touched yet pays a page
+// fault per page, and on the AMD EPYC VM that made one call of a 64 MiB
+// ReadFile take 130–300 ms where the next took 11 ms; which call of a
+// slice pays it depends on when the collector last ran, not on the way.
+// (A program that reads a big file once pays it whatever the path; Auto's
+// default, pread with a worker per core, pays it in 0.6× the time of one
+// worker there.)
 func measure(ctx context.Context, w *way, path string, size int64, slice time.Duration) (float64, error) {
 	runtime.GC() // the garbage of the way before is not this one's to pay
 	if err := w.read(ctx, path); err != nil {
 		return 0, fmt.Errorf("%s: %w", w.Name, err)
 	}
+	var took []float64
 	start := time.Now()
-	var calls int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
+		t0 := time.Now()
 		if err := w.read(ctx, path); err != nil {
 			return 0, fmt.Errorf("%s: %w", w.Name, err)
 		}
-		calls++
-		if el := time.Since(start); calls >= 2 && el >= slice {
-			return float64(calls*size) / el.Seconds(), nil
+		took = append(took, time.Since(t0).Seconds())
+		if len(took) >= 3 && time.Since(start) >= slice {
+			return float64(size) / median(took), nil
 		}
 	}
 }

@@ -89,9 +89,14 @@ func TestWinner(t *testing.T) {
 
 func TestFitSizes(t *testing.T) {
 	r := &Result{}
-	got := fitSizes(r, DefaultMaxSize, 1<<40, 1<<40)
+	got := fitSizes(r, MaxSize, 1<<40, 1<<40)
 	if len(got) != len(Sizes) || len(r.Notes) != 0 {
 		t.Errorf("room for all: %v, notes %v", got, r.Notes)
+	}
+	r = &Result{}
+	got = fitSizes(r, DefaultMaxSize, 1<<40, 1<<40)
+	if len(got) != len(Sizes)-1 || len(r.Notes) != 0 {
+		t.Errorf("by default: %v, notes %v (the sizes past the default are not noted)", got, r.Notes)
 	}
 	r = &Result{}
 	got = fitSizes(r, 1<<20, 1<<40, 1<<40)
@@ -99,12 +104,12 @@ func TestFitSizes(t *testing.T) {
 		t.Errorf("max 1 MiB: %v, notes %v", got, r.Notes)
 	}
 	r = &Result{}
-	got = fitSizes(r, DefaultMaxSize, 3<<20, 1<<40)
+	got = fitSizes(r, MaxSize, 3<<20, 1<<40)
 	if len(got) != 3 || !strings.Contains(r.Notes[0], "4MiB: the directory's filesystem has 3MiB free") {
 		t.Errorf("3 MiB free: %v, notes %v", got, r.Notes)
 	}
 	r = &Result{}
-	got = fitSizes(r, DefaultMaxSize, 1<<40, 64<<20)
+	got = fitSizes(r, MaxSize, 1<<40, 64<<20)
 	if len(got) != 5 || !strings.Contains(r.Notes[0], "of memory available") {
 		t.Errorf("64 MiB of memory: %v, notes %v", got, r.Notes)
 	}

@@ -35,7 +35,7 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "tune [flags] [DIR]",
 		Short: "Measure how this machine reads cached files fastest, and save it as the profile Auto uses",
 		Long: `tune measures, on this machine, how iopath.ReadFile and iopath.Scan read
-cached files of 64 KiB to 256 MiB fastest, and saves what it found as the
+cached files of 64 KiB to 64 MiB (--max-size 256MiB: to 256 MiB) fastest, and saves what it found as the
 machine profile, which Auto then reads in every process on this machine
 (its Reason says "machine profile ..."). Without a profile Auto uses
 defaults measured on two CPUs (docs/auto.md); a profile replaces them
@@ -92,7 +92,7 @@ func runTune(ctx context.Context, o tuneOptions, args []string, stdout, stderr i
 	if o.budget < tune.MinBudget || o.budget > tune.MaxBudget {
 		return usagef("tune: --time %v out of range [%v, %v]", o.budget, tune.MinBudget, tune.MaxBudget)
 	}
-	if o.maxSize < tune.Sizes[0] || o.maxSize > tune.DefaultMaxSize {
+	if o.maxSize < tune.Sizes[0] || o.maxSize > tune.MaxSize {
 		return usagef("tune: --max-size %s out of range [64KiB, 256MiB]", units.FormatSize(o.maxSize))
 	}
 	dir := "."

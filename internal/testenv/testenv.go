@@ -41,7 +41,19 @@ func NoRaceExitSleep() {
 // profile (IOPATH_PROFILE=off), so that a profile the machine's user made
 // with "iopath tune" does not change what Auto chooses in tests. Tests of
 // the profile set one with profile.SetActive. Call it first in TestMain.
-func NoMachineProfile() { os.Setenv(profile.Env, "off") }
+// A benchmark run with a profile names it in IOPATH_TEST_PROFILE, which
+// then becomes IOPATH_PROFILE.
+func NoMachineProfile() {
+	v := "off"
+	if p := os.Getenv(TestProfileEnv); p != "" {
+		v = p
+	}
+	os.Setenv(profile.Env, v)
+}
+
+// TestProfileEnv names the machine profile benchmarks run with (see
+// NoMachineProfile).
+const TestProfileEnv = "IOPATH_TEST_PROFILE"
 
 // OpenFDs counts this process's open file descriptors, from /proc/self/fd.
 func OpenFDs(t testing.TB) int {
