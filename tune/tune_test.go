@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func trial(kind string, size int64, winner string, ways ...Way) Trial {
+func mkTrial(kind string, size int64, winner string, ways ...Way) Trial {
 	return Trial{Kind: kind, Size: size, Rounds: Rounds, Ways: ways, Winner: winner}
 }
 
@@ -38,12 +38,12 @@ var (
 // has no rule; one worker per core is kept as PerCore.
 func TestRulesFor(t *testing.T) {
 	trials := []Trial{
-		trial(WholeFile, 64<<10, "pread×1", def, pread1, slowest),
-		trial(WholeFile, 256<<10, "pread×1", def, pread1),
-		trial(WholeFile, 1<<20, "", def, pread1),
-		trial(WholeFile, 4<<20, "mmap×2", def, mmap2),
-		trial(Blocks, 64<<10, "", def),
-		trial(Blocks, 256<<20, "mmap×2", def, mmap2),
+		mkTrial(WholeFile, 64<<10, "pread×1", def, pread1, slowest),
+		mkTrial(WholeFile, 256<<10, "pread×1", def, pread1),
+		mkTrial(WholeFile, 1<<20, "", def, pread1),
+		mkTrial(WholeFile, 4<<20, "mmap×2", def, mmap2),
+		mkTrial(Blocks, 64<<10, "", def),
+		mkTrial(Blocks, 256<<20, "mmap×2", def, mmap2),
 	}
 	// Blocks' trials are 64 KiB and 256 MiB only: the midpoint is 4 MiB.
 	got := rulesFor(trials, 2)
@@ -66,23 +66,28 @@ func TestRulesFor(t *testing.T) {
 		t.Errorf("a merged rule's Why: %q", w)
 	}
 	// With 4 cores, a winner of 2 workers is 2, not one per core.
-	if r := rulesFor([]Trial{trial(Blocks, 1<<20, "mmap×2", def, mmap2)}, 4); len(r) != 1 || r[0].Workers != 2 {
+	if r := rulesFor([]Trial{mkTrial(Blocks, 1<<20, "mmap×2", def, mmap2)}, 4); len(r) != 1 || r[0].Workers != 2 {
 		t.Errorf("2 workers on 4 cores: %+v", r)
 	}
-	if r := rulesFor([]Trial{trial(Blocks, 1<<20, "", def, mmap2)}, 2); len(r) != 0 {
+	if r := rulesFor([]Trial{mkTrial(Blocks, 1<<20, "", def, mmap2)}, 2); len(r) != 0 {
 		t.Errorf("no winner, rules %+v", r)
 	}
 }
 
 // A way replaces the default only when its median ratio is past Margin
-// and it is faster in most rounds; the fastest such way wins.
+// and it is faster in all rounds but one; the fastest such way wins; the
+// control never does.
 func TestWinner(t *testing.T) {
-	ways := []Way{def, {Name: "a", Ratio: 1.04}, {Name: "b", Ratio: 1.3}, {Name: "c", Ratio: 1.5}}
-	ratios := [][]float64{{1, 1, 1, 1, 1}, {1.04, 1.04, 1.04, 1.04, 1.04}, {1.3, 1.3, 1.3, 0.9, 1.3}, {1.5, 1.5, 0.5, 0.5, 0.5}}
-	if w := winner(ways, ratios); w != "b" {
-		t.Errorf("winner %q, want b (a is within the margin, c faster in 2 rounds of 5)", w)
+	ways := []Way{def, {Name: Control, Ratio: 1.02}, {Name: "a", Ratio: 1.06}, {Name: "b", Ratio: 1.3}, {Name: "c", Ratio: 1.5}, {Name: "d", Ratio: 1.4}}
+	ratios := [][]float64{{1, 1, 1, 1, 1}, {1.02, 1.02, 1.02, 1.02, 1.02}, {1.06, 1.06, 1.06, 1.06, 1.06},
+		{1.3, 1.3, 1.3, 0.9, 1.3}, {1.5, 1.5, 0.5, 0.5, 1.5}, {1.4, 1.4, 1.4, 1.4, 1.0}}
+	if w := winner(ways, ratios); w != "d" {
+		t.Errorf("winner %q, want d (a is within the margin from the control's 1.02, c slower in 2 rounds of 5, d faster than b; the control never wins)", w)
 	}
-	if w := winner(ways[:2], ratios[:2]); w != "" {
+	if w := winner(ways[:4], ratios[:4]); w != "b" {
+		t.Errorf("winner %q of default, control, a, b; want b (slower in one round only)", w)
+	}
+	if w := winner(ways[:3], ratios[:3]); w != "" {
 		t.Errorf("winner %q within the margin", w)
 	}
 }
@@ -163,7 +168,7 @@ func TestRunAndSave(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 	for _, tr := range r.Trials {
-		if tr.Ways[0].Name != "auto" || len(tr.Ways) < 3 || tr.Rounds != Rounds {
+		if tr.Ways[0].Name != "auto" || tr.Ways[1].Name != Control || len(tr.Ways) < 4 || tr.Rounds != Rounds {
 			t.Errorf("trial %s %d: ways %+v", tr.Kind, tr.Size, tr.Ways)
 		}
 		for _, w := range tr.Ways {
