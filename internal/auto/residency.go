@@ -103,8 +103,22 @@ func windows(pages int64, fn func(first, n int64) error) error {
 	return nil
 }
 
+// wholeCachestat is the most pages residentCachestat asks about in one
+// call over the whole file rather than window by window: each call costs
+// about 1.5 µs once a read has pushed the kernel's structures out of the
+// CPU's caches, so the 64 windows of a sample took 94 µs between Scans of
+// an 8 MiB file and one call over its 2,048 pages 6 µs (AMD EPYC VM).
+const wholeCachestat = 16384 // 64 MiB of 4 KiB pages
+
 func residentCachestat(fd int, size int64) (float64, error) {
 	ps := int64(sys.PageSize())
+	if pages := (size + ps - 1) / ps; pages <= wholeCachestat {
+		c, err := sys.Cachestat(fd, 0, uint64(pages*ps))
+		if err != nil {
+			return 0, err
+		}
+		return float64(min(int64(c), pages)) / float64(pages), nil
+	}
 	var cached, total int64
 	err := windows((size+ps-1)/ps, func(first, n int64) error {
 		c, err := sys.Cachestat(fd, uint64(first*ps), uint64(n*ps))
