@@ -1,6 +1,7 @@
 package iopath
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -102,5 +103,38 @@ func TestPublicPlan(t *testing.T) {
 		if err == nil || c.is != nil && !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.says) || got != (Choice{}) {
 			t.Errorf("Plan(%s, %v, %d options) = %+v, %v; want an error wrapping %v that says %q", c.path, c.access, len(c.opts), got, err, c.is, c.says)
 		}
+	}
+}
+
+// A cached file of 8 to 32 MiB is read by ReadFile as os.ReadFile reads
+// it, in one read(2) (rule mid-cached-whole), and ReadFileBuf too; an
+// explicit worker count still takes the engine.
+func TestReadFileMidCached(t *testing.T) {
+	testenv.CheckFDs(t)
+	t.Setenv(auto.EnvEngine, "")
+	want := content(12<<20+5, 7)
+	path := writeFile(t, t.TempDir(), want)
+	if _, err := os.ReadFile(path); err != nil { // cached
+		t.Fatal(err)
+	}
+	c, err := Plan(path, ForReadFile)
+	if err != nil || c.Rule != "mid-cached-whole" || c.Engine != "read" || c.Workers != 1 {
+		t.Fatalf("Plan of a cached 12 MiB file: %+v, %v", c, err)
+	}
+	b, err := ReadFile(path)
+	if err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("ReadFile: %d bytes, %v", len(b), err)
+	}
+	buf, err := ReadFileBuf(path)
+	if err != nil || !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("ReadFileBuf: %v", err)
+	}
+	buf.Release()
+	c, err = Plan(path, ForReadFile, WithWorkers(2))
+	if err != nil || c.Workers != 2 || c.Engine != "read" {
+		t.Errorf("Plan with WithWorkers(2): %+v, %v", c, err)
+	}
+	if b, err := ReadFile(path, WithWorkers(2)); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("ReadFile with WithWorkers(2): %d bytes, %v", len(b), err)
 	}
 }

@@ -85,10 +85,10 @@ func readFile(path string, opts []Option) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch c.Rule {
-	case ruleSmallFile:
+	switch {
+	case oneRead(c):
 		return readSmall(fd, path, int(st.Size), &o)
-	case ruleUnsized:
+	case c.Rule == ruleUnsized:
 		return readSmall(fd, path, 0, &o)
 	}
 	w := wholeBuf{direct: o.direct}
@@ -151,10 +151,10 @@ func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch c.Rule {
-	case ruleSmallFile:
+	switch {
+	case oneRead(c):
 		return readSmallBuf(fd, path, int(st.Size), &o)
-	case ruleUnsized:
+	case c.Rule == ruleUnsized:
 		return readSmallBuf(fd, path, 0, &o)
 	}
 	w := wholeBuf{pooled: true, direct: o.direct}
@@ -183,6 +183,18 @@ func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 // ruleSmallFile is the Choice's Rule for a file ReadFile reads with one
 // read(2) on the calling goroutine, without asking Auto.
 const ruleSmallFile = "small-file"
+
+// ruleMidCachedWhole is Auto's rule for a cached file of 8 to 32 MiB,
+// which ReadFile reads as a small one: one read(2), on the calling
+// goroutine.
+const ruleMidCachedWhole = "mid-cached-whole"
+
+// oneRead reports whether ReadFile reads the file as os.ReadFile does, with
+// one read(2) on the calling goroutine: a small file, or Auto's
+// mid-cached-whole unless an option asked for more workers.
+func oneRead(c auto.Choice) bool {
+	return c.Rule == ruleSmallFile || (c.Rule == ruleMidCachedWhole && c.Engine == "read" && c.Workers == 1)
+}
 
 // wholePlan is how ReadFile and ReadFileBuf read the open file fd of
 // size bytes: a small one with read(2) on the calling goroutine

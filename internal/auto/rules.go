@@ -35,6 +35,9 @@ const (
 	// small files (raw ×2: 474k files/s warm, 21k cold; io_uring ×2:
 	// 171k–312k warm, 85k–106k cold).
 	cachedAt = 0.95
+	// midWholeMax: below it (and from SmallFile) ReadFile of a cached
+	// file is one read(2) (mid-cached-whole).
+	midWholeMax = 32 << 20
 	// midColdMax: below it (and from SmallFile) a Scan of an uncached
 	// file reads with one worker (mid-uncached-blocks).
 	midColdMax = 64 << 20
@@ -98,6 +101,9 @@ func cold(w Workload) bool { return w.Resident >= 0 && w.Resident < cachedAt }
 
 func direct(w Workload) bool { return w.Direct }
 
+// midWhole: cached (or not measured), and under midWholeMax.
+func midWhole(w Workload) bool { return !cold(w) && w.Size < midWholeMax }
+
 // midCold: not cached, and under midColdMax.
 func midCold(w Workload) bool { return cold(w) && w.Size < midColdMax }
 
@@ -145,6 +151,11 @@ var rules = []rule{
 		why: "a big file not in the page cache: pread with the kernel's readahead, 2 workers " +
 			"(1 GiB cold, 8 interleaved sets: 1.24–1.66 GiB/s, the best or 0.84–0.93× the best in all but one noisy set; " +
 			"buffered io_uring, the best in 3 sets, fell to 0.36–0.94 in others)"},
+	{id: "mid-cached-whole", kinds: []Kind{WholeFile}, when: midWhole, engine: "read", workers: one,
+		why: "ReadFile of a cached file of 8 to 32 MiB: one read(2) of the whole file, as os.ReadFile does; " +
+			"two workers' start cost more than they saved between other work " +
+			"(AMD EPYC VM, BenchmarkVsStd, warm, calls interleaved: pread ×2 0.76–0.98× os.ReadFile at 8 MiB, 0.72–0.99× at 16 MiB, " +
+			"1.06× at 64 MiB; cold it is 1.3–2.4× at 8–16 MiB: rule big-uncached)"},
 	{id: "big-cached", kinds: oneFile, when: always, engine: "pread", workers: cpuWorkers,
 		why: "a cached file of 8 MiB or more: pread, one worker per core, straight into place; " +
 			"a fresh mapping's page faults cost more than its copy saves in a VM " +
