@@ -3,14 +3,17 @@
 // profile that Auto reads (like FFTW's wisdom). It is the library behind
 // "iopath tune".
 //
-// Run writes trial files of 64 KiB to 64 MiB (256 MiB with MaxSize) into a directory (its
-// filesystem is the one tuned), reads them once so that they are cached,
-// and then measures, at each size, iopath.ReadFile and iopath.Scan as Auto
-// reads them without a profile (the default) against each path Auto could
-// take instead: read, pread and mmap with one worker, pread and mmap with
-// one worker per core. The ways are interleaved, in rounds, and a way replaces
-// the default at a size only when the median of its per-round ratio to the
-// default is more than Margin faster and it is faster in most rounds.
+// Run writes trial files of 64 KiB to 64 MiB (up to MaxSize when asked)
+// into a directory (its filesystem is the one tuned), cached, and then
+// measures, at each size, iopath.ReadFile and iopath.Scan as Auto reads
+// them without a profile (the default) against each path Auto could take
+// instead — read, pread and mmap with one worker, pread and mmap with one
+// worker per core — and against the default itself (Control). The calls
+// alternate one by one, in an order shuffled for each iteration, in
+// Rounds rounds, each call timed. A way replaces the default at a size
+// only when the median of its per-call ratios to the default beats the
+// noise (the control's ratio, or its farthest round from 1) by more than
+// Margin, and it is faster in all rounds but one at most.
 // Save turns the winners into rules for ranges of sizes (each measured
 // size covers the sizes up to halfway, on a log scale, to its neighbours)
 // and writes them, with every figure behind them, into the profile.

@@ -35,9 +35,10 @@ func newTuneCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "tune [flags] [DIR]",
 		Short: "Measure how this machine reads cached files fastest, and save it as the profile Auto uses",
 		Long: `tune measures, on this machine, how iopath.ReadFile and iopath.Scan read
-cached files of 64 KiB to 64 MiB (--max-size 256MiB: to 256 MiB) fastest, and saves what it found as the
-machine profile, which Auto then reads in every process on this machine
-(its Reason says "machine profile ..."). Without a profile Auto uses
+cached files of 64 KiB to 64 MiB (to 256 MiB with --max-size 256MiB)
+fastest, and saves what it found as the machine profile, which Auto then
+reads in every process on this machine (its Reason says "machine
+profile ..."). Without a profile Auto uses
 defaults measured on two CPUs (docs/auto.md); a profile replaces them
 where this machine differs.
 
@@ -45,10 +46,11 @@ The trial files are written into DIR (the current directory by default),
 whose filesystem is the one tuned, and removed when tune ends. At each
 size Auto's default is measured against each path it could take instead
 (read, pread and mmap with one worker, pread and mmap with one worker per
-core), interleaved, in 5 rounds, after a round that is not counted. A path replaces the default only when
-the median of its per-round ratio to the default is more than 5% faster
-and it is faster in most rounds; each measured size covers the sizes up
-to halfway, on a log scale, to its neighbours.
+core) and against itself (the "again" column: the noise), call by call
+in a shuffled order, in 5 rounds. A path replaces the default only when
+the median of its per-call ratios to the default beats the noise by more
+than 5% and it is faster in 4 rounds of 5 at least; each measured size
+covers the sizes up to halfway, on a log scale, to its neighbours.
 
 The profile is a JSON file in the user's cache directory
 ($XDG_CACHE_HOME/iopath or ~/.cache/iopath), named for this machine (CPU
