@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/machine"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 )
 
@@ -372,23 +372,7 @@ func BenchmarkScanSizes(b *testing.B) {
 		name string
 		read func(path string) error
 	}{
-		{"os", func(path string) error {
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			for {
-				n, err := f.Read(buf)
-				sink.Add(touch(buf[:n]))
-				if err == io.EOF {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-			}
-		}},
+		{"os", osReadLoop(buf, &sink)},
 		{"iopath", scan()},
 		{"pread×1", scan(WithEngine("pread"))},
 		{"pread×2", scan(WithEngine("pread"), WithWorkers(2))},
@@ -411,6 +395,28 @@ func BenchmarkScanSizes(b *testing.B) {
 	}
 }
 
+// osReadLoop is the loop a program writes without iopath: os.File.Read
+// into buf to the end, every cache line touched (into sink).
+func osReadLoop(buf []byte, sink *atomic.Uint64) func(path string) error {
+	return func(path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for {
+			n, err := f.Read(buf)
+			sink.Add(touch(buf[:n]))
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
 // BenchmarkVsStd is iopath against the standard library at every size of
 // the sweep: ReadFile against os.ReadFile, Scan against an os.File.Read
 // loop with a 128 KiB buffer (both touching every cache line), warm, and
@@ -429,24 +435,7 @@ func BenchmarkScanSizes(b *testing.B) {
 //	go test -run '^$' -bench 'VsStd/cache=cold' -benchtime 10x .
 func BenchmarkVsStd(b *testing.B) {
 	var sink atomic.Uint64
-	buf := make([]byte, 128<<10)
-	osLoop := func(p string) error {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		for {
-			n, err := f.Read(buf)
-			sink.Add(touch(buf[:n]))
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
+	osLoop := osReadLoop(make([]byte, 128<<10), &sink)
 	calls := []struct {
 		name      string
 		std, ours func(path string) error
@@ -513,9 +502,9 @@ func BenchmarkVsStd(b *testing.B) {
 							for j := range ratios {
 								ratios[j] = took[0][j] / took[1][j]
 							}
-							b.ReportMetric(median(took[0])*1e6, "std-µs")
-							b.ReportMetric(median(took[1])*1e6, "iopath-µs")
-							b.ReportMetric(median(ratios), "x-std")
+							b.ReportMetric(stats.Median(took[0])*1e6, "std-µs")
+							b.ReportMetric(stats.Median(took[1])*1e6, "iopath-µs")
+							b.ReportMetric(stats.Median(ratios), "x-std")
 						})
 					}
 				})
@@ -548,18 +537,6 @@ func syncedFile(b *testing.B, dir string, size int) string {
 		b.Fatal(err)
 	}
 	return path
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // dropCache drops path's pages from the page cache.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/iopath/iopath/internal/stats"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,25 +127,13 @@ func BenchmarkSyscallFloor(b *testing.B) {
 		}
 	}
 	for i, w := range ways {
-		b.ReportMetric(median(rates[i]), w.name+"-files/s")
+		b.ReportMetric(stats.Median(rates[i]), w.name+"-files/s")
 	}
 	for _, k := range []int{1, 3} { // raw×1 ÷ floor×1, raw×2 ÷ floor×2
 		ratios := make([]float64, len(rates[k]))
 		for r := range ratios {
 			ratios[r] = rates[k][r] / rates[k-1][r]
 		}
-		b.ReportMetric(median(ratios), ways[k].name+"/floor")
+		b.ReportMetric(stats.Median(ratios), ways[k].name+"/floor")
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -35,8 +35,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"slices"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +42,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -246,8 +245,8 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	}
 	for _, t := range trials {
 		for i := range t.ways {
-			t.ways[i].Rate = float64(t.Size) / median(t.took[i])
-			t.ways[i].Ratio = median(t.ratios[i])
+			t.ways[i].Rate = float64(t.Size) / stats.Median(t.took[i])
+			t.ways[i].Ratio = stats.Median(t.ratios[i])
 			t.Ways = append(t.Ways, t.ways[i].Way)
 		}
 		t.Winner = winner(t.Ways, t.roundRatios)
@@ -481,21 +480,9 @@ func (t *trial) turn(ctx context.Context, share time.Duration) error {
 		}
 	}
 	for i := range t.ways {
-		t.roundRatios[i] = append(t.roundRatios[i], median(t.ratios[i][first:]))
+		t.roundRatios[i] = append(t.roundRatios[i], stats.Median(t.ratios[i][first:]))
 	}
 	return nil
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // winner is the name of the fastest way (by its median ratio, Ratio)
