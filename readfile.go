@@ -201,11 +201,11 @@ func oneRead(c auto.Choice) bool {
 // (ruleSmallFile), one whose size means nothing to its end (ruleUnsized),
 // any other by plan's choice. Plan(path, ForReadFile) asks it too.
 func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error) {
-	readSmall := auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
+	small := auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
 		Reason: "a file under 8 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}
 	switch {
 	case o.small(size) && size > 0:
-		return readSmall, nil
+		return small, nil
 	case o.small(size):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
 	case !o.direct && unsized.PseudoFD(fd):
@@ -216,7 +216,7 @@ func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error)
 	if err == nil && c.Rule == ruleSmallFile {
 		// Auto's rule for a small file, reached when a machine profile
 		// covers the size on another filesystem: ReadFile's own path.
-		return readSmall, nil
+		return small, nil
 	}
 	return c, err
 }

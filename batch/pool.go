@@ -111,10 +111,16 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 		var ws Stats
 		var lb latencyBatch
 		var f File // handed to fn, which may not keep it
-		var (
-			pfs     pseudoDirs // list: this worker's statfs cache
-			listBuf []item     // list: this worker's chunk
-		)
+		next := func() ([]item, bool) { return feed.next() }
+		if list != nil {
+			var pfs pseudoDirs // this worker's statfs cache
+			var buf []item     // this worker's chunk, reused
+			next = func() (chunk []item, ok bool) {
+				chunk, ok = list.next(buf, &pfs)
+				buf = chunk
+				return chunk, ok
+			}
+		}
 		defer func() {
 			ws.Syscalls = r.syscalls()
 			r.release()
@@ -129,16 +135,7 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 			mu.Unlock()
 		}()
 		for {
-			var (
-				chunk []item
-				ok    bool
-			)
-			if list != nil {
-				chunk, ok = list.next(listBuf, &pfs)
-				listBuf = chunk
-			} else {
-				chunk, ok = feed.next()
-			}
+			chunk, ok := next()
 			if !ok {
 				return
 			}

@@ -35,11 +35,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/iopath/iopath"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/gen"
 	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/internal/stats"
@@ -164,7 +166,7 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 	r := &Result{Key: profile.CurrentKey(), Filesystem: machine.FSName(typ), Dir: dir, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	sizes := fitSizes(r, o.MaxSize, int64(avail), features.MemInfo("MemAvailable"))
 	if len(sizes) == 0 {
-		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", units.FormatSize(Sizes[0]), joinNotes(r.Notes))}
+		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", units.FormatSize(Sizes[0]), strings.Join(r.Notes, "; "))}
 	}
 
 	// Auto without a profile is the default every way is measured against.
@@ -292,63 +294,24 @@ func fitSizes(r *Result, maxSize, avail, mem int64) []int64 {
 	return out
 }
 
-func joinNotes(notes []string) string {
-	s := ""
-	for i, n := range notes {
-		if i > 0 {
-			s += "; "
-		}
-		s += n
-	}
-	return s
-}
-
-// writeTrialFile writes a file of size random bytes in dir, synced (so
-// that no writeback runs while it is measured) and cached. forget is
-// track's, to call once the file is removed.
+// writeTrialFile writes a file of size random bytes in dir (gen.TempFile),
+// synced (so that no writeback runs while it is measured) and cached.
+// forget is track's, to call once the file is removed.
 func writeTrialFile(ctx context.Context, dir string, size int64, track func(string) func()) (name string, forget func(), err error) {
-	f, err := os.CreateTemp(dir, ".iopath-tune-*.tmp")
-	if err != nil {
-		return "", nil, err
-	}
-	name = f.Name()
 	forget = func() {}
+	opts := gen.Options{Seed: uint64(size), Sync: true}
 	if track != nil {
-		forget = track(name)
+		opts.Temp = func(p string) func() { forget = track(p); return forget }
 	}
-	fail := func(err error) (string, func(), error) {
-		f.Close()
-		os.Remove(name)
-		forget()
-		return "", nil, err
-	}
-	buf := make([]byte, min(size, 1<<20))
-	rng := rand.New(rand.NewPCG(uint64(size), 15))
-	for i := 0; i+8 <= len(buf); i += 8 {
-		v := rng.Uint64()
-		for j := range 8 {
-			buf[i+j] = byte(v >> (8 * j))
-		}
-	}
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
-		}
-		n := min(int64(len(buf)), size-off)
-		if _, err := f.Write(buf[:n]); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
+	if name, err = gen.TempFile(ctx, dir, size, opts); err != nil {
+		return "", nil, err // gen removed it, and forgot it
 	}
 	// Cached: read once (writing left it cached on most filesystems; a
 	// sync may have let the kernel drop some).
 	if _, err := iopath.ReadFile(name); err != nil {
-		return fail(err)
+		os.Remove(name)
+		forget()
+		return "", nil, err
 	}
 	return name, forget, nil
 }

@@ -5,6 +5,7 @@
 package machine
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"runtime"
@@ -14,14 +15,19 @@ import (
 	"github.com/iopath/iopath/internal/sys"
 )
 
-// CPUModel is the first "model name" of /proc/cpuinfo, or "".
+// CPUModel is the first "model name" of /proc/cpuinfo, or "". It reads
+// no further than that line: the kernel makes the file one CPU at a time
+// as it is read, and all of it costs a machine with many CPUs
+// milliseconds.
 func CPUModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
+	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
 		if ok && strings.TrimSpace(k) == "model name" {
 			return strings.TrimSpace(v)
 		}
