@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iopath/iopath/internal/machine"
 	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 )
 
@@ -108,21 +110,9 @@ var ErrTuned = errors.New("already tuned")
 // profile at all), so that nothing is lost unasked. version is iopath's,
 // recorded in the section; track as for outfile.Write.
 func Save(r *Result, path, version string, replace bool, track outfile.Track) (*Profile, error) {
-	p, err := profile.Load(path, r.Key)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		p = &profile.Profile{Version: profile.Version, Key: r.Key}
-	case err != nil && !replace:
-		return nil, fmt.Errorf("%w (use --force to replace it)", err)
-	case err != nil:
-		p = &profile.Profile{Version: profile.Version, Key: r.Key}
-	}
-	if p.Filesystems == nil {
-		p.Filesystems = map[string]*Section{}
-	}
-	if old := p.Filesystems[r.Filesystem]; old != nil && !replace {
-		return nil, &fs.PathError{Op: "tune", Path: path, Err: fmt.Errorf("%w: %s on %s (%s); use --force to replace it",
-			ErrTuned, r.Filesystem, old.Tuned.Format("2006-01-02 15:04"), old.Dir)}
+	p, err := base(path, r.Key, r.Filesystem, replace)
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(r.Dir)
 	if err != nil {
@@ -144,6 +134,42 @@ func Save(r *Result, path, version string, replace bool, track outfile.Track) (*
 		return nil, err
 	}
 	return profile.Load(path, r.Key)
+}
+
+// CheckSave reports the error Save would return for a result measured in
+// dir (its filesystem's section already there, or a file at path that is
+// not a valid profile here, without replace), so that a caller learns it
+// before the measuring, not after.
+func CheckSave(path, dir string, replace bool) error {
+	typ, err := sys.StatfsType(dir)
+	if err != nil {
+		return err
+	}
+	_, err = base(path, profile.CurrentKey(), machine.FSName(typ), replace)
+	return err
+}
+
+// base is the profile at path that Save adds the section of filesystem fs
+// to: the valid one there, or a new one (none there, or replace); an
+// error when that would lose something without replace.
+func base(path string, k Key, fsName string, replace bool) (*Profile, error) {
+	p, err := profile.Load(path, k)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p = &profile.Profile{Version: profile.Version, Key: k}
+	case err != nil && !replace:
+		return nil, fmt.Errorf("%w (use --force to replace it)", err)
+	case err != nil:
+		p = &profile.Profile{Version: profile.Version, Key: k}
+	}
+	if p.Filesystems == nil {
+		p.Filesystems = map[string]*Section{}
+	}
+	if old := p.Filesystems[fsName]; old != nil && !replace {
+		return nil, &fs.PathError{Op: "tune", Path: path, Err: fmt.Errorf("%w: %s on %s (%s); use --force to replace it",
+			ErrTuned, fsName, old.Tuned.Format("2006-01-02 15:04"), old.Dir)}
+	}
+	return p, nil
 }
 
 // timeNow is the clock of a section's Tuned time (tests set it).

@@ -105,6 +105,9 @@ func runTune(ctx context.Context, o tuneOptions, args []string, stdout, stderr i
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
+	if err := tune.CheckSave(path, dir, o.force); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
 	prog := newProgress(stderr)
 	defer prog.done()
 	res, err := tune.Run(ctx, dir, tune.Options{Budget: o.budget, MaxSize: o.maxSize, Progress: prog.steps(), Temp: cleanups.removeOnExit})
