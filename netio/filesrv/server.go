@@ -390,12 +390,14 @@ func (s *server) handle(c *conn) {
 	s.mu.Unlock()
 }
 
-// done accounts a complete file response.
+// done accounts a complete file response. The response count goes last:
+// stats reads it first, so a snapshot that counts a response also holds
+// its bytes and calls.
 func (s *server) done(c *conn) {
-	s.responses.Add(1)
 	s.bytes.Add(s.size)
 	s.syscalls.Add(c.pending)
 	s.retries.Add(c.retried)
+	s.responses.Add(1)
 	c.pending, c.retried = 0, 0
 }
 
@@ -434,12 +436,10 @@ func (s *server) sendStats(c *conn) error {
 // exact for a thread blocked waiting for a request, as data connections
 // are while a client asks for counters).
 func (s *server) stats() Stats {
-	st := Stats{
-		Method: s.cfg.Method, FileSize: s.size, Chunk: s.cfg.Chunk, Depth: s.cfg.Depth, Conns: s.nconns.Load(),
-		Responses: s.responses.Load(), Bytes: s.bytes.Load(), Syscalls: s.syscalls.Load(),
-		FileErrors: s.fileErrs.Load(), ConnErrors: s.connErrs.Load(),
-		Retries: s.retries.Load(), AcceptErrors: s.acceptErrs.Load(),
-	}
+	// The live connections first, then the counters: a handler counts
+	// its responses before it leaves live, so a snapshot with Live == 0
+	// holds every response. Responses before the rest: done adds it last.
+	st := Stats{Method: s.cfg.Method, FileSize: s.size, Chunk: s.cfg.Chunk, Depth: s.cfg.Depth}
 	s.mu.Lock()
 	cpu := s.doneCPU
 	for c := range s.live {
@@ -455,6 +455,9 @@ func (s *server) stats() Stats {
 		}
 	}
 	s.mu.Unlock()
+	st.Responses = s.responses.Load()
+	st.Bytes, st.Syscalls, st.Retries = s.bytes.Load(), s.syscalls.Load(), s.retries.Load()
+	st.Conns, st.FileErrors, st.ConnErrors, st.AcceptErrors = s.nconns.Load(), s.fileErrs.Load(), s.connErrs.Load(), s.acceptErrs.Load()
 	st.HandlerCPU = time.Duration(cpu)
 	if m, err := metrics.IOThreadCPU(); err == nil {
 		for _, t := range m {

@@ -248,10 +248,10 @@ func (u *uringConn) respond(s *server, c *conn, withRecv bool) (int, error) {
 			early = c.pending + next - u.base
 			earlyRetries = c.retried + u.retries
 			u.base, c.pending, c.retried, u.retries = next, 0, 0, 0
-			s.responses.Add(1)
-			s.bytes.Add(size)
+			s.bytes.Add(size) // the response count last, as in done
 			s.syscalls.Add(early)
 			s.retries.Add(earlyRetries)
+			s.responses.Add(1)
 		}
 		last.Flags &^= uring.SQEIOLink
 		err := u.submitAndReap(nsqe, func(c *uring.CQE) error {
