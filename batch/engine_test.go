@@ -19,12 +19,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/iopath/iopath/internal/seccomptest"
 	"github.com/iopath/iopath/internal/testenv"
 )
 
 // TestMain: the tests that run this binary again (TestPermissionDenied,
 // TestLowFDLimit) do it without the race detector's exit sleep.
 func TestMain(m *testing.M) {
+	seccomptest.Install()
 	testenv.NoRaceExitSleep()
 	os.Exit(m.Run())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/iopath/iopath/internal/defaults"
@@ -47,6 +48,29 @@ type pathReader interface {
 	syscalls() int64
 	// release gives back the reader's buffers when its worker ends.
 	release()
+}
+
+// dirReader is a pathReader that can open the files of a directory
+// relative to it. Before a file whose directory differs from the last
+// file's, and before the first file of each chunk, the worker calls
+// enterDir with that directory and how many files in a row the feed knows
+// to be in it (item.run); the following reads are of paths in dir until
+// the next enterDir.
+type dirReader interface {
+	enterDir(dir string, run int)
+}
+
+// dirOf is the directory part of path as the worker hands it to
+// enterDir: "." for a bare name, "/" for a file in the root.
+func dirOf(path string) string {
+	switch i := strings.LastIndexByte(path, '/'); {
+	case i < 0:
+		return "."
+	case i == 0:
+		return "/"
+	default:
+		return path[:i]
+	}
 }
 
 // runReaders is the loop the readfile, pool and raw engines share: it
@@ -111,6 +135,8 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 		var ws Stats
 		var lb latencyBatch
 		var f File // handed to fn, which may not keep it
+		dr, _ := r.(dirReader)
+		lastDir, inDir := "", false
 		next := func() ([]item, bool) { return feed.next() }
 		if list != nil {
 			var pfs pseudoDirs // this worker's statfs cache
@@ -122,8 +148,8 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 			}
 		}
 		defer func() {
+			r.release() // may make calls (closing a directory)
 			ws.Syscalls = r.syscalls()
-			r.release()
 			if lat != nil {
 				lat.flush(&lb)
 			}
@@ -149,6 +175,9 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 			// starts a new tick at the cost of one trip through the
 			// scheduler.
 			runtime.Gosched()
+			// A new chunk tells the reader its run again: the last
+			// chunk may have ended a few files into this directory.
+			inDir = false
 			for _, it := range chunk {
 				select {
 				case <-done:
@@ -156,6 +185,12 @@ func runReaders(ctx context.Context, name string, job *Job, workers int, newRead
 				default:
 				}
 				f = File{Path: it.path, Err: it.err}
+				if dr != nil && it.err == nil {
+					if dir := dirOf(it.path); !inDir || dir != lastDir {
+						dr.enterDir(dir, int(it.run))
+						lastDir, inDir = dir, true
+					}
+				}
 				if it.err == nil {
 					var t0 int64
 					if lat != nil {

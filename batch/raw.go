@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/iopath/iopath/bufpool"
@@ -23,6 +24,33 @@ import (
 //	a pseudo-file (size unknown):  openat, reads until one returns 0, close
 //	a path that does not open:     1  openat
 //	a directory:                   3  openat, read (EISDIR), close
+//
+// plus, for a run of at least minDirRun files in one directory on a local
+// filesystem, three for the directory (open O_PATH, fstatfs, close), and
+// one more open for each file of such a run that the fast open below
+// refuses.
+//
+// # Opening relative to the directory
+//
+// Each of those calls costs the Go scheduler's bookkeeping besides the
+// kernel's work (entersyscall/exitsyscall: about 0.15 µs a call on the
+// AMD EPYC VM here, where a system call costs 1.2 µs), and an openat of a
+// full path walks every component again. When the feed says a run of at
+// least minDirRun files in one directory follows (item.run), the worker
+// opens the directory (O_PATH) and, if it is on a local filesystem
+// (sys.LocalFS: ext4, XFS, Btrfs, F2FS, tmpfs, overlayfs), opens each file
+// by its name relative to it with openat2(RESOLVE_CACHED|RESOLVE_NO_XDEV)
+// and closes it, both as raw system calls (sys.OpenCachedRaw,
+// sys.CloseRaw). RESOLVE_CACHED fails rather than read the disk for the
+// lookup and RESOLVE_NO_XDEV keeps the file on the directory's
+// filesystem, so neither raw call can wait on a network or a daemon; the
+// read stays a scheduler-visible call, since its data may not be cached.
+// Any refusal (a cold lookup, a symlink to another mount, a missing file)
+// opens by the full path as before, which also reports the error; a
+// kernel or seccomp profile that refuses openat2 turns the fast path off
+// for the process. On 100,000 cached 4 KiB files this took one worker
+// from 0.89–0.92× to 0.96–0.98× a bare loop of raw openat/read/close
+// (BenchmarkSyscallFloor, docs/batch.md).
 //
 // # When is a file complete?
 //
@@ -84,9 +112,18 @@ func (rawEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 	size, limit := job.BufferSize, job.pseudoLimit()
 	return runReaders(ctx, "raw", &job, workers, func() pathReader {
 		b := bufpool.Get(size)
-		return &rawReader{bufB: b, buf: b.Bytes()[:size], limit: limit}
+		return &rawReader{bufB: b, buf: b.Bytes()[:size], limit: limit, dirfd: -1}
 	}, fn)
 }
+
+// minDirRun is the fewest files in a row in one directory for which a
+// worker opens the directory (open, fstatfs, close: three calls) to open
+// them relative to it without the scheduler's bookkeeping. Each such file
+// saves about a third of a system call's cost (the bookkeeping around two
+// calls and the walk of the leading path), so the three calls pay for
+// themselves after about 8 files on a VM whose system calls cost 1.2 µs
+// (the AMD EPYC here) and after about 3 on bare metal.
+const minDirRun = 16
 
 // rawKeepBig is the largest follow-up buffer a worker keeps for the next
 // large file; larger ones are left to the garbage collector.
@@ -104,14 +141,76 @@ type rawReader struct {
 	dropBig bool
 	limit   int   // Job.PseudoLimit
 	n       int64 // system calls made
+	// dirfd is an O_PATH descriptor of dir, the directory of the files
+	// being read, when it is on a LocalFS filesystem and a run of at
+	// least minDirRun files is in it; else -1. Its files are opened
+	// relative to it with sys.OpenCachedRaw and closed with CloseRaw.
+	dirfd int
+	dir   string
 }
 
 func (r *rawReader) syscalls() int64 { return r.n }
 
 func (r *rawReader) release() {
+	r.leaveDir()
 	r.bufB.Release()
 	r.bigB.Release()
 	r.bufB, r.bigB, r.buf, r.big = nil, nil, nil, nil
+}
+
+// enterDir implements dirReader.
+func (r *rawReader) enterDir(dir string, run int) {
+	if r.dirfd >= 0 && dir == r.dir {
+		return
+	}
+	r.leaveDir()
+	if run < minDirRun || !sys.CachedOpen() {
+		return
+	}
+	var err error
+	if r.pz, err = sys.AppendPathZ(r.pz[:0], dir); err != nil {
+		return
+	}
+	r.n++
+	fd, err := sys.OpenZ(sys.AT_FDCWD, r.pz, sys.O_PATH|sys.O_DIRECTORY)
+	if err != nil {
+		return // the files' own opens will say what is wrong
+	}
+	r.n++
+	if typ, err := sys.FstatfsType(fd); err != nil || !sys.LocalFS(typ) {
+		r.n++
+		sys.Close(fd)
+		return
+	}
+	r.dirfd, r.dir = fd, dir
+}
+
+// leaveDir closes the directory descriptor, if any.
+func (r *rawReader) leaveDir() {
+	if r.dirfd >= 0 {
+		r.n++
+		sys.Close(r.dirfd)
+		r.dirfd, r.dir = -1, ""
+	}
+}
+
+// openFast opens path relative to the directory descriptor with a raw
+// openat2 when path is in it and the lookup is cached (see
+// sys.OpenCachedRaw); ok false means it did not, and nothing is open.
+func (r *rawReader) openFast(path string) (fd int, ok bool) {
+	if r.dirfd < 0 || dirOf(path) != r.dir {
+		return -1, false
+	}
+	if !sys.CachedOpen() { // refused since the directory was opened
+		r.leaveDir()
+		return -1, false
+	}
+	var err error
+	if r.pz, err = sys.AppendPathZ(r.pz[:0], path[strings.LastIndexByte(path, '/')+1:]); err != nil {
+		return -1, false
+	}
+	r.n++
+	return sys.OpenCachedRaw(r.dirfd, r.pz, sys.O_RDONLY|sys.O_NONBLOCK)
 }
 
 func (r *rawReader) read(path string, unsized bool) ([]byte, error) {
@@ -120,18 +219,25 @@ func (r *rawReader) read(path string, unsized bool) ([]byte, error) {
 		r.bigB.Release()
 		r.bigB, r.big, r.dropBig = nil, nil, false
 	}
-	r.n++
-	var err error
-	fd := -1
-	if r.pz, err = sys.AppendPathZ(r.pz[:0], path); err == nil {
-		fd, err = sys.OpenZ(sys.AT_FDCWD, r.pz, sys.O_RDONLY|sys.O_NONBLOCK) // openat(AT_FDCWD, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC)
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	fd, fast := r.openFast(path)
+	if !fast {
+		r.n++
+		var err error
+		if r.pz, err = sys.AppendPathZ(r.pz[:0], path); err == nil {
+			fd, err = sys.OpenZ(sys.AT_FDCWD, r.pz, sys.O_RDONLY|sys.O_NONBLOCK) // openat(AT_FDCWD, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC)
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		}
 	}
 	data, err := r.readFD(fd, unsized)
 	r.n++
-	sys.Close(fd) // a read-only fd has nothing to flush: close cannot lose data
+	// A read-only fd has nothing to flush: close cannot lose data.
+	if fast {
+		sys.CloseRaw(fd)
+	} else {
+		sys.Close(fd)
+	}
 	if err == ErrLimit {
 		return nil, limitErr(path, r.limit)
 	}

@@ -21,6 +21,10 @@ type item struct {
 	// sizes mean nothing and whose reads may end short anywhere: it is
 	// read until a read returns 0, up to Job.PseudoLimit.
 	unsized bool
+	// run is how many paths, from this one on, the feed knows to be in
+	// this one's directory in a row (a list is looked at up to
+	// minDirRun ahead); 0 when it does not say. See dirReader.
+	run int32
 }
 
 // chunkSize is how many paths travel to a worker at once: enough that the
@@ -119,11 +123,28 @@ func (l *listFeed) next(buf []item, pfs *pseudoDirs) (chunk []item, ok bool) {
 			continue
 		}
 		buf = buf[:0]
-		for _, p := range l.paths[start:end] {
-			buf = append(buf, item{path: p, unsized: pfs.in(p)})
+		var dir string
+		var run int32
+		for k := int(start); k < int(end); k++ {
+			p := l.paths[k]
+			if d := dirOf(p); k == int(start) || d != dir {
+				dir, run = d, l.run(k, d)
+			} else {
+				run = max(run-1, 1)
+			}
+			buf = append(buf, item{path: p, unsized: pfs.in(p), run: run})
 		}
 		return buf, true
 	}
+}
+
+// run is how many paths from the k-th on, up to minDirRun, are in dir.
+func (l *listFeed) run(k int, dir string) int32 {
+	n := 0
+	for n < minDirRun && k+n < len(l.paths) && dirOf(l.paths[k+n]) == dir {
+		n++
+	}
+	return int32(n)
 }
 
 // pseudoDirs tells whether a path named in a job is on a pseudo-filesystem

@@ -38,6 +38,9 @@ type level struct {
 type dirent struct {
 	off, n int32
 	typ    uint8
+	// run is how many entries from this one on, in the sorted listing,
+	// are not directories (see item.run).
+	run int32
 }
 
 const walkBufSize = 32 << 10
@@ -70,6 +73,15 @@ func (w *walker) dir(dir string, depth int, emit func(item) bool) bool {
 	slices.SortFunc(lv.ents, func(a, b dirent) int {
 		return bytes.Compare(arena[a.off:a.off+a.n], arena[b.off:b.off+b.n])
 	})
+	var run int32
+	for i := len(lv.ents) - 1; i >= 0; i-- {
+		if lv.ents[i].typ == sys.DT_DIR {
+			run = 0
+		} else {
+			run++
+		}
+		lv.ents[i].run = run
+	}
 	for i := range lv.ents {
 		lv := &w.levels[depth] // w.levels may have grown
 		e := lv.ents[i]
@@ -95,7 +107,7 @@ func (w *walker) dir(dir string, depth int, emit func(item) bool) bool {
 		case sys.DT_DIR:
 			ok = w.dir(path, depth+1, emit)
 		case sys.DT_REG:
-			ok = emit(item{path: path, unsized: lv.pseudo})
+			ok = emit(item{path: path, unsized: lv.pseudo, run: e.run})
 		case sys.DT_LNK:
 			// Followed: a symlink to a FIFO would block as the FIFO
 			// would. A symlink to a directory, a dangling one and a
@@ -105,12 +117,12 @@ func (w *walker) dir(dir string, depth int, emit func(item) bool) bool {
 			var st sys.Stat_t
 			switch {
 			case sys.Fstatat(sys.AT_FDCWD, path, &st, 0) != nil:
-				ok = emit(item{path: path})
+				ok = emit(item{path: path, run: e.run})
 			case isSpecial(dtype(st.Mode)):
 				ok = emit(item{path: path, err: &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}})
 			default:
 				typ, err := sys.StatfsType(path)
-				ok = emit(item{path: path, unsized: err == nil && sys.PseudoFS(typ)})
+				ok = emit(item{path: path, unsized: err == nil && sys.PseudoFS(typ), run: e.run})
 			}
 		default:
 			// A FIFO would block the open until a writer came; a

@@ -3,6 +3,7 @@ package sys
 import (
 	"encoding/binary"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +22,7 @@ const (
 	DT_SOCK    = unix.DT_SOCK
 
 	O_DIRECTORY         = unix.O_DIRECTORY
+	O_PATH              = unix.O_PATH
 	AT_SYMLINK_NOFOLLOW = unix.AT_SYMLINK_NOFOLLOW
 )
 
@@ -115,4 +117,58 @@ func Dirents(buf []byte, fn func(name []byte, typ uint8)) bool {
 		fn(name, rec[18])
 	}
 	return true
+}
+
+// resolveCached is RESOLVE_CACHED (Linux 5.12; include/uapi/linux/openat2.h),
+// which x/sys/unix does not define.
+const resolveCached = 0x20
+
+// cachedOpenOff is set once openat2 with RESOLVE_CACHED proved unusable
+// here: a kernel before 5.12 (EINVAL) or 5.6 (ENOSYS), or a seccomp
+// profile that refuses the call (ENOSYS, EPERM).
+var cachedOpenOff atomic.Bool
+
+// OpenCachedRaw opens name (NUL-terminated, one component or several)
+// relative to dirfd with openat2(RESOLVE_CACHED|RESOLVE_NO_XDEV), made as
+// a raw system call: without telling the Go scheduler, which saves its
+// enter/exit work around the call. ok is false, with nothing opened,
+// whenever the fast path does not apply: the lookup needs the disk or
+// another mount (EAGAIN, EXDEV), the kernel or a seccomp profile refuses
+// openat2 or RESOLVE_CACHED (then it is never tried again in this
+// process), or any other error. The caller then opens by the ordinary
+// path, which reports the error if there is one.
+//
+// A raw call holds its P while it runs (a GC stop-the-world waits for
+// it), so it is only safe where the call cannot wait long. RESOLVE_CACHED
+// makes the lookup fail rather than read the disk, and RESOLVE_NO_XDEV
+// keeps the file on dirfd's mount, so the caller need only check that
+// dirfd's filesystem opens files without waiting on anything but memory
+// (LocalFS): there the rare waits left are bounded disk reads (an
+// fscrypt or fs-verity descriptor, an IMA measurement policy), never a
+// daemon or a network.
+func OpenCachedRaw(dirfd int, nameZ []byte, flags int) (fd int, ok bool) {
+	if len(nameZ) == 0 || nameZ[len(nameZ)-1] != 0 || cachedOpenOff.Load() {
+		return -1, false
+	}
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveCached | unix.RESOLVE_NO_XDEV}
+	r, _, e := unix.RawSyscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(&nameZ[0])),
+		uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	switch e {
+	case 0:
+		return int(r), true
+	case unix.ENOSYS, unix.EINVAL, unix.EPERM, unix.E2BIG:
+		cachedOpenOff.Store(true)
+	}
+	return -1, false
+}
+
+// CachedOpen reports whether OpenCachedRaw may still succeed in this
+// process: false once openat2 or RESOLVE_CACHED was refused.
+func CachedOpen() bool { return !cachedOpenOff.Load() }
+
+// CloseRaw closes fd with a raw system call. Only for a read-only
+// descriptor of a file on a LocalFS filesystem, whose close has nothing
+// to flush and no daemon to ask.
+func CloseRaw(fd int) {
+	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }

@@ -8,12 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Syscall numbers of io_uring, for internal/uring and for tests that
-// forbid them (DenySyscalls).
+// Syscall numbers of io_uring, for internal/uring, and of openat2, for
+// tests that forbid them (DenySyscalls).
 const (
 	SYS_IO_URING_SETUP    = unix.SYS_IO_URING_SETUP
 	SYS_IO_URING_ENTER    = unix.SYS_IO_URING_ENTER
 	SYS_IO_URING_REGISTER = unix.SYS_IO_URING_REGISTER
+	SYS_OPENAT2           = unix.SYS_OPENAT2
 )
 
 // auditArch is the AUDIT_ARCH_* value of the architecture this binary was

@@ -54,3 +54,17 @@ func PseudoFS(typ int64) bool {
 	}
 	return false
 }
+
+// LocalFS reports whether typ (from FstatfsType) is a filesystem on a
+// local disk or in memory whose open and read-only close never wait on a
+// network, a daemon or a user: ext2/3/4, XFS, Btrfs, F2FS, tmpfs, and
+// overlayfs (a container's root, whose layers are such filesystems).
+// FUSE, NFS, CIFS, Ceph and the pseudo-filesystems are not.
+func LocalFS(typ int64) bool {
+	switch typ {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.F2FS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.OVERLAYFS_SUPER_MAGIC:
+		return true
+	}
+	return false
+}
