@@ -142,12 +142,12 @@ func planFor(path string, access Access, opts []Option) (auto.Choice, error) {
 	defer sys.Close(fd) // read-only: close cannot lose data
 	switch access {
 	case ForScan:
-		return scanPlan(fd, path, st.Size, &o, false)
+		return scanPlan(fd, path, &st, &o, false)
 	case ForOpen:
 		return plan(callOpen, &o, auto.Workload{Kind: auto.Positioned, Path: path, Size: st.Size, Direct: o.direct, Resident: -1})
 	}
 	if err := o.checkEngine(callReadFile); err != nil {
 		return auto.Choice{}, err
 	}
-	return wholePlan(fd, path, st.Size, &o)
+	return wholePlan(fd, path, &st, &o)
 }

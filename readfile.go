@@ -81,7 +81,7 @@ func readFile(path string, opts []Option) ([]byte, error) {
 		return nil, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	c, err := wholePlan(fd, path, st.Size, &o)
+	c, err := wholePlan(fd, path, &st, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func readFileBuf(path string, opts []Option) (*bufpool.Buf, error) {
 		return nil, err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	c, err := wholePlan(fd, path, st.Size, &o)
+	c, err := wholePlan(fd, path, &st, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +196,12 @@ func oneRead(c auto.Choice) bool {
 	return c.Rule == ruleSmallFile || (c.Rule == ruleMidCachedWhole && c.Engine == "read" && c.Workers == 1)
 }
 
-// wholePlan is how ReadFile and ReadFileBuf read the open file fd of
-// size bytes: a small one with read(2) on the calling goroutine
+// wholePlan is how ReadFile and ReadFileBuf read the open file fd, whose
+// fstat is st: a small one with read(2) on the calling goroutine
 // (ruleSmallFile), one whose size means nothing to its end (ruleUnsized),
 // any other by plan's choice. Plan(path, ForReadFile) asks it too.
-func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error) {
+func wholePlan(fd int, path string, st *sys.Stat_t, o *options) (auto.Choice, error) {
+	size := st.Size
 	small := auto.Choice{Engine: "read", Workers: 1, Rule: ruleSmallFile,
 		Reason: "a file under 8 MiB: one read(2) into a buffer one byte larger, on the calling goroutine, as os.ReadFile does"}
 	switch {
@@ -208,7 +209,7 @@ func wholePlan(fd int, path string, size int64, o *options) (auto.Choice, error)
 		return small, nil
 	case o.small(size):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
-	case !o.direct && unsized.PseudoFD(fd):
+	case !o.direct && unsized.PseudoStat(fd, st.Dev):
 		return auto.Choice{Engine: "read", Workers: 1, Rule: ruleUnsized, Reason: unsizedReason}, nil
 	}
 	c, err := plan(callReadFile, o, auto.Workload{Kind: auto.WholeFile, Path: path, Size: size, Direct: o.direct, Resident: -1,

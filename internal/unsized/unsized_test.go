@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/iopath/iopath/internal/sys"
 )
 
 func TestError(t *testing.T) {
@@ -30,6 +32,30 @@ func TestPseudo(t *testing.T) {
 	}
 	if PseudoPath(t.TempDir()) {
 		t.Error("a temporary directory is on a pseudo-filesystem")
+	}
+}
+
+// PseudoStat answers as PseudoFD does: a procfs file (device major 0)
+// is a pseudo-file, a file on a disk or on tmpfs (major 0 too, asked with
+// fstatfs) is not.
+func TestPseudoStat(t *testing.T) {
+	for _, c := range []struct {
+		path   string
+		pseudo bool
+	}{{"/proc/self/status", true}, {os.Args[0], false}, {"/dev/shm", false}, {t.TempDir(), false}} {
+		fd, err := sys.Open(c.path, sys.O_RDONLY)
+		if err != nil {
+			t.Logf("%s: %v", c.path, err)
+			continue
+		}
+		var st sys.Stat_t
+		if err := sys.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		if got := PseudoStat(fd, st.Dev); got != c.pseudo || got != PseudoFD(fd) {
+			t.Errorf("%s (device %d:%d): PseudoStat %v, PseudoFD %v; want %v", c.path, sys.Major(st.Dev), sys.Minor(st.Dev), got, PseudoFD(fd), c.pseudo)
+		}
+		sys.Close(fd)
 	}
 }
 
