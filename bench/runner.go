@@ -65,6 +65,8 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Machine.LatencyClock = metrics.ClockSource()
 	pl := features.BufferPlacement()
 	rep.Machine.BufferPlacement = &pl
+	mc := features.MappedCopy()
+	rep.Machine.MappedCopy = &mc
 	argv := cfg.ChildCommand
 	if len(argv) == 0 {
 		exe, err := os.Executable()
@@ -509,7 +511,8 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	// Every child places its buffers where this process measured to be
 	// best, rather than each measuring again (and perhaps differently).
-	cmd.Env = append(os.Environ(), ChildEnv+"=1", fmt.Sprintf("%s=%d", fileio.SkewEnv, fileio.BufferSkew()))
+	cmd.Env = append(os.Environ(), ChildEnv+"=1", fmt.Sprintf("%s=%d", fileio.SkewEnv, fileio.BufferSkew()),
+		fileio.CopyEnv+"="+fileio.MappedCopy().Routine)
 	// A child must not outlive the bench: cancelling ctx kills it, and so
 	// does the kernel if this process dies without running its defers
 	// (a second Ctrl-C, SIGKILL). Pdeathsig follows the forking thread,

@@ -60,6 +60,8 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	rep.Machine.LatencyClock = metrics.ClockSource()
 	pl := features.BufferPlacement()
 	rep.Machine.BufferPlacement = &pl
+	mc := features.MappedCopy()
+	rep.Machine.MappedCopy = &mc
 	argv := cfg.ChildCommand
 	if len(argv) == 0 {
 		exe, err := os.Executable()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/iopath/iopath/internal/fileio"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/metrics"
 )
@@ -27,7 +28,8 @@ import (
 //
 // With Job.CopyMapped each block is first copied into a per-worker buffer
 // (fio's mmap semantics), so a sink that reads nothing still pays for the
-// data. Latency is the time to deliver a block: the page faults happen when
+// data; blocks of 64 KiB and more are copied with the routine measured
+// fastest on the machine (fileio.MappedCopy: REP MOVSB or memmove). Latency is the time to deliver a block: the page faults happen when
 // the block is first touched, which is in the sink (or in the copy).
 //
 // A file truncated under the mapping raises SIGBUS when a page past its new
@@ -174,7 +176,7 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 			t0 = metrics.Ticks()
 		}
 		if buf != nil {
-			b = buf[:copy(buf, b)]
+			b = buf[:fileio.CopyMapped(buf, b)]
 			if ws.Lat != nil {
 				ws.Lat.RecordTicks(metrics.Ticks() - t0)
 			}

@@ -32,6 +32,9 @@ type Machine struct {
 	// BufferPlacement is where buffered reads' buffers start within a
 	// page, measured on this machine (set by bench; nil elsewhere).
 	BufferPlacement *Placement `json:"buffer_placement,omitempty"`
+	// MappedCopy is the routine large copies out of a mapping use,
+	// measured on this machine (set by bench; nil elsewhere).
+	MappedCopy *CopyChoice `json:"mapped_copy,omitempty"`
 }
 
 // Placement is where buffered reads' buffers start past a page boundary
@@ -43,6 +46,17 @@ type Placement = fileio.Placement
 // BufferPlacement returns this process's buffer placement, measuring it
 // on the first call (a few milliseconds).
 func BufferPlacement() Placement { return fileio.BufferPlacement() }
+
+// CopyChoice is the routine that copies 64 KiB or more out of a mapping
+// (the mmap engine's copying consumer, ReadFile and ReadAt through a
+// mapping) and how it was chosen: measured on the machine, memmove
+// against REP MOVSB, or set by IOPATH_MAPPED_COPY. The faster one differs
+// between CPUs (docs/engines.md).
+type CopyChoice = fileio.CopyChoice
+
+// MappedCopy returns this process's copy routine for mappings, measuring
+// it on the first call (about 2 ms).
+func MappedCopy() CopyChoice { return fileio.MappedCopy() }
 
 // DescribeMachine describes this machine and the file at path (its
 // filesystem and block device). Fields it cannot find are left empty.

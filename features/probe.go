@@ -57,6 +57,8 @@ type Report struct {
 	// BufferPlacement is set by `iopath features` (Probe leaves it nil:
 	// measuring it takes a few milliseconds).
 	BufferPlacement *Placement `json:"buffer_placement,omitempty"`
+	// MappedCopy is set by `iopath features`, like BufferPlacement.
+	MappedCopy *CopyChoice `json:"mapped_copy,omitempty"`
 	// MachineProfile is the state of the machine profile ("iopath tune")
 	// a new process would read, set by `iopath features`.
 	MachineProfile string `json:"machine_profile,omitempty"`

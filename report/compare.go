@@ -509,6 +509,7 @@ func differences(old, new CompareSource) []Difference {
 	add("io_uring", om.IOURing, nm.IOURing, false)
 	add("latency clock", om.LatencyClock, nm.LatencyClock, false)
 	add("buffer skew", skewString(om), skewString(nm), false)
+	add("mapped copy", copyRoutine(om), copyRoutine(nm), false)
 	// The kind's own settings, in the new report's order, then those only
 	// the old one has.
 	only := map[string]string{}
@@ -527,6 +528,15 @@ func differences(old, new CompareSource) []Difference {
 	add("Go version", om.GoVersion, nm.GoVersion, false)
 	add("iopath version", om.IopathVersion, nm.IopathVersion, false)
 	return ds
+}
+
+// copyRoutine is a machine's copy routine for mappings, or "" when not
+// recorded.
+func copyRoutine(m features.Machine) string {
+	if m.MappedCopy == nil {
+		return ""
+	}
+	return m.MappedCopy.Routine
 }
 
 // skewString is a machine's buffer skew ("16 B"), or "" when not recorded.

@@ -55,6 +55,9 @@ func FeaturesDoc(r *features.Report) *Doc {
 	if p := r.BufferPlacement; p != nil {
 		d.Header = append(d.Header, Field{"buffer placement", p.String()})
 	}
+	if c := r.MappedCopy; c != nil {
+		d.Header = append(d.Header, Field{"mapped copy", c.String()})
+	}
 	if r.MachineProfile != "" {
 		d.Header = append(d.Header, Field{"machine profile", r.MachineProfile})
 	}

@@ -137,6 +137,15 @@ func placementString(mc features.Machine) string {
 	return mc.BufferPlacement.String()
 }
 
+// mappedCopyString is the machine's copy routine for mappings in one
+// line, or "".
+func mappedCopyString(mc features.Machine) string {
+	if mc.MappedCopy == nil {
+		return ""
+	}
+	return mc.MappedCopy.String()
+}
+
 // machineKV is the Machine card of a page: a line per fact recorded.
 func machineKV(mc features.Machine, version string) []kv {
 	kernel := mc.Arch
@@ -163,7 +172,7 @@ func machineKV(mc features.Machine, version string) []kv {
 	var out []kv
 	for _, f := range []kv{{"kernel", kernel}, {"CPU", cpu}, {"memory", strings.Join(mem, ", ")},
 		{"filesystem", strings.TrimSuffix(mc.Filesystem+" on "+mc.Device, " on ")}, {"io_uring", mc.IOURing},
-		{"latency clock", mc.LatencyClock}, {"buffer placement", placementString(mc)}, {"Go", mc.GoVersion}, {"iopath", version}} {
+		{"latency clock", mc.LatencyClock}, {"buffer placement", placementString(mc)}, {"mapped copy", mappedCopyString(mc)}, {"Go", mc.GoVersion}, {"iopath", version}} {
 		addKV(&out, f.K, f.V)
 	}
 	return out

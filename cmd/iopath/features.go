@@ -33,6 +33,8 @@ transparent hugepage mode and memlock limit, and where buffered reads
 place their buffers within a page: the skew is measured on this machine
 (a few milliseconds: a copy from memory into a buffer at each candidate skew),
 since the best one differs between CPUs; IOPATH_BUFFER_SKEW=N sets it;
+the routine that copies out of a mapping, measured the same way (memmove
+against REP MOVSB); IOPATH_MAPPED_COPY=memmove|rep-movsb sets it;
 and the machine profile Auto reads (iopath tune makes it).
 IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 		Args: argsUsage(cobra.NoArgs),
@@ -43,6 +45,8 @@ IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 			r := *features.Probe()
 			pl := features.BufferPlacement()
 			r.BufferPlacement = &pl
+			mc := features.MappedCopy()
+			r.MappedCopy = &mc
 			r.MachineProfile = profile.Look().Status
 			return report.WriteFeatures(stdout, o.format, &r)
 		},

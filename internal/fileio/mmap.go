@@ -37,7 +37,7 @@ func CopyAt(m, p []byte, off int64) (n int, faulted bool) {
 			n, faulted = 0, true
 		}
 	}()
-	return copy(p, m[off:]), false
+	return CopyMapped(p, m[off:]), false
 }
 
 // mappedParallelMin is the batch size from which CopyRequests copies with
@@ -117,7 +117,7 @@ func copyRun(m []byte, reqs []Request, idx []int32, k int) (at int) {
 	for at = k; at < len(idx); at++ {
 		r := &reqs[idx[at]]
 		if r.Off < size {
-			r.N = copy(r.Buf, m[r.Off:])
+			r.N = CopyMapped(r.Buf, m[r.Off:])
 		}
 	}
 	return at
@@ -162,7 +162,7 @@ func MmapCopy(fd int, dst []byte, workers, bs int) (n int, again bool, err error
 			}
 			lo := i * bs
 			hi := min(lo+bs, size)
-			copy(dst[lo:hi], m[lo:hi])
+			CopyMapped(dst[lo:hi], m[lo:hi])
 		}
 	}
 	var wg sync.WaitGroup
