@@ -15,7 +15,8 @@
 //     locked thread) is engine/uring.go; the ring itself is
 //     internal/uring.
 //   - Mappings: MmapCopy, CopyAt and CopyRequests, which turn a fault on a
-//     truncated mapping into an error (mmap.go).
+//     truncated mapping into an error (mmap.go), all copying through
+//     CopyMapped with the routine MappedCopy measured (copy.go).
 //   - Buffer placement: BufferPlacement, the skew measured on the machine
 //     (placement.go); DirectAlign (buffers.go).
 //
