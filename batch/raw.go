@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -110,10 +111,20 @@ func (rawEngine) Run(ctx context.Context, job Job, fn Func) (*Stats, error) {
 		workers = 1
 	}
 	size, limit := job.BufferSize, job.pseudoLimit()
-	return runReaders(ctx, "raw", &job, workers, func() pathReader {
+	// A worker holds up to two descriptors: a file and its directory.
+	var note string
+	if budget, _ := nofileBudget("raw", 2*workers); budget < 2*workers {
+		note = fmt.Sprintf("raw: %d workers cut to %d: each may hold a file and its directory open, and RLIMIT_NOFILE leaves %d descriptors", workers, max(1, budget/2), budget)
+		workers = max(1, budget/2)
+	}
+	st, err := runReaders(ctx, "raw", &job, workers, func() pathReader {
 		b := bufpool.Get(size)
 		return &rawReader{bufB: b, buf: b.Bytes()[:size], limit: limit, dirfd: -1}
 	}, fn)
+	if note != "" && st != nil {
+		st.Notes = append(st.Notes, note)
+	}
+	return st, err
 }
 
 // minDirRun is the fewest files in a row in one directory for which a

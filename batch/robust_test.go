@@ -695,6 +695,9 @@ func TestLowFDLimit(t *testing.T) {
 				if n.Load() != 1000 {
 					t.Errorf("%d files delivered, want 1000", n.Load())
 				}
+				if e.Name() == "raw" && !strings.Contains(strings.Join(st.Notes, "\n"), "a file and its directory") {
+					t.Errorf("raw's notes %q do not say its workers were cut for two descriptors each", st.Notes)
+				}
 				t.Logf("notes: %q", st.Notes)
 			})
 		}
