@@ -5,3 +5,6 @@ var (
 	ProcSelfFD     = &procSelfFD
 	TestHookReopen = &testHookReopen
 )
+
+// Populate is populate, for TestMmapPopulate.
+var Populate = populate

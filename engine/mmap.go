@@ -16,7 +16,8 @@ import (
 // blocks are spread over the whole file, the whole file (as each of fio's
 // jobs maps its own). It advises SEQUENTIAL+WILLNEED or RANDOM.
 //
-// With Job.KeepMapped a worker keeps its mapping from one Run to the next
+// With Job.KeepMapped a worker populates its mapping when it makes it
+// (MADV_POPULATE_READ, see populate) and keeps it from one Run to the next
 // while Run opens the same file (device and inode) at the same size, as
 // fio maps once and loops over the mapping: the first touches of a fresh
 // mapping's pages cost far more than later ones on some machines
@@ -142,6 +143,9 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 			sys.Madvise(m, sys.MADV_SEQUENTIAL)
 			sys.Madvise(m, sys.MADV_WILLNEED)
 		}
+		if r.job.KeepMapped {
+			ws.Syscalls += populate(ctx, m)
+		}
 	}
 	m := kept.m
 	restore := faultsAsErrors()
@@ -194,4 +198,29 @@ func (r *mmapRun) worker(ctx context.Context, f *file, p *plan, w int, ws *Worke
 		ws.Bytes += int64(n)
 		ws.Blocks++
 	}
+}
+
+// populateChunk is how much of a mapping one MADV_POPULATE_READ call
+// maps: the call cannot be interrupted but by a fatal signal, so a large
+// mapping is populated in pieces with a look at ctx between them (256
+// MiB of a warm file took 14–23 ms on the AMD EPYC VM).
+const populateChunk = 256 << 20
+
+// populate maps every page of m that is in the page cache with
+// MADV_POPULATE_READ (Linux 5.14), a chunk at a time, and returns the
+// calls made. A kept mapping (warm runs) is then read without a page
+// fault: on the AMD EPYC VM, where the first touches of a new mapping's
+// pages are slow, random 4 KiB reads over a warm 1 GiB file went from
+// 0.68–0.71× to 1.06–1.07× fio's mmap twin (2 s runs), and sequential 128
+// KiB ones gained 3–9%. An older kernel (EINVAL) or a file cut short
+// under the mapping (EFAULT) stops it: the reads then fault pages in, or
+// turn the fault into an error, as without it.
+func populate(ctx context.Context, m []byte) (calls int64) {
+	for off := 0; off < len(m) && ctx.Err() == nil; off += populateChunk {
+		calls++
+		if sys.Madvise(m[off:min(off+populateChunk, len(m))], sys.MADV_POPULATE_READ) != nil {
+			break
+		}
+	}
+	return calls
 }

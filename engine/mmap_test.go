@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/iopath/iopath/engine"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // With KeepMapped the mmap engine keeps a worker's mapping from one Run to
@@ -94,4 +97,64 @@ func runOn(t *testing.T, p engine.Prepared, what string, want []byte) int64 {
 		t.Fatalf("%s: the bytes read are not the file's", what)
 	}
 	return st.Total().Syscalls
+}
+
+// touched keeps TestMmapPopulate's loads from being compiled away.
+var touched int
+
+// populate maps every cached page of a mapping: touching them all
+// afterwards takes (almost) no page fault, where without it the touches
+// fault pages in. A cancelled ctx makes no call.
+func TestMmapPopulate(t *testing.T) {
+	const size = 16 << 20
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := sys.Open(p, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close(fd)
+	minflt := func() int64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return ru.Minflt
+	}
+	touch := func(populated bool) int64 {
+		m, err := sys.Mmap(fd, 0, size, sys.PROT_READ, sys.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sys.Munmap(m)
+		sys.Madvise(m, sys.MADV_RANDOM)
+		if populated {
+			if calls := engine.Populate(context.Background(), m); calls != 1 {
+				t.Errorf("%d calls for %d MiB, want 1", calls, size>>20)
+			}
+		}
+		before := minflt()
+		var sum byte
+		for off := 0; off < size; off += 4096 {
+			sum += m[off]
+		}
+		touched += int(sum)
+		return minflt() - before
+	}
+	runtime.LockOSThread() // the counts are the process's: keep the rest of it quiet
+	defer runtime.UnlockOSThread()
+	cold, warm := touch(false), touch(true)
+	pages := int64(size / 4096)
+	if warm > pages/64 || cold < 2*max(warm, 1) {
+		t.Errorf("page faults touching %d pages: %d without populate, %d with; want few with and many more without", pages, cold, warm)
+	}
+	t.Logf("page faults touching %d pages: %d without populate, %d with", pages, cold, warm)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if calls := engine.Populate(ctx, make([]byte, 4096)); calls != 0 {
+		t.Errorf("a cancelled populate made %d calls", calls)
+	}
 }

@@ -33,6 +33,9 @@ const (
 	MADV_WILLNEED   = unix.MADV_WILLNEED
 	MADV_RANDOM     = unix.MADV_RANDOM
 	MADV_NORMAL     = unix.MADV_NORMAL
+	// MADV_POPULATE_READ (Linux 5.14) maps every page of a range that is
+	// in the page cache, reading the rest in, in one call.
+	MADV_POPULATE_READ = unix.MADV_POPULATE_READ
 
 	FADV_DONTNEED   = unix.FADV_DONTNEED
 	FADV_SEQUENTIAL = unix.FADV_SEQUENTIAL
