@@ -3,7 +3,6 @@ package fileio
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,18 +63,10 @@ type CopyChoice struct {
 // more (calibrated on a mapping of the page cache of /tmp: memmove 21.0
 // GiB/s, rep-movsb 27.5 GiB/s (1.31×))".
 func (c CopyChoice) String() string {
-	s := fmt.Sprintf("%s for copies of 64 KiB and more (%s", c.Routine, c.Source)
-	for i, t := range c.Trials {
-		sep := ", "
-		if i == 0 {
-			sep = ": "
-		}
-		s += fmt.Sprintf("%s%s %.1f GiB/s", sep, t.Routine, t.GiBps)
-		if i > 0 {
-			s += fmt.Sprintf(" (%.2f×)", t.Speedup)
-		}
-	}
-	return s + ")"
+	return fmt.Sprintf("%s for copies of 64 KiB and more (%s", c.Routine, c.Source) + trialsString(len(c.Trials), func(i int) (string, float64, float64) {
+		t := c.Trials[i]
+		return t.Routine, t.GiBps, t.Speedup
+	})
 }
 
 var (
@@ -159,10 +150,10 @@ func calibrateCopy() CopyChoice {
 }
 
 // MeasureCopies copies a mapped file of fileSize bytes (calibrateFD's) in
-// blocks of block bytes into a buffer with memmove and with REP MOVSB:
-// rounds rounds of one pass each, back to back, the order alternating,
-// after a round that faults the mapping in. Each trial holds its fastest
-// pass and its median speedup over memmove in the same round.
+// blocks of block bytes into a buffer with memmove and with REP MOVSB, in
+// alternated rounds after one that faults the mapping in
+// (alternateRounds). Each trial holds its fastest pass and its median
+// speedup over memmove in the same round.
 func MeasureCopies(fileSize, block, rounds int) (trials []CopyTrial, where string, err error) {
 	if repMovsb == nil {
 		return nil, "", fmt.Errorf("no REP MOVSB to measure on this CPU")
@@ -202,32 +193,10 @@ func MeasureCopies(fileSize, block, rounds int) (trials []CopyTrial, where strin
 		}
 		return max(time.Since(start), 1)
 	}
-	best := make([]time.Duration, len(routines))
-	ratios := make([][]float64, len(routines))
-	round := make([]time.Duration, len(routines))
-	for r := -1; r < rounds; r++ { // round -1 faults the mapping in
-		for j := range routines {
-			i := j
-			if r%2 != 0 {
-				i = len(routines) - 1 - j
-			}
-			round[i] = pass(routines[i])
-		}
-		if r < 0 {
-			continue
-		}
-		for i, d := range round {
-			if best[i] == 0 || d < best[i] {
-				best[i] = d
-			}
-			ratios[i] = append(ratios[i], float64(round[0])/float64(d))
-		}
-	}
+	best, speedups, _ := alternateRounds(len(routines), rounds, func(i int) (time.Duration, error) { return pass(routines[i]), nil })
 	trials = make([]CopyTrial, len(routines))
 	for i, r := range routines {
-		slices.Sort(ratios[i])
-		trials[i] = CopyTrial{Routine: r, GiBps: float64(fileSize) / (1 << 30) / best[i].Seconds(),
-			Speedup: ratios[i][len(ratios[i])/2]}
+		trials[i] = CopyTrial{Routine: r, GiBps: float64(fileSize) / (1 << 30) / best[i].Seconds(), Speedup: speedups[i]}
 	}
 	return trials, where, nil
 }

@@ -76,15 +76,26 @@ type Placement struct {
 // String is one line for a report: "0 B past a page (calibrated in the
 // page cache of /tmp: 0 B 30.8 GiB/s, 16 B 28.4 GiB/s (0.91×))".
 func (p Placement) String() string {
-	s := fmt.Sprintf("%d B past a page (%s", p.Skew, p.Source)
-	for i, t := range p.Trials {
+	return fmt.Sprintf("%d B past a page (%s", p.Skew, p.Source) + trialsString(len(p.Trials), func(i int) (string, float64, float64) {
+		t := p.Trials[i]
+		return fmt.Sprintf("%d B", t.Skew), t.GiBps, t.Speedup
+	})
+}
+
+// trialsString ends a calibration's line: ": first 30.8 GiB/s, second
+// 28.4 GiB/s (0.91×))", each of the n trials giving its name, its figure
+// and its speedup over the first.
+func trialsString(n int, trial func(i int) (name string, gibps, speedup float64)) string {
+	var s string
+	for i := range n {
+		name, gibps, speedup := trial(i)
 		sep := ", "
 		if i == 0 {
 			sep = ": "
 		}
-		s += fmt.Sprintf("%s%d B %.1f GiB/s", sep, t.Skew, t.GiBps)
+		s += fmt.Sprintf("%s%s %.1f GiB/s", sep, name, gibps)
 		if i > 0 {
-			s += fmt.Sprintf(" (%.2f×)", t.Speedup)
+			s += fmt.Sprintf(" (%.2f×)", speedup)
 		}
 	}
 	return s + ")"
@@ -211,34 +222,13 @@ func MeasureSkews(skews []int, fileSize, block, rounds int) (trials []SkewTrial,
 		}
 		return max(time.Since(start), 1), nil
 	}
-	best := make([]time.Duration, len(skews))
-	ratios := make([][]float64, len(skews))
-	round := make([]time.Duration, len(skews))
-	for r := -1; r < rounds; r++ { // round -1 warms up
-		for j := range skews {
-			i := j
-			if r%2 != 0 {
-				i = len(skews) - 1 - j
-			}
-			if round[i], err = pass(skews[i]); err != nil {
-				return nil, "", err
-			}
-		}
-		if r < 0 {
-			continue
-		}
-		for i, d := range round {
-			if best[i] == 0 || d < best[i] {
-				best[i] = d
-			}
-			ratios[i] = append(ratios[i], float64(round[0])/float64(d))
-		}
+	best, speedups, err := alternateRounds(len(skews), rounds, func(i int) (time.Duration, error) { return pass(skews[i]) })
+	if err != nil {
+		return nil, "", err
 	}
 	trials = make([]SkewTrial, len(skews))
 	for i, s := range skews {
-		slices.Sort(ratios[i])
-		trials[i] = SkewTrial{Skew: s, GiBps: float64(fileSize) / (1 << 30) / best[i].Seconds(),
-			Speedup: ratios[i][len(ratios[i])/2]}
+		trials[i] = SkewTrial{Skew: s, GiBps: float64(fileSize) / (1 << 30) / best[i].Seconds(), Speedup: speedups[i]}
 	}
 	return trials, where, nil
 }
@@ -259,4 +249,43 @@ func calibrateFD() (fd int, where string, err error) {
 		return -1, "", fmt.Errorf("%w; %w", err, err2)
 	}
 	return fd, "memfd", nil
+}
+
+// alternateRounds times n candidates' passes (pass(i)): a round that
+// warms up, then rounds rounds of one pass each, back to back, the order
+// alternating. It returns each candidate's fastest pass and the median
+// over the rounds of the first candidate's pass time over its own (1 for
+// the first; above 1 is faster): a loaded machine slows both passes of a
+// round alike far more often than it slows one. The buffer placement and
+// the mapped-copy calibrations share it.
+func alternateRounds(n, rounds int, pass func(i int) (time.Duration, error)) (best []time.Duration, speedups []float64, err error) {
+	best = make([]time.Duration, n)
+	ratios := make([][]float64, n)
+	round := make([]time.Duration, n)
+	for r := -1; r < rounds; r++ { // round -1 warms up
+		for j := range n {
+			i := j
+			if r%2 != 0 {
+				i = n - 1 - j
+			}
+			if round[i], err = pass(i); err != nil {
+				return nil, nil, err
+			}
+		}
+		if r < 0 {
+			continue
+		}
+		for i, d := range round {
+			if best[i] == 0 || d < best[i] {
+				best[i] = d
+			}
+			ratios[i] = append(ratios[i], float64(round[0])/float64(d))
+		}
+	}
+	speedups = make([]float64, n)
+	for i := range ratios {
+		slices.Sort(ratios[i])
+		speedups[i] = ratios[i][len(ratios[i])/2]
+	}
+	return best, speedups, nil
 }
