@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -132,7 +131,7 @@ func (l *listFeed) next(buf []item, pfs *pseudoDirs) (chunk []item, ok bool) {
 			} else {
 				run = max(run-1, 1)
 			}
-			buf = append(buf, item{path: p, unsized: pfs.in(p), run: run})
+			buf = append(buf, item{path: p, unsized: pfs.inDir(dir), run: run})
 		}
 		return buf, true
 	}
@@ -161,13 +160,10 @@ type pseudoDirs struct {
 	known  bool
 }
 
-func (d *pseudoDirs) in(path string) bool {
-	dir := "."
-	if i := strings.LastIndexByte(path, '/'); i == 0 {
-		dir = "/"
-	} else if i > 0 {
-		dir = path[:i]
-	}
+func (d *pseudoDirs) in(path string) bool { return d.inDir(dirOf(path)) }
+
+// inDir is in for a path whose directory (dirOf) is dir.
+func (d *pseudoDirs) inDir(dir string) bool {
 	if !d.known || dir != d.dir {
 		typ, err := sys.StatfsType(dir)
 		// An error (no such directory...) answers false: the engine

@@ -29,19 +29,7 @@ func TestCopyMapped(t *testing.T) {
 		t.Run(r, func(t *testing.T) {
 			withCopy(t, r)
 			size := 3<<20 + 5
-			want := make([]byte, size)
-			for i := range want {
-				want[i] = byte(i*7 + i>>11)
-			}
-			p := filepath.Join(t.TempDir(), "f")
-			if err := os.WriteFile(p, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			fd, err := sys.Open(p, sys.O_RDONLY)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sys.Close(fd)
+			want, fd := testFile(t, size)
 			m, err := sys.Mmap(fd, 0, size, sys.PROT_READ, sys.MAP_SHARED)
 			if err != nil {
 				t.Fatal(err)

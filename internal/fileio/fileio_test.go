@@ -183,20 +183,12 @@ func TestRing(t *testing.T) {
 // it with one call (0 bytes), with no blocking read after it; in the
 // middle it reads the data.
 func TestNowaitEOF(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fd, err := sys.Open(p, sys.O_RDONLY)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close(fd)
+	data, fd := testFile(t, 10)
 	buf := make([]byte, 4)
 	iov := []sys.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
 	var nw Nowait
 	var calls int64
-	if n, handled, err := nw.Try(fd, iov, len(buf), 6, &calls); !handled || err != nil || n != 4 || string(buf) != "6789" {
+	if n, handled, err := nw.Try(fd, iov, len(buf), 6, &calls); !handled || err != nil || n != 4 || !bytes.Equal(buf, data[6:]) {
 		t.Fatalf("middle: %d bytes %q, handled %v, %v", n, buf[:n], handled, err)
 	}
 	for _, off := range []int64{10, 11} {
