@@ -2,8 +2,10 @@ package iopath
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
@@ -29,7 +31,15 @@ import (
 //	WithPseudoLimit  yes            yes   -     yes
 //
 // ReadFilesFS takes WithEngine (readfile or pool), WithAuto and
-// WithWorkers only.
+// WithWorkers only. The write calls take their own:
+//
+//	option           WriteFile  OpenLog
+//	WithEngine       yes        yes
+//	WithAuto         yes        yes
+//	WithPerm         yes        yes (a new log file)
+//	WithKeepOwner    yes        -
+//	WithBatchBytes   -          yes
+//	WithBatchWait    -          yes
 type Option func(*options)
 
 // options is what the Options of one call say. Zero values mean "not
@@ -43,6 +53,16 @@ type options struct {
 	ordered    bool
 	// pseudoLimit is WithPseudoLimit's n; 0: DefaultPseudoLimit.
 	pseudoLimit int64
+	// The write calls': the mode of a new file (WithPerm), whether
+	// WriteFile gives the new file the old one's owner (WithKeepOwner),
+	// and a Log's bounds on one group commit (WithBatchBytes,
+	// WithBatchWait).
+	perm       fs.FileMode
+	keepOwner  bool
+	batchBytes int
+	batchWait  time.Duration
+
+	permSet, batchBytesSet, batchWaitSet bool
 
 	workersSet, blockSizeSet, queueDepthSet, pseudoLimitSet bool
 }
@@ -132,6 +152,41 @@ func WithPseudoLimit(n int64) Option {
 	return func(o *options) { o.pseudoLimit, o.pseudoLimitSet = n, true }
 }
 
+// WithPerm sets the permission bits of a file the call creates: the
+// target of WriteFile when it did not exist (an existing target keeps
+// its own mode), or a new log file of OpenLog. The default is 0o644 for
+// WriteFile and 0o600 for OpenLog; the process's umask applies to
+// neither, as the mode is set on the open file. Only the permission
+// bits (0o777) may be set.
+func WithPerm(mode fs.FileMode) Option {
+	return func(o *options) { o.perm, o.permSet = mode, true }
+}
+
+// WithKeepOwner makes WriteFile give the new file the owner and group of
+// the file it replaces (which needs the privilege to chown, as root
+// has; without it WriteFile fails before replacing anything). Without
+// it the new file belongs to the calling process, as with os.WriteFile.
+func WithKeepOwner() Option {
+	return func(o *options) { o.keepOwner = true }
+}
+
+// WithBatchBytes bounds how many bytes of records one group commit of a
+// Log writes at once (one write and one fdatasync); Appends waiting
+// beyond it go in the next commit. A record larger than n is committed
+// alone. 0 means the default (1 MiB); the range is [0, 64 MiB].
+func WithBatchBytes(n int) Option {
+	return func(o *options) { o.batchBytes, o.batchBytesSet = n, true }
+}
+
+// WithBatchWait sets how long a Log's committer may wait for more
+// Appends to join a commit once one is waiting. 0 (the default) never
+// waits: a commit starts as soon as the previous one ended, and takes
+// whatever arrived meanwhile, which already batches under load without
+// adding latency to a lone writer. The range is [0, 1s].
+func WithBatchWait(d time.Duration) Option {
+	return func(o *options) { o.batchWait, o.batchWaitSet = d, true }
+}
+
 // limitErr is the error of a read of path, a file of unknown size, past
 // the limit o sets.
 func (o *options) limitErr(path string) error {
@@ -147,10 +202,12 @@ const (
 	callOpen
 	callReadFiles
 	callReadFilesFS
+	callWriteFile
+	callOpenLog
 )
 
 func (c call) String() string {
-	return [...]string{"ReadFile", "Scan", "Open", "ReadFiles", "ReadFilesFS"}[c]
+	return [...]string{"ReadFile", "Scan", "Open", "ReadFiles", "ReadFilesFS", "WriteFile", "OpenLog"}[c]
 }
 
 // Limits of the options.
@@ -172,6 +229,10 @@ func (c call) engines() []string {
 		return []string{"pread", "io_uring", "mmap"}
 	case callReadFilesFS:
 		return []string{"readfile", "pool"}
+	case callWriteFile:
+		return []string{"write", "io_uring"}
+	case callOpenLog:
+		return []string{"pwrite", "io_uring"}
 	}
 	var names []string
 	for _, n := range batch.Names() {
@@ -194,7 +255,32 @@ func parseOptions(c call, opts []Option) (options, error) {
 	return o, o.check(c)
 }
 
+// MaxBatchBytes and MaxBatchWait bound WithBatchBytes and WithBatchWait.
+const (
+	MaxBatchBytes = 64 << 20
+	MaxBatchWait  = time.Second
+)
+
 func (o *options) check(c call) error {
+	writes := c == callWriteFile || c == callOpenLog
+	switch {
+	case writes && (o.workersSet || o.blockSizeSet || o.queueDepthSet || o.direct || o.ordered || o.pseudoLimitSet):
+		return fmt.Errorf("iopath: %s: only WithEngine, WithAuto%s apply", c, map[call]string{
+			callWriteFile: ", WithPerm and WithKeepOwner",
+			callOpenLog:   ", WithPerm, WithBatchBytes and WithBatchWait"}[c])
+	case !writes && (o.permSet || o.keepOwner || o.batchBytesSet || o.batchWaitSet):
+		return fmt.Errorf("iopath: %s: WithPerm, WithKeepOwner, WithBatchBytes and WithBatchWait apply only to WriteFile and OpenLog", c)
+	case o.permSet && o.perm&^fs.ModePerm != 0:
+		return fmt.Errorf("iopath: %s: WithPerm(%v): only the permission bits (0o777) may be set", c, o.perm)
+	case c == callOpenLog && o.keepOwner:
+		return fmt.Errorf("iopath: %s: WithKeepOwner applies only to WriteFile", c)
+	case c == callWriteFile && (o.batchBytesSet || o.batchWaitSet):
+		return fmt.Errorf("iopath: %s: WithBatchBytes and WithBatchWait apply only to OpenLog", c)
+	case o.batchBytes < 0 || o.batchBytes > MaxBatchBytes:
+		return fmt.Errorf("iopath: batch bytes %d out of range [0, %d MiB]", o.batchBytes, MaxBatchBytes>>20)
+	case o.batchWait < 0 || o.batchWait > MaxBatchWait:
+		return fmt.Errorf("iopath: batch wait %v out of range [0, %v]", o.batchWait, MaxBatchWait)
+	}
 	switch {
 	case o.workers < 0 || o.workers > maxWorkers:
 		return fmt.Errorf("iopath: workers %d out of range [0, %d]", o.workers, maxWorkers)

@@ -101,3 +101,30 @@ func (s *SQE) PrepTimeout(ts *Timespec, count uint32, flags uint32, userData uin
 	s.prep(OpTimeout, -1, uint64(uintptr(unsafe.Pointer(ts))), 1, uint64(count), userData)
 	s.OpFlags = flags
 }
+
+// PrepWriteFixed prepares a write from registered buffer bufIndex
+// (WRITE_FIXED). b must lie inside that buffer.
+func (s *SQE) PrepWriteFixed(fd int32, b []byte, off uint64, bufIndex uint16, userData uint64) {
+	s.prep(OpWriteFixed, fd, addrOf(b), uint32(len(b)), off, userData)
+	s.BufIndex = bufIndex
+}
+
+// PrepWritev prepares pwritev(fd, iov) at off (WRITEV). The iovec array
+// and the buffers it points at must stay valid until the CQE.
+func (s *SQE) PrepWritev(fd int32, iov []sys.Iovec, off uint64, userData uint64) {
+	s.prep(OpWritev, fd, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(iov)))), uint32(len(iov)), off, userData)
+}
+
+// FsyncDatasync makes PrepFsync an fdatasync (IORING_FSYNC_DATASYNC).
+const FsyncDatasync uint32 = 1 << 0
+
+// PrepFsync prepares fsync(fd), or fdatasync(fd) with flags
+// FsyncDatasync (FSYNC, Linux 5.1). It syncs what has completed when it
+// starts: to cover writes queued before it, wait for their completions,
+// or set SQEIODrain on it (it then starts after every earlier request
+// has completed), or link it after a write with SQEIOLink (it then
+// starts after that write only).
+func (s *SQE) PrepFsync(fd int32, flags uint32, userData uint64) {
+	s.prep(OpFsync, fd, 0, 0, 0, userData)
+	s.OpFlags = flags
+}
