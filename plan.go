@@ -22,6 +22,12 @@ const (
 	// ForReadFiles is ReadFiles: many files, each whole. Plan's path is
 	// one of them, or a directory of them.
 	ForReadFiles
+	// ForWriteFile is WriteFile: Plan's path is the file to replace
+	// (which need not exist).
+	ForWriteFile
+	// ForLog is OpenLog: Plan's path is the log file (which need not
+	// exist).
+	ForLog
 )
 
 func (a Access) String() string {
@@ -34,6 +40,10 @@ func (a Access) String() string {
 		return "Open"
 	case ForReadFiles:
 		return "ReadFiles"
+	case ForWriteFile:
+		return "WriteFile"
+	case ForLog:
+		return "OpenLog"
 	}
 	return fmt.Sprintf("Access(%d)", int(a))
 }
@@ -48,6 +58,10 @@ func (a Access) call() (call, bool) {
 		return callOpen, true
 	case ForReadFiles:
 		return callReadFiles, true
+	case ForWriteFile:
+		return callWriteFile, true
+	case ForLog:
+		return callOpenLog, true
 	}
 	return 0, false
 }
@@ -125,6 +139,12 @@ func planFor(path string, access Access, opts []Option) (auto.Choice, error) {
 	o, err := parseOptions(call, opts)
 	if err != nil {
 		return auto.Choice{}, err
+	}
+	switch access {
+	case ForWriteFile:
+		return writeFilePlan(path, &o)
+	case ForLog:
+		return logPlan(path, &o)
 	}
 	if access == ForReadFiles {
 		return plan(callReadFiles, &o, auto.Workload{Kind: auto.ManyFiles, Paths: []string{path}, Resident: -1})
