@@ -58,6 +58,9 @@ func (a *arena) buf(i int) []byte {
 	return a.mem[lo : lo+a.size : (i+1)*a.stride]
 }
 
+// count is the number of buffers.
+func (a *arena) count() int { return len(a.mem) / a.stride }
+
 // free gives the arena back: kept as a spare if there is room, else
 // unmapped. Nothing may use its buffers afterwards.
 func (a *arena) free() {

@@ -20,6 +20,9 @@ const (
 	Sequential Pattern = iota
 	// Random visits every block once in a seeded pseudo-random order.
 	Random
+	// Append writes Job.Size bytes past the end of the file, block after
+	// block (writers only; see Writer).
+	Append
 )
 
 func (p Pattern) String() string {
@@ -28,19 +31,24 @@ func (p Pattern) String() string {
 		return "seq"
 	case Random:
 		return "rand"
+	case Append:
+		return "append"
 	}
 	return fmt.Sprintf("Pattern(%d)", uint8(p))
 }
 
-// ParsePattern accepts "seq", "sequential", "rand" and "random".
+// ParsePattern accepts "seq", "sequential", "rand", "random" and
+// "append", and fio's words "read", "randread", "write" and "randwrite".
 func ParsePattern(s string) (Pattern, error) {
 	switch strings.ToLower(s) {
-	case "seq", "sequential", "read":
+	case "seq", "sequential", "read", "write":
 		return Sequential, nil
-	case "rand", "random", "randread":
+	case "rand", "random", "randread", "randwrite":
 		return Random, nil
+	case "append":
+		return Append, nil
 	}
-	return 0, fmt.Errorf("unknown pattern %q (want seq or rand)", s)
+	return 0, fmt.Errorf("unknown pattern %q (want seq, rand or append)", s)
 }
 
 // Defaults used when a Job leaves a field zero.
@@ -86,6 +94,14 @@ type Job struct {
 	// POSIX_FADV_DONTNEED does not drop mapped pages, so a caller that
 	// empties the cache between Runs must not set it.
 	KeepMapped bool
+	// Sync is a write job's durability discipline (see Sync); readers
+	// take only the zero value.
+	Sync Sync
+	// Size is the bytes a write job writes per Run: the blocks of
+	// [0, Size) for the sequential and random patterns, Size bytes past
+	// the file's end at open for Append. 0 means the file's size at open.
+	// Readers take only 0.
+	Size int64
 	// PseudoLimit is the most bytes read from a file whose size is not
 	// known in advance (see ErrLimit); past it Run fails with an error
 	// wrapping ErrLimit. 0 means DefaultPseudoLimit.
@@ -112,6 +128,9 @@ func (j Job) WithDefaults() Job {
 	if j.PseudoLimit == 0 {
 		j.PseudoLimit = DefaultPseudoLimit
 	}
+	if j.Sync.Mode == SyncDirect {
+		j.Direct = true
+	}
 	return j
 }
 
@@ -130,12 +149,14 @@ func (j Job) Validate() error {
 		return fmt.Errorf("queue depth %d out of range [1, %d]", j.QueueDepth, MaxQueueDepth)
 	case j.Vectors < 1 || j.Vectors > MaxVectors:
 		return fmt.Errorf("vectors %d out of range [1, %d]", j.Vectors, MaxVectors)
-	case j.Pattern != Sequential && j.Pattern != Random:
+	case j.Pattern > Append:
 		return fmt.Errorf("unknown pattern %d", j.Pattern)
+	case j.Size < 0:
+		return fmt.Errorf("size %d is negative", j.Size)
 	case j.PseudoLimit < 0:
 		return fmt.Errorf("pseudo-file limit %d is negative", j.PseudoLimit)
 	}
-	return nil
+	return j.Sync.validate()
 }
 
 // Sink consumes blocks. Block is called from worker w's goroutine with the
@@ -166,10 +187,15 @@ func (f SinkFunc) Block(w int, off int64, b []byte) error { return f(w, off, b) 
 
 // WorkerStats is what one worker counted in a run.
 type WorkerStats struct {
-	Bytes    int64              // bytes handed to the sink
-	Blocks   int64              // blocks handed to the sink
+	Bytes    int64              // bytes handed to the sink (writers: bytes written)
+	Blocks   int64              // blocks handed to the sink (writers: blocks written)
 	Syscalls int64              // system calls the engine made (its own call sites, not the Go runtime's)
 	Lat      *metrics.Histogram // per-block latency; nil unless Job.Latency
+	// Syncs counts the sync operations of a write job (fsync, fdatasync,
+	// msync, io_uring FSYNC requests), and SyncLat times each (nil
+	// unless Job.Latency).
+	Syncs   int64
+	SyncLat *metrics.Histogram
 }
 
 // Stats is what a run counted.
@@ -187,11 +213,18 @@ func (s *Stats) Total() WorkerStats {
 		t.Bytes += w.Bytes
 		t.Blocks += w.Blocks
 		t.Syscalls += w.Syscalls
+		t.Syncs += w.Syncs
 		if w.Lat != nil {
 			if t.Lat == nil {
 				t.Lat = metrics.NewHistogram()
 			}
 			t.Lat.Merge(w.Lat)
+		}
+		if w.SyncLat != nil && w.SyncLat.Count() > 0 {
+			if t.SyncLat == nil {
+				t.SyncLat = metrics.NewHistogram()
+			}
+			t.SyncLat.Merge(w.SyncLat)
 		}
 	}
 	return t

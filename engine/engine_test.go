@@ -20,3 +20,13 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) { enginetest.Run(t, e) })
 	}
 }
+
+func TestWriterConformance(t *testing.T) {
+	for _, name := range engine.WriterNames() {
+		w, err := engine.LookupWriter(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) { enginetest.RunWriter(t, w) })
+	}
+}

@@ -143,13 +143,9 @@ var (
 // /proc (not mounted in a container or chroot) is the path opened, and its
 // fstat then must give f's device and inode; another file is an error
 // wrapping ErrChanged — there is no way to reach the first file then.
-func (f *file) reopen(job *Job) (int, int64, error) {
+func (f *file) reopen(job *Job, flags int) (int, int64, error) {
 	if testHookReopen != nil {
 		testHookReopen(f.path)
-	}
-	flags := sys.O_RDONLY
-	if job.Direct {
-		flags |= sys.O_DIRECT
 	}
 	fd, err := sys.Open(procSelfFD+strconv.Itoa(f.fd), flags)
 	if err == nil {
@@ -160,7 +156,7 @@ func (f *file) reopen(job *Job) (int, int64, error) {
 	}
 	// No /proc: the path, checked.
 	calls := int64(2)
-	fd, err = openFd(job)
+	fd, err = sys.Open(f.path, flags|sys.O_NONBLOCK)
 	if err != nil {
 		return -1, calls, err
 	}
@@ -173,7 +169,7 @@ func (f *file) reopen(job *Job) (int, int64, error) {
 	if st.Dev != f.dev || st.Ino != f.ino {
 		sys.Close(fd)
 		return -1, calls, &fs.PathError{Op: "open", Path: f.path,
-			Err: fmt.Errorf("%w: the path was replaced by another file while it was read (without /proc, a second descriptor can only be opened by path)", ErrChanged)}
+			Err: fmt.Errorf("%w: the path was replaced by another file while it was in use (without /proc, a second descriptor can only be opened by path)", ErrChanged)}
 	}
 	calls += 2
 	if err := sys.ClearNonblock(fd); err != nil {
@@ -181,6 +177,14 @@ func (f *file) reopen(job *Job) (int, int64, error) {
 		return -1, calls, &fs.PathError{Op: "fcntl", Path: f.path, Err: err}
 	}
 	return fd, calls, nil
+}
+
+// readFlags are the flags a reader's reopen uses.
+func readFlags(job *Job) int {
+	if job.Direct {
+		return sys.O_RDONLY | sys.O_DIRECT
+	}
+	return sys.O_RDONLY
 }
 
 func (f *file) close() error {

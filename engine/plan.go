@@ -1,15 +1,23 @@
 package engine
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // plan cuts a file into blocks and deals them to workers.
 type plan struct {
-	size    int64 // file size
+	size    int64 // file size (writers: the bytes to write)
 	bs      int64 // block size
 	nblocks int64 // ceil(size/bs)
 	workers int
 	random  bool
 	perm    perm
+	// The append pattern (writers): blocks are offsets base, base+bs,
+	// ... and every worker takes the next one from the shared counter
+	// next, so that the file grows in order whichever worker is ahead.
+	base int64
+	next *atomic.Int64
 }
 
 func newPlan(job *Job, size int64) plan {
@@ -19,6 +27,14 @@ func newPlan(job *Job, size int64) plan {
 	if p.random {
 		p.perm = newPerm(uint64(n), job.Seed)
 	}
+	return p
+}
+
+// appendPlan is the plan of size bytes appended at base (the file's
+// size at open).
+func appendPlan(job *Job, base, size int64) plan {
+	p := newPlan(job, size)
+	p.base, p.next = base, new(atomic.Int64)
 	return p
 }
 
@@ -47,6 +63,13 @@ func (p *plan) cursor(w int) cursor {
 
 // next returns the next block's offset and length; ok is false at the end.
 func (c *cursor) next() (off int64, n int, ok bool) {
+	if c.p.next != nil {
+		idx, m := c.take(1)
+		if m == 0 {
+			return 0, 0, false
+		}
+		return c.p.block(idx)
+	}
 	if c.i >= c.end {
 		return 0, 0, false
 	}
@@ -60,8 +83,43 @@ func (c *cursor) next() (off int64, n int, ok bool) {
 	return off, n, true
 }
 
-// remaining is the number of blocks left.
-func (c *cursor) remaining() int64 { return c.end - c.i }
+// take returns the index of the next of this cursor's blocks and how
+// many blocks (at most k) follow it contiguously in the file, which the
+// cursor then has handed out: m is 0 at the end. The random pattern
+// hands out one block at a time.
+func (c *cursor) take(k int) (idx int64, m int) {
+	p := c.p
+	if p.next != nil {
+		idx = p.next.Add(int64(k)) - int64(k)
+		return idx, int(max(0, min(int64(k), p.nblocks-idx)))
+	}
+	if c.i >= c.end {
+		return 0, 0
+	}
+	idx = c.i
+	if p.random {
+		c.i++
+		return int64(p.perm.at(uint64(idx))), 1
+	}
+	m = int(min(int64(k), c.end-c.i))
+	c.i += int64(m)
+	return idx, m
+}
+
+// block returns block idx's file offset and length.
+func (p *plan) block(idx int64) (off int64, n int, ok bool) {
+	off = idx * p.bs
+	return p.base + off, int(min(p.bs, p.size-off)), true
+}
+
+// remaining is the number of blocks left (for the append pattern: left
+// to all workers).
+func (c *cursor) remaining() int64 {
+	if c.p.next != nil {
+		return max(0, c.p.nblocks-c.p.next.Load())
+	}
+	return c.end - c.i
+}
 
 // perm is a seeded bijection of [0, n): a mixing permutation of the
 // enclosing power of two, walked in cycles until it lands below n. It needs

@@ -51,7 +51,7 @@ func (r *readRun) Run(ctx context.Context, sink Sink) (*Stats, error) {
 		}
 		fd := f.fd
 		if w > 0 {
-			rfd, calls, err := f.reopen(&r.job)
+			rfd, calls, err := f.reopen(&r.job, readFlags(&r.job))
 			ws.Syscalls += calls
 			if err != nil {
 				return err

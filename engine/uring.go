@@ -32,6 +32,12 @@ func (uringEngine) Prepare(job Job) (Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newUringRun(job)
+}
+
+// newUringRun sets up job's workers, each with its ring on its own
+// thread, for reads or writes.
+func newUringRun(job Job) (*uringRun, error) {
 	if err := features.HaveOps(); err != nil {
 		return nil, UringError(err)
 	}
@@ -101,7 +107,8 @@ type uringRun struct {
 	closed  bool
 }
 
-// uringReq is one Run's work for one worker.
+// uringReq is one Run's work for one worker: a read into sink, or a
+// write of wf from src.
 type uringReq struct {
 	c    *control // c.ctx is the workers' context
 	f    *file
@@ -109,6 +116,9 @@ type uringReq struct {
 	sink Sink
 	ws   *WorkerStats
 	done chan<- uringDone
+
+	wf  *wfile
+	src Source
 }
 
 type uringDone struct {
@@ -340,6 +350,9 @@ func (w *uringWorker) runCaught(q *uringReq) (err error) {
 			panic(r)
 		}
 	}()
+	if q.src != nil {
+		return w.runWrite(q)
+	}
 	return w.run(q)
 }
 

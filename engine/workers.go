@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"runtime/debug"
 	"sync"
@@ -239,6 +240,9 @@ func prepareJob(job Job) (Job, error) {
 	job = job.WithDefaults()
 	if err := job.Validate(); err != nil {
 		return job, err
+	}
+	if job.Pattern == Append || job.Sync != (Sync{}) || job.Size != 0 {
+		return job, errors.New("append, sync and size are for write jobs (see Writer)")
 	}
 	if job.Latency {
 		metrics.InitClock()

@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/uring"
+	"github.com/iopath/iopath/metrics"
+)
+
+// uringWriter writes with io_uring, on the read engine's workers: each
+// worker is a goroutine locked to its own OS thread with its own ring,
+// QueueDepth registered buffers and a one-slot registered file table,
+// and keeps QueueDepth WRITE_FIXED requests in flight over its share of
+// the blocks (the append pattern: the next blocks past the end, taken in
+// turn), filling each buffer from the Source just before its request is
+// queued. A short write asks for the rest of its block.
+//
+// SyncEvery queues, after every Every-th write of a worker, an FSYNC
+// request with IORING_FSYNC_DATASYNC and IOSQE_IO_DRAIN: it starts once
+// every earlier request of the ring has completed, and later ones wait
+// for it, so that it covers the Every blocks before it, as fio quiesces
+// its queue before a sync. (IOSQE_IO_LINK after the N-th write alone
+// would wait for that one write only, not for the others in flight.)
+// SyncEnd's fsync is one fsync(2) after the workers, as for every
+// writer; SyncDSync and SyncDirect are the open flags.
+type uringWriter struct{}
+
+func init() { registerWriter(uringWriter{}) }
+
+func (uringWriter) Name() string { return "io_uring" }
+func (uringWriter) Caps() Caps   { return Caps{Direct: true, Queue: true} }
+
+func (uringWriter) PrepareWrite(job Job) (PreparedWrite, error) {
+	job, err := prepareWriteJob(job)
+	if err != nil {
+		return nil, err
+	}
+	if err := features.HaveOps("WRITE_FIXED", "WRITE", "FSYNC"); err != nil {
+		return nil, UringError(err)
+	}
+	u, err := newUringRun(job)
+	if err != nil {
+		return nil, err
+	}
+	return &uringWriteRun{u: u}, nil
+}
+
+type uringWriteRun struct{ u *uringRun }
+
+func (r *uringWriteRun) Close() error { return r.u.Close() }
+
+func (r *uringWriteRun) Run(ctx context.Context, src Source) (*Stats, error) {
+	u := r.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errors.New("io_uring: Run after Close")
+	}
+	f, err := openWriteFile(&u.job, syscall.O_WRONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.close()
+	for i := range u.bufs.count() {
+		b := u.bufs.buf(i)
+		src.Prime(b[:cap(b)])
+	}
+	p := f.plan(&u.job)
+	st := newWriteStats(&u.job)
+	st.Notes = append(st.Notes, u.notes...)
+	c := begin(ctx, nil)
+	done := make(chan uringDone, len(u.workers))
+	for i, w := range u.workers {
+		w.reqs <- uringReq{c: c, f: &f.file, wf: f, src: src, p: &p, ws: &st.Workers[i], done: done}
+	}
+	errs := make([]error, len(u.workers))
+	for range u.workers {
+		d := <-done
+		if d.err != nil {
+			errs[d.w] = d.err
+			c.fail(d.err)
+		}
+	}
+	err = firstError(errs)
+	if err == nil && u.job.Sync.Mode == SyncEnd {
+		err = f.endSync(&st.Workers[0])
+	}
+	c.end()
+	if cerr := f.close(); err == nil {
+		err = cerr
+	}
+	c.pan.Raise()
+	return st, err
+}
+
+// syncTag marks the user_data of a worker's FSYNC requests; a write's is
+// its slot.
+const syncTag = 1 << 32
+
+// runWrite writes this worker's share of one Run's blocks.
+func (w *uringWorker) runWrite(q *uringReq) (err error) {
+	if w.broken {
+		return errors.New("io_uring: the ring failed in an earlier run")
+	}
+	r := w.ring
+	ws := q.ws
+	sys0 := r.Syscalls()
+	defer func() { ws.Syscalls += r.Syscalls() - sys0 }()
+
+	fd := int32(q.wf.fd)
+	if w.files {
+		w.fdSlot[0] = fd
+		if err := r.UpdateFiles(0, w.fdSlot[:]); err != nil {
+			return fmt.Errorf("io_uring: %w", err)
+		}
+		fd = 0
+		defer func() {
+			w.fdSlot[0] = -1
+			if uerr := r.UpdateFiles(0, w.fdSlot[:]); uerr != nil && err == nil {
+				err = fmt.Errorf("io_uring: %w", uerr)
+			}
+		}()
+	}
+
+	f, src, id := q.wf, q.src, w.id
+	c := q.p.cursor(id)
+	done := q.c.ctx.Done()
+	lat, syncLat := ws.Lat, ws.SyncLat
+	every := 0
+	if w.job.Sync.Mode == SyncEvery {
+		every = w.job.Sync.Every
+	}
+	w.free = w.free[:0]
+	for i := w.qd - 1; i >= 0; i-- {
+		w.free = append(w.free, uint16(i))
+	}
+	free := w.free
+	inflight := 0
+	since := 0 // writes queued since the last FSYNC
+	var syncIssued []int64
+	var firstErr error
+	stop := false
+	fail := func(e error) {
+		if firstErr == nil {
+			firstErr = e
+		}
+		stop = true
+	}
+	prepSync := func() {
+		sqe := r.GetSQE()
+		sqe.PrepFsync(fd, uring.FsyncDatasync, syncTag)
+		sqe.Flags = uring.SQEIODrain
+		if w.files {
+			sqe.Flags |= uring.SQEFixedFile
+		}
+		inflight++
+		ws.Syncs++
+		if syncLat != nil {
+			syncIssued = append(syncIssued, metrics.Ticks())
+		}
+	}
+	for {
+		if !stop {
+			select {
+			case <-done:
+				fail(q.c.ctx.Err())
+			default:
+			}
+		}
+		fresh := w.fresh[:0]
+		for !stop {
+			// Room for the write, and for the FSYNC due after it.
+			room := uint32(1)
+			if every > 0 && since+1 == every {
+				room = 2
+			}
+			if len(free) == 0 || r.SQSpace() < room {
+				break
+			}
+			off, n, ok := c.next()
+			if !ok {
+				break
+			}
+			slot := free[len(free)-1]
+			if err := src.Fill(id, off, w.bufs[slot][:n]); err != nil {
+				fail(err)
+				break
+			}
+			w.off[slot], w.need[slot], w.got[slot] = off, int32(n), 0
+			w.prepWrite(slot, fd) // cannot fail: there is room
+			free = free[:len(free)-1]
+			fresh = append(fresh, slot)
+			inflight++
+			if every > 0 {
+				if since++; since == every {
+					since = 0
+					prepSync() // cannot fail: there is room
+				}
+			}
+		}
+		if inflight == 0 {
+			break
+		}
+		if lat != nil && len(fresh) > 0 {
+			t := metrics.Ticks()
+			for _, s := range fresh {
+				w.issued[s] = t
+			}
+		}
+		if _, err := r.SubmitAndWait(1); err != nil {
+			if inflight != int(r.SQReady()) {
+				w.broken = true
+			}
+			fail(UringError(err))
+			return firstErr
+		}
+		var now int64
+		if lat != nil || syncLat != nil {
+			now = metrics.Ticks()
+		}
+		k := r.PeekBatch(w.cqes)
+		for i := 0; i < k; i++ {
+			cqe := &w.cqes[i]
+			inflight--
+			if cqe.UserData == syncTag {
+				if syncLat != nil && len(syncIssued) > 0 {
+					syncLat.RecordTicks(now - syncIssued[0])
+					syncIssued = syncIssued[1:]
+				}
+				if cqe.Res < 0 && !stop {
+					fail(f.syncErr("fdatasync", syscall.Errno(-cqe.Res)))
+				}
+				continue
+			}
+			slot := uint16(cqe.UserData)
+			if stop {
+				free = append(free, slot)
+				continue
+			}
+			res := cqe.Res
+			at := w.off[slot] + int64(w.got[slot])
+			switch {
+			case res < 0:
+				fail(f.writeErr(at, syscall.Errno(-res)))
+				free = append(free, slot)
+				continue
+			case res == 0:
+				fail(f.writeErr(at, errShortWrite))
+				free = append(free, slot)
+				continue
+			}
+			need := w.need[slot]
+			before := w.got[slot]
+			w.got[slot] += res
+			if w.got[slot] < need {
+				next, ok := directResume(int(w.got[slot]), int(before), w.job.Direct)
+				if !ok {
+					fail(f.writeErr(w.off[slot]+int64(w.got[slot]), errDirectStuck))
+					free = append(free, slot)
+					continue
+				}
+				w.got[slot] = int32(next)
+				if !w.prepWrite(slot, fd) {
+					fail(errors.New("io_uring: submission queue full"))
+					free = append(free, slot)
+					continue
+				}
+				inflight++
+				continue
+			}
+			if lat != nil {
+				lat.RecordTicks(now - w.issued[slot])
+			}
+			ws.Bytes += int64(need)
+			ws.Blocks++
+			free = append(free, slot)
+		}
+		r.Advance(k)
+	}
+	w.free = free
+	return firstErr
+}
+
+// prepWrite prepares slot's write of the rest of its block.
+func (w *uringWorker) prepWrite(slot uint16, fd int32) bool {
+	sqe := w.ring.GetSQE()
+	if sqe == nil {
+		return false
+	}
+	b := w.bufs[slot][w.got[slot]:w.need[slot]]
+	off := uint64(w.off[slot] + int64(w.got[slot]))
+	if w.fixed {
+		sqe.PrepWriteFixed(fd, b, off, slot, uint64(slot))
+	} else {
+		sqe.PrepWrite(fd, b, off, uint64(slot))
+	}
+	if w.files {
+		sqe.Flags = uring.SQEFixedFile
+	}
+	return true
+}
