@@ -37,6 +37,9 @@ type childRequest struct {
 	// Tree, when set, makes this a many-files run (bench --tree); Engine
 	// and Job are then unused.
 	Tree *treeRequest `json:"tree,omitempty"`
+	// Write makes this a write run: Engine is a writer, the child writes
+	// the file once and then verifies it.
+	Write bool `json:"write,omitempty"`
 }
 
 // childResponse is what a child writes on its stdout.
@@ -55,6 +58,12 @@ type childResponse struct {
 	Notes        []string      `json:"notes,omitempty"`
 	Error        string        `json:"error,omitempty"`
 	NotSupported bool          `json:"not_supported,omitempty"`
+	// Write runs: sync calls, their latency buckets, how the file was
+	// verified, and whether the error is a verification mismatch.
+	Syncs    int64      `json:"syncs,omitempty"`
+	SyncLat  [][2]int64 `json:"sync_lat,omitempty"`
+	Verified string     `json:"verified,omitempty"`
+	Mismatch bool       `json:"mismatch,omitempty"`
 }
 
 // ChildMain runs one measurement as asked on stdin and writes the result on
@@ -74,6 +83,9 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	if req.Tree != nil {
 		return measureTree(ctx, req.Tree, resp)
 	}
+	if req.Write {
+		return measureWrite(ctx, req, resp)
+	}
 	fail := func(err error) *childResponse {
 		resp.Error = err.Error()
 		resp.NotSupported = isNotSupported(err)
@@ -92,18 +104,11 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp.SetupNs = int64(time.Since(t0))
 	sink := newConsumer(req.Consume, req.Job.Workers)
 
-	var prof *os.File
-	if req.Profile != "" {
-		// The runner made the file (and removes it if this process dies).
-		if prof, err = os.OpenFile(req.Profile, os.O_WRONLY|os.O_TRUNC, 0); err != nil {
-			return fail(fmt.Errorf("profile: %w", err))
-		}
-		defer prof.Close()
-		if err := pprof.StartCPUProfile(prof); err != nil {
-			return fail(fmt.Errorf("profile: %w", err))
-		}
-		defer pprof.StopCPUProfile()
+	prof, err := startProfile(req.Profile)
+	if err != nil {
+		return fail(err)
 	}
+	defer prof.stop()
 	err = measurePasses(resp, time.Duration(req.MinTimeNs), req.Consume == Checksum, "file", func() (pass, error) {
 		st, err := p.Run(ctx, sink)
 		if err != nil {
@@ -117,15 +122,49 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	if err != nil {
 		return fail(err)
 	}
-	if prof != nil {
-		// A profile cut short (a full disk) must not pass for a whole one.
-		pprof.StopCPUProfile()
-		if err := prof.Close(); err != nil {
-			return fail(fmt.Errorf("profile: %w", err))
-		}
+	if err := prof.finish(); err != nil {
+		return fail(err)
 	}
 	return resp
 }
+
+// cpuProfile is a child's pprof CPU profile of its measured phase.
+type cpuProfile struct{ f *os.File }
+
+// startProfile starts profiling into path (made by the runner, which
+// removes it if this process dies); no profile when path is "".
+func startProfile(path string) (*cpuProfile, error) {
+	if path == "" {
+		return &cpuProfile{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return &cpuProfile{f: f}, nil
+}
+
+// finish stops the profile and closes its file: a profile cut short (a
+// full disk) must not pass for a whole one.
+func (p *cpuProfile) finish() error {
+	if p.f == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := p.f.Close()
+	p.f = nil
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
+}
+
+// stop is finish for the paths that failed.
+func (p *cpuProfile) stop() { p.finish() }
 
 // pass is what one pass over the data (a file or a tree) gave.
 type pass struct {

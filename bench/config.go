@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +62,16 @@ type Config struct {
 	Runs    int      // runs per (engine, cache), each in its own child process
 
 	Pattern engine.Pattern
+	// Write makes the benchmark write the file instead of reading it,
+	// with the write engines (engine.Writer) and Pattern Sequential,
+	// Random or Append. Path must be a file made for the benchmark (its
+	// content is overwritten; Append empties it before each run). Every
+	// write run makes one pass over the file (MinTime does not apply),
+	// and the child reads the file back from the device after it and
+	// checks every block (internal/wdata).
+	Write bool
+	// Sync is the write runs' durability discipline.
+	Sync engine.Sync
 	// BlockSizes, Workers and QueueDepths are swept: every combination is
 	// a point of the matrix, and every point gets its own interleaved
 	// runs. Empty means the engine package's default. Engines without a
@@ -122,12 +133,25 @@ func DefaultEngines() []string {
 	return names
 }
 
+// DefaultWriteEngines are the engines `iopath bench --rw write` compares
+// when none are named.
+func DefaultWriteEngines() []string { return engine.WriterNames() }
+
 func (c *Config) setDefaults() {
 	if len(c.Engines) == 0 {
 		c.Engines = DefaultEngines()
+		if c.Write {
+			c.Engines = DefaultWriteEngines()
+		}
 	}
 	if len(c.Caches) == 0 {
 		c.Caches = []Cache{Warm, Cold}
+		switch {
+		case c.Write && c.Sync.Mode == engine.SyncDirect:
+			c.Caches = []Cache{Direct}
+		case c.Write:
+			c.Caches = []Cache{Warm}
+		}
 	}
 	if c.Runs == 0 {
 		c.Runs = 3
@@ -207,12 +231,30 @@ func (c *Config) job(cache Cache, p point) engine.Job {
 		SQPoll:     c.SQPoll,
 		Direct:     cache == Direct,
 		Latency:    !c.NoLatency,
-		CopyMapped: c.Consume == None,
+		CopyMapped: c.Consume == None && !c.Write,
 		// Warm runs repeat passes: map once, as fio does. Cold runs make
 		// one pass, and a kept mapping would pin the pages the runner
 		// drops.
-		KeepMapped: cache == Warm,
+		KeepMapped: cache == Warm && !c.Write,
+		Sync:       c.Sync,
 	}.WithDefaults()
+}
+
+// lookup returns the engine called name: a writer's capabilities when
+// the benchmark writes.
+func (c *Config) lookup(name string) (engine.Caps, error) {
+	if c.Write {
+		w, err := engine.LookupWriter(name)
+		if err != nil {
+			return engine.Caps{}, err
+		}
+		return w.Caps(), nil
+	}
+	e, err := engine.Lookup(name)
+	if err != nil {
+		return engine.Caps{}, err
+	}
+	return e.Caps(), nil
 }
 
 // Validate checks the configuration before anything runs.
@@ -224,9 +266,17 @@ func (c *Config) Validate() error {
 	if c.Runs < 1 || c.Runs > MaxRuns {
 		return fmt.Errorf("runs %d out of range [1, %d]", c.Runs, MaxRuns)
 	}
+	switch {
+	case !c.Write && c.Pattern == engine.Append:
+		return fmt.Errorf("the append pattern writes: use it with Write (--rw append)")
+	case !c.Write && c.Sync != (engine.Sync{}):
+		return fmt.Errorf("sync %v applies to writes only (--rw write, randwrite or append)", c.Sync)
+	case c.Write && c.Sync.Mode == engine.SyncDirect && slices.ContainsFunc(c.Caches, func(cs Cache) bool { return cs != Direct }):
+		return fmt.Errorf("sync direct writes with O_DIRECT, which is cache state direct: drop the other cache states")
+	}
 	seen := map[string]bool{}
 	for _, n := range c.Engines {
-		if _, err := engine.Lookup(n); err != nil {
+		if _, err := c.lookup(n); err != nil {
 			return err
 		}
 		if seen[n] {
@@ -265,7 +315,7 @@ func (c *Config) Validate() error {
 	if _, err := ParseConsume(string(c.Consume)); err != nil {
 		return err
 	}
-	if c.Fio != nil && c.Consume != None {
+	if c.Fio != nil && c.Consume != None && !c.Write {
 		return fmt.Errorf("fio twins need consume %q: fio does not look at the data, so a ratio against consume %q would compare different work", None, c.Consume)
 	}
 	for _, cs := range c.Caches {

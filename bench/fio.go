@@ -11,7 +11,7 @@ import (
 // fioRow returns the fio twin row of iopath row r, or nil when r's engine
 // has no twin in fio or r cannot run at all.
 func (m *measurement) fioRow(r *row) *row {
-	if _, ok := fio.Twin(r.res.Engine); !ok || r.skip {
+	if _, ok := fio.Twin(r.res.Engine); !ok || r.skip || m.cfg.Write {
 		return nil
 	}
 	cache := Cache(r.res.Cache)

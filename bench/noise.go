@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/iopath/iopath/engine"
 	"context"
 	"fmt"
 	"strings"
@@ -29,7 +30,14 @@ const NoisyCPUPct = 10
 func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
 	path := m.cfg.Path
 	return guard(m.ctx, cache,
-		func() (float64, error) { return prepareCache(path, cache) },
+		func() (float64, error) {
+			if m.cfg.Write {
+				if err := prepareWrite(path, m.cfg.Pattern == engine.Append); err != nil {
+					return 0, err
+				}
+			}
+			return prepareCache(path, cache)
+		},
 		func() (float64, error) { return residency(path) }, fn)
 }
 

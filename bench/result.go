@@ -138,15 +138,20 @@ type Result struct {
 	// Twin pairs a row with its counterpart: for a fio row the iopath
 	// engine it mirrors ("pread"), for an iopath row fio's ioengine when a
 	// fio row was measured beside it; empty otherwise.
-	Twin    string `json:"twin,omitempty"`
-	Cache   string `json:"cache"` // warm, cold or direct
+	Twin  string `json:"twin,omitempty"`
+	Cache string `json:"cache"` // warm, cold or direct
+	// Pattern is seq or rand for reads; write, randwrite or append for
+	// writes (fio's words).
 	Pattern string `json:"pattern"`
+	// Sync is a write row's durability discipline (none, end, every:N,
+	// dsync, direct: engine.Sync); empty for reads.
+	Sync    string `json:"sync,omitempty"`
 	BS      int    `json:"bs_bytes"`
 	Workers int    `json:"workers"`
 	// QD is the queue depth per worker, 0 for engines that have no queue
 	// (one request in flight per worker).
 	QD      int    `json:"qd"`
-	Consume string `json:"consume"` // checksum, none or touch
+	Consume string `json:"consume"` // checksum, none or touch; empty for writes
 
 	Runs []Run `json:"runs"`
 	// MinTimeNs is how long each warm or direct run repeated passes over
@@ -178,9 +183,17 @@ type Result struct {
 	MajFlt             int64   `json:"majflt_per_pass"`
 	NVCSw              int64   `json:"nvcsw_per_pass"`
 	NIVCSw             int64   `json:"nivcsw_per_pass"`
+	// Write rows: the sync calls per pass (fsync, fdatasync, msync,
+	// io_uring FSYNC requests), median, and the latency of one, over all
+	// runs' syncs together.
+	SyncsPerPass int64 `json:"syncs_per_pass,omitempty"`
+	SyncLatP50Ns int64 `json:"sync_lat_p50_ns,omitempty"`
+	SyncLatP99Ns int64 `json:"sync_lat_p99_ns,omitempty"`
 	// ChecksumOK is true when every run's checksum equalled the reference,
 	// false when one did not, and null when not checked (--consume none or
-	// touch, or the null engine, which delivers no file data).
+	// touch, or the null engine, which delivers no file data). For a
+	// write row it says whether every run's file, read back from the
+	// device after the run, held exactly what was written.
 	ChecksumOK *bool `json:"checksum_ok"`
 	// Many-files figures (bench --tree), per pass over the tree: files
 	// delivered (FileErrors of them with an error), files per second
@@ -244,9 +257,16 @@ type Run struct {
 	// ticks to tell whether other processes competed with it.
 	NoiseUnknown bool `json:"noise_unknown,omitempty"`
 	// Profile is the pprof CPU profile written for this run (--profile).
-	Profile    string   `json:"profile,omitempty"`
-	Checksum   string   `json:"checksum,omitempty"`
-	ChecksumOK *bool    `json:"checksum_ok"`
-	Error      string   `json:"error"`
-	Notes      []string `json:"notes,omitempty"`
+	Profile  string `json:"profile,omitempty"`
+	Checksum string `json:"checksum,omitempty"`
+	// Write runs: sync calls made, their latency, and how the file was
+	// read back to verify it ("direct": O_DIRECT; "dropped": fsync, then
+	// its pages dropped from the cache, on a filesystem without O_DIRECT).
+	Syncs        int64    `json:"syncs,omitempty"`
+	SyncLatP50Ns int64    `json:"sync_lat_p50_ns,omitempty"`
+	SyncLatP99Ns int64    `json:"sync_lat_p99_ns,omitempty"`
+	Verified     string   `json:"verified,omitempty"`
+	ChecksumOK   *bool    `json:"checksum_ok"`
+	Error        string   `json:"error"`
+	Notes        []string `json:"notes,omitempty"`
 }

@@ -94,6 +94,9 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Notes = append(rep.Notes, "fio times each I/O with the TSC (--clocksource=cpu), as iopath does; with its default clock_gettime fio loses about 7% of its 4 KiB random-read IOPS to timekeeping")
 		}
 	}
+	if cfg.Write {
+		rep.Notes = append(rep.Notes, writeNotes(&cfg)...)
+	}
 	if rep.Machine.Filesystem == "tmpfs" {
 		rep.Notes = append(rep.Notes, "the file is on tmpfs: its pages live in memory, so cold and direct runs read memory like warm ones")
 	}
@@ -249,7 +252,8 @@ type measurement struct {
 type row struct {
 	res  *Result
 	hist *metrics.Histogram // iopath rows: every good run's blocks
-	eng  engine.Engine      // nil for fio rows
+	eng  engine.Engine      // nil for fio rows and writers
+	caps engine.Caps        // the engine's (iopath rows)
 	job  engine.Job
 	fio  *fio.Job // fio rows only
 	ours *row     // fio rows: the iopath row it mirrors
@@ -264,15 +268,20 @@ func (m *measurement) rows(cache Cache, p point) []*row {
 	job := cfg.job(cache, p)
 	var rows []*row
 	for _, name := range cfg.Engines {
-		e, _ := engine.Lookup(name)
+		caps, _ := cfg.lookup(name)
+		var e engine.Engine
+		if !cfg.Write {
+			e, _ = engine.Lookup(name)
+		}
 		qd := 0
-		if e.Caps().Queue {
+		if caps.Queue {
 			qd = job.QueueDepth
 		} else if p.qd != cfg.QueueDepths[0] {
 			continue
 		}
 		r := &row{
 			eng:  e,
+			caps: caps,
 			job:  job,
 			hist: metrics.NewHistogram(),
 			res: &Result{
@@ -281,10 +290,15 @@ func (m *measurement) rows(cache Cache, p point) []*row {
 				Consume: string(cfg.Consume), Runs: []Run{},
 			},
 		}
-		if cache != Cold {
+		if cfg.Write {
+			r.res.Pattern, r.res.Sync, r.res.Consume = writePattern(job.Pattern), cfg.Sync.String(), ""
+			if job.Pattern == engine.Append {
+				r.job.Size = m.size // appended to the emptied file
+			}
+		} else if cache != Cold {
 			r.res.MinTimeNs = int64(cfg.MinTime)
 		}
-		if cache == Direct && !e.Caps().Direct {
+		if cache == Direct && !caps.Direct {
 			r.res.Error = "not applicable: " + name + " cannot bypass the page cache"
 			r.skip = true
 		}
@@ -350,7 +364,7 @@ func (m *measurement) runEngine(r *row, n int) {
 	cfg := m.cfg
 	cache := Cache(r.res.Cache)
 	var ref string
-	if cfg.Consume == Checksum && !r.eng.Caps().NoData {
+	if cfg.Consume == Checksum && !r.caps.NoData && !cfg.Write {
 		var ok bool
 		if ref, ok = m.reference(r.job.BlockSize); !ok {
 			r.res.Error = "no reference checksum: " + m.refErr.Error()
@@ -390,6 +404,10 @@ func (m *measurement) runEngine(r *row, n int) {
 		} else {
 			run.Profile = profile.Target()
 		}
+	}
+	if cfg.Write && run.Verified != "" {
+		ok := true
+		run.ChecksumOK = &ok
 	}
 	if ref != "" && run.Error == "" {
 		ok := run.Checksum == ref
@@ -496,8 +514,8 @@ func checkFile(path string) (int64, error) {
 // is the child process's whole CPU time, setup included (for the noise
 // guard). notSupported says the engine cannot run here at all.
 func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name string, job engine.Job, profile string) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
-	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume, Profile: profile}
-	if cache != Cold {
+	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume, Profile: profile, Write: cfg.Write}
+	if cache != Cold && !cfg.Write {
 		cr.MinTimeNs = int64(cfg.MinTime)
 	}
 	return runChild(ctx, argv, &cr)
@@ -536,7 +554,17 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 	}
 	if resp.Error != "" {
 		run.Error = resp.Error
+		if resp.Mismatch {
+			ok := false
+			run.ChecksumOK = &ok
+		}
 		return run, hist, childCPU, resp.NotSupported
+	}
+	run.Syncs, run.Verified = resp.Syncs, resp.Verified
+	if len(resp.SyncLat) > 0 {
+		sh := metrics.NewHistogram()
+		sh.AddBuckets(resp.SyncLat)
+		run.SyncLatP50Ns, run.SyncLatP99Ns = sh.Quantile(50), sh.Quantile(99)
 	}
 	run.Passes = resp.Passes
 	run.Bytes, run.Blocks, run.Errors, run.Syscalls = resp.Bytes, resp.Blocks, resp.Errors, resp.Syscalls
@@ -657,6 +685,9 @@ func summarize(r *Result, hist *metrics.Histogram) {
 	r.UsrPct = f(func(x Run) float64 { return 100 * float64(x.UserNs) / float64(max(x.WallNs, 1)) })
 	r.SysPct = f(func(x Run) float64 { return 100 * float64(x.SysNs) / float64(max(x.WallNs, 1)) })
 	r.Syscalls = i(func(x Run) int64 { return x.Syscalls })
+	r.SyncsPerPass = i(func(x Run) int64 { return x.Syncs })
+	r.SyncLatP50Ns = int64(f(func(x Run) float64 { return float64(x.SyncLatP50Ns) }))
+	r.SyncLatP99Ns = int64(f(func(x Run) float64 { return float64(x.SyncLatP99Ns) }))
 	if ok[0].Syscalls < 0 {
 		r.Syscalls = -1 // not counted (fio rows)
 	}

@@ -130,6 +130,27 @@ func latencyCols() []benchCol {
 	}
 }
 
+// syncCols are a write row's sync calls per pass and their P50 and P99.
+func syncCols() []benchCol {
+	lat := func(key, title string, get func(*bench.Result) int64) benchCol {
+		return benchCol{Column{Key: key, Title: title, Unit: "ns", Better: Lower},
+			func(res *bench.Result, _ []bench.Run) Cell {
+				ns := get(res)
+				if ns <= 0 {
+					return Figure(math.NaN())
+				}
+				c := Figure(float64(ns))
+				c.Text = latency(ns)
+				return c
+			}}
+	}
+	n := countCol("syncs_per_pass", "syncs", func(x *bench.Result) int64 { return x.SyncsPerPass }, func(x bench.Run) int64 { return x.Syncs })
+	n.Wide = false
+	return []benchCol{n,
+		lat("sync_lat_p50_ns", "sync P50", func(x *bench.Result) int64 { return x.SyncLatP50Ns }),
+		lat("sync_lat_p99_ns", "sync P99", func(x *bench.Result) int64 { return x.SyncLatP99Ns })}
+}
+
 // countCol is a per-pass counter shown abbreviated (8.2k).
 func countCol(key, title string, sum func(*bench.Result) int64, run func(bench.Run) int64) benchCol {
 	return benchCol{Column{Key: key, Title: title, Better: Lower, Wide: true},
@@ -234,7 +255,7 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	ordered := make([][]*bench.Result, len(groups))
 	sub := map[*bench.Result]bool{}
 	labels := map[*bench.Result]string{}
-	var fioRows, vsFio, unknownSyscalls, qdCells, checked, small bool
+	var fioRows, vsFio, unknownSyscalls, qdCells, checked, small, writes, syncs bool
 	for gi, g := range groups {
 		// The title names the queue depth when all its rows with a queue
 		// share one; else their engines do.
@@ -262,6 +283,8 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 			all = append(all, res)
 			fioRows = fioRows || isFioResult(res)
 			small = small || res.BS > 0 && res.BS < 64<<10
+			writes = writes || res.Sync != ""
+			syncs = syncs || res.SyncsPerPass > 0
 			if res.Error == "" {
 				vsFio = vsFio || (res.VsFio > 0 && finite(res.VsFio))
 				unknownSyscalls = unknownSyscalls || res.Syscalls < 0
@@ -321,6 +344,9 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 		figCol(Column{Key: "sys_pct", Title: "sys%", Unit: "%", Wide: true}, func(res *bench.Result) float64 { return res.SysPct },
 			pct(func(x bench.Run) int64 { return x.SysNs })))
 	cols = append(cols, latencyCols()...)
+	if syncs {
+		cols = append(cols, syncCols()...)
+	}
 	cols = append(cols,
 		countCol("syscalls", "syscalls", func(x *bench.Result) int64 { return x.Syscalls }, func(x bench.Run) int64 { return x.Syscalls }),
 		countCol("minflt", "minflt", func(x *bench.Result) int64 { return x.MinFlt }, func(x bench.Run) int64 { return x.MinFlt }),
@@ -364,18 +390,22 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	l := &d.Legend
 	addIf(l, fioRows, "fio ENGINE", "fio running the same workload with that ioengine, under the iopath engine it mirrors (its twin)")
 	addIf(l, qdCells, "qdN", "queue depth per worker, after the engine when it varies within a workload")
-	addIf(l, true, "GiB/s", "median over the runs (min–max) of bytes delivered to the consumer per second of wall time, open and close included")
+	addIf(l, !writes, "GiB/s", "median over the runs (min–max) of bytes delivered to the consumer per second of wall time, open and close included")
+	addIf(l, writes, "GiB/s", "median over the runs (min–max) of bytes written per second of wall time, open, syncs and close included")
 	addIf(l, d.marked(noisyMark), noisyLegend.Key, noisyLegend.Value)
 	addIf(l, small, "IOPS", "blocks per second, median")
 	addIf(l, vsFio, "vs fio", "median GiB/s over its fio twin's")
 	addIf(l, true, "CPU-s/GiB", "user+system CPU seconds per GiB, steadier than GiB/s on a busy machine")
 	addIf(l, d.marked(ioThreadMark), ioThreadLegend.Key, ioThreadLegend.Value)
-	addIf(l, true, "P50 P99", "latency per block, request issued to data available")
+	addIf(l, !writes, "P50 P99", "latency per block, request issued to data available")
+	addIf(l, writes, "P50 P99", "latency per block, write issued to write returned (or, for mmap, the copy into the mapping); syncs are timed apart")
+	addIf(l, syncs, "syncs", "sync calls per pass (fsync, fdatasync, msync, io_uring FSYNC), median; sync P50 P99: the latency of one")
 	unchecked := "consume none or touch, the null engine"
 	if fioRows {
 		unchecked += ", fio"
 	}
-	addIf(l, checked, "checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked ("+unchecked+")")
+	addIf(l, checked && !writes, "checksum", "ok: every run delivered the reference (pread) bytes; MISMATCH: a run did not; n/a: not checked ("+unchecked+")")
+	addIf(l, checked && writes, "checksum", "ok: after every run the file, read back from the device, held exactly what was written; MISMATCH: it did not")
 	syscalls, vcsw := "", ""
 	if unknownSyscalls {
 		syscalls, vcsw = "; – for fio, which does not count them", "; fio counts all switches under vcsw"
@@ -601,7 +631,11 @@ func groupResults(results []bench.Result) [][]*bench.Result {
 
 // workload describes r's workload, with queue depth qd when it is not 0.
 func workload(r *bench.Result, qd int) string {
-	return strings.Join(workloadParts(r.Pattern, r.BS, r.Workers, qd, r.Consume), ", ")
+	parts := workloadParts(r.Pattern, r.BS, r.Workers, qd, r.Consume)
+	if r.Sync != "" {
+		parts = append(parts, "sync "+r.Sync)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // benchNotes gathers the notes: the report's own, each row's (a note that

@@ -50,6 +50,10 @@ type benchOptions struct {
 	profile    string
 	force      bool // overwrite existing output files (--html, --profile's)
 
+	rw        string // --rw: read, randread, write, randwrite or append
+	sync      string // --sync: the write runs' durability discipline
+	writeFile string // --write-file: a new file to write (default: a temporary one)
+
 	tree  bool   // --tree: many files
 	files int    // --files: files in the temporary tree
 	dist  string // --dist: their size distribution
@@ -95,8 +99,23 @@ run say so ("not run (interrupted)"; "error": "interrupted" in JSON), rows
 cut short show what their runs measured, and the exit status is not 0. A
 benchmark in which no engine could run at all fails with each one's
 reason. FILE must be a regular file with a stable size: a pseudo-file
-(/proc, /sys) is refused.`,
+(/proc, /sys) is refused.
+
+Writes: --rw write, randwrite or append measures the write engines (write,
+pwrite, pwritev, mmap, io_uring) instead, with --sync none (page cache only),
+end (one fsync at the end, timed), every:N (fdatasync after every N blocks of
+a worker; io_uring: a drained FSYNC request), dsync (O_DSYNC) or direct
+(O_DIRECT, the same as --cache direct). bench writes only to a file it makes:
+a temporary one (removed after, also on Ctrl-C), or a new path given with
+--write-file (never an existing one unless --force is given too, and never a
+device or directory). Each write run makes one pass, and the file is then
+read back from the device and every sector checked; the report says what the
+sync mode promises across a power cut. --fio twins: sync, psync, pvsync,
+mmap and io_uring with the same --fsync/--fdatasync/--sync/--direct options.`,
 		Example: `  iopath bench
+  iopath bench --rw write --sync end --fio
+  iopath bench --rw randwrite --bs 4k --sync every:1 --engines pwrite,io_uring
+  iopath bench --rw write --cache direct --engines pwrite,io_uring --qd 32
   iopath bench /data/big.log --cache warm --consume none
   iopath bench --pattern rand --bs 4k --engines pread,io_uring --qd 32
   iopath bench --cache direct --engines pread,io_uring --format json
@@ -106,6 +125,9 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.consumeSet = cmd.Flags().Changed("consume")
+			if err := o.setWrite(cmd, args); err != nil {
+				return err
+			}
 			if o.tree {
 				return runBenchTree(cmd.Context(), o, cmd, args, stdout, stderr)
 			}
@@ -114,7 +136,10 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 	}
 	f := cmd.Flags()
 	f.Var(stringListValue{&o.engines}, "engines", "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
-	f.StringVar(&o.pattern, "pattern", "seq", "access pattern: seq or rand")
+	f.StringVar(&o.pattern, "pattern", "seq", "access pattern of reads: seq or rand (writes: see --rw)")
+	f.StringVar(&o.rw, "rw", "read", "what to measure, in fio's words: read, randread, write, randwrite or append")
+	f.StringVar(&o.sync, "sync", "none", "writes: none, end (one fsync at the end), every:N (fdatasync every N blocks), dsync (O_DSYNC), direct (O_DIRECT)")
+	f.StringVar(&o.writeFile, "write-file", "", "writes: write this new file instead of a temporary one (it must not exist, unless --force; removed after)")
 	f.Var(sizeListValue{&o.bs}, "bs", "block sizes, comma-separated to sweep (e.g. 4k, 128KiB, 4k,16k,128k,1m)")
 	f.Var(intListValue{&o.workers}, "workers", "workers, comma-separated to sweep (goroutines; io_uring: one ring and thread each)")
 	f.Var(intListValue{&o.qd}, "qd", "io_uring queue depths per worker, comma-separated to sweep")
@@ -130,7 +155,7 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
 	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
 	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
-	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --json, --profile's files)")
+	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --json, --profile's files), and let --write-file name an existing file, whose content is destroyed")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
 	f.StringVar(&o.dist, "dist", "4KiB", "--tree without DIR: their sizes: 4KiB, a range 1KiB-64KiB, or lognormal:11KiB")
@@ -185,6 +210,12 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Pattern, err = engine.ParsePattern(o.pattern); err != nil {
 		return cfg, usagef("bench: --pattern: %v", err)
 	}
+	if o.writes() {
+		cfg.Write = true
+		if cfg.Sync, err = engine.ParseSync(o.sync); err != nil {
+			return cfg, usagef("bench: --sync: %v", err)
+		}
+	}
 	for _, c := range o.caches {
 		cs, err := bench.ParseCache(c)
 		if err != nil {
@@ -195,7 +226,7 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if cfg.Consume, err = bench.ParseConsume(o.consume); err != nil {
 		return cfg, usagef("bench: --consume: %v", err)
 	}
-	if o.fio {
+	if o.fio && !cfg.Write {
 		// fio does nothing with the data it reads: a ratio against an
 		// engine that checksums every byte would compare different work.
 		if o.consumeSet && cfg.Consume != bench.None {
@@ -255,7 +286,14 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	}
 	prog := newProgress(stderr)
 
-	if len(args) == 1 {
+	if cfg.Write {
+		path, cleanup, err := o.writeTarget(ctx, sizeSet, prog, stderr)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cfg.Path, cfg.TempFile = path, o.writeFile == ""
+	} else if len(args) == 1 {
 		if sizeSet {
 			return usagef("bench: --size is for the temporary file; it cannot be used with FILE")
 		}
