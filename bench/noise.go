@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"github.com/iopath/iopath/engine"
 	"context"
 	"fmt"
+	"github.com/iopath/iopath/engine"
 	"strings"
 	"time"
 
