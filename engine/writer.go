@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -173,6 +175,10 @@ var writers = map[string]Writer{}
 // writerOrder is the canonical order of writers in tables.
 var writerOrder = []string{"write", "pwrite", "pwritev", "mmap", "io_uring"}
 
+// RegisterWriter adds a writer to the registry, for tests and
+// experiments. It panics on a duplicate name.
+func RegisterWriter(w Writer) { registerWriter(w) }
+
 func registerWriter(w Writer) {
 	if _, dup := writers[w.Name()]; dup {
 		panic("engine: duplicate registration of writer " + w.Name())
@@ -191,13 +197,19 @@ func LookupWriter(name string) (Writer, error) {
 
 // WriterNames lists the registered writers in table order.
 func WriterNames() []string {
-	var names []string
+	var names, rest []string
 	for _, n := range writerOrder {
 		if _, ok := writers[n]; ok {
 			names = append(names, n)
 		}
 	}
-	return names
+	for n := range writers {
+		if !slices.Contains(writerOrder, n) {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
 }
 
 // prepareWriteJob is the start of every writer's PrepareWrite: defaults,
