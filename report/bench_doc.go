@@ -306,9 +306,15 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 		textCol("bs", "bs", true, func(res *bench.Result) string { return units.FormatSize(int64(res.BS)) }),
 		textCol("workers", "workers", true, func(res *bench.Result) string { return fmt.Sprint(res.Workers) }),
 		textCol("consume", "consume", true, func(res *bench.Result) string { return res.Consume }),
-		figCol(Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
-			gib, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) }).marked(noisyMark, noisyRuns),
 	}
+	if writes {
+		// A write row's sync mode is part of its workload (compare and
+		// gobench keep rows of different modes apart).
+		cols = append(cols, textCol("sync", "sync", true, func(res *bench.Result) string { return res.Sync }))
+	}
+	cols = append(cols,
+		figCol(Column{Key: "gib_per_s", Title: "GiB/s", Unit: "GiB/s", Better: Higher, Prec: 2, Spread: true, Headline: true},
+			gib, func(x bench.Run) float64 { return x.BytesPerS / (1 << 30) }).marked(noisyMark, noisyRuns))
 	if small {
 		cols = append(cols, benchCol{Column{Key: "iops", Title: "IOPS", Unit: "IOPS", Better: Higher},
 			func(res *bench.Result, ok []bench.Run) Cell {

@@ -151,6 +151,9 @@ func TestSchemas(t *testing.T) {
 		validate(t, "file", file)
 		file2 = cli(t, "bench", path, "--runs", "1", "--min-time", "0", "--cache", "warm", "--engines", "pread", "--format", "json")
 		validate(t, "file", file2)
+		// Writes: every writer, a not applicable row (mmap appends), syncs.
+		validate(t, "file", cli(t, "bench", "--rw", "append", "--size", "1MiB", "--runs", "1", "--sync", "every:4",
+			"--dir", t.TempDir(), "--format", "json"))
 	})
 	t.Run("compare", func(t *testing.T) {
 		if file == nil || file2 == nil {
@@ -284,7 +287,7 @@ func TestSchemaEnums(t *testing.T) {
 		what      string
 		got, want []string
 	}{
-		{"file engines", common.Defs["file_engine"].Enum, engine.Names()},
+		{"file engines", common.Defs["file_engine"].Enum, unique(append(engine.Names(), engine.WriterNames()...))},
 		{"tree engines", common.Defs["tree_engine"].Enum, batch.Names()},
 		{"net engines", common.Defs["net_engine"].Enum, netio.Engines()},
 		{"file-serve methods", enumOf("file-serve.schema.json", append(item, "method")...), netresult.FileServeMethods()},
@@ -296,6 +299,17 @@ func TestSchemaEnums(t *testing.T) {
 			t.Errorf("%s: the schema says %q, the code %q", tc.what, got, want)
 		}
 	}
+}
+
+// unique returns names without repeats, in order.
+func unique(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // TestJSONBesideTable: --json writes the JSON of the run whose table is on
