@@ -224,6 +224,7 @@ func TestBrowserHTML(t *testing.T) {
 		{"sample", sample, sampleCharts},
 		{"smallSweep", smallSweep, smallSweepCharts},
 		{"tree", treeSample, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5}},
+		{"writes", writeSample, map[string]int{"throughput-warm": 5, "cpu-warm": 5, "latency-warm": 5}},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()
