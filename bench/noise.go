@@ -29,7 +29,7 @@ const NoisyCPUPct = 10
 // makes the run noisy.
 func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
 	path := m.cfg.Path
-	return guard(m.ctx, cache,
+	return guardWith(m.ctx, cache, m.cfg.Write,
 		func() (float64, error) {
 			if m.cfg.Write {
 				if err := prepareWrite(path, m.cfg.Pattern == engine.Append); err != nil {
@@ -44,9 +44,22 @@ func (m *measurement) guarded(cache Cache, fn func() (Run, *metrics.Histogram, t
 // guard is guarded for any data set: prepare puts it in the cache state and
 // returns its residency, resident measures it again after the run.
 func guard(ctx context.Context, cache Cache, prepare, resident func() (float64, error), fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
+	return guardWith(ctx, cache, false, prepare, resident, fn)
+}
+
+// guardWith is guard; for a write run (writes), the CPU the kernel's
+// worker threads used during the run (writing back its dirty pages) is
+// not counted as other processes', but recorded in the run
+// (Run.KworkerNs).
+func guardWith(ctx context.Context, cache Cache, writes bool, prepare, resident func() (float64, error), fn func() (Run, *metrics.Histogram, time.Duration, bool)) (Run, *metrics.Histogram, bool) {
 	before, err := prepare()
 	if err != nil {
 		return Run{Error: fmt.Sprintf("prepare %s cache: %v", cache, err)}, nil, false
+	}
+	var kw0 time.Duration
+	errK := error(nil)
+	if writes {
+		kw0, errK = metrics.KworkerCPU()
 	}
 	sys0, errS := metrics.SystemCPU()
 	self0, errU := metrics.SelfUsage()
@@ -55,6 +68,11 @@ func guard(ctx context.Context, cache Cache, prepare, resident func() (float64, 
 	wall := time.Since(t0)
 	sys1, errS1 := metrics.SystemCPU()
 	self1, errU1 := metrics.SelfUsage()
+	if writes && errK == nil {
+		if kw1, err := metrics.KworkerCPU(); err == nil && kw1 > kw0 {
+			run.KworkerNs = int64(kw1 - kw0)
+		}
+	}
 	run.ResidentBefore = before
 	if notSupported || ctx.Err() != nil {
 		return run, hist, notSupported
@@ -65,7 +83,7 @@ func guard(ctx context.Context, cache Cache, prepare, resident func() (float64, 
 	slack := 100.0 // unknown
 	if errS == nil && errS1 == nil && errU == nil && errU1 == nil {
 		own := self1.Sub(self0)
-		run.OtherCPUPct = otherCPUPct(sys1.Busy-sys0.Busy, childCPU+own.User+own.System, wall)
+		run.OtherCPUPct = otherCPUPct(sys1.Busy-sys0.Busy, childCPU+own.User+own.System+time.Duration(run.KworkerNs), wall)
 		slack = tickSlackPct(sys1.Moved(sys0), wall)
 	}
 	run.Noisy, run.NoiseUnknown = noisy(cache, run, slack)

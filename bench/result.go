@@ -262,11 +262,16 @@ type Run struct {
 	// Write runs: sync calls made, their latency, and how the file was
 	// read back to verify it ("direct": O_DIRECT; "dropped": fsync, then
 	// its pages dropped from the cache, on a filesystem without O_DIRECT).
-	Syncs        int64    `json:"syncs,omitempty"`
-	SyncLatP50Ns int64    `json:"sync_lat_p50_ns,omitempty"`
-	SyncLatP99Ns int64    `json:"sync_lat_p99_ns,omitempty"`
-	Verified     string   `json:"verified,omitempty"`
-	ChecksumOK   *bool    `json:"checksum_ok"`
-	Error        string   `json:"error"`
-	Notes        []string `json:"notes,omitempty"`
+	Syncs        int64  `json:"syncs,omitempty"`
+	SyncLatP50Ns int64  `json:"sync_lat_p50_ns,omitempty"`
+	SyncLatP99Ns int64  `json:"sync_lat_p99_ns,omitempty"`
+	Verified     string `json:"verified,omitempty"`
+	// KworkerNs is the CPU the kernel's worker threads (kworker: dirty
+	// page write-back) used during a write run, measured machine-wide;
+	// it is not in UserNs+SysNs (fio leaves it out too), nor counted as
+	// other processes' by the noise guard.
+	KworkerNs  int64    `json:"kworker_ns,omitempty"`
+	ChecksumOK *bool    `json:"checksum_ok"`
+	Error      string   `json:"error"`
+	Notes      []string `json:"notes,omitempty"`
 }

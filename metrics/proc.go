@@ -129,6 +129,37 @@ func ioThreadCPU(taskDir string) (map[int]time.Duration, error) {
 	return out, nil
 }
 
+// KworkerCPU returns the CPU time (from schedstat) used so far by the
+// kernel's worker threads (kworker/*), which write back dirty pages for
+// every process: a write benchmark's run makes them work, and their CPU
+// is neither the run's (its rusage) nor another process's.
+func KworkerCPU() (time.Duration, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || !strings.HasPrefix(string(comm), "kworker/") {
+			continue
+		}
+		ss, err := os.ReadFile(filepath.Join("/proc", e.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(ss)); len(f) > 0 {
+			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				total += time.Duration(ns)
+			}
+		}
+	}
+	return total, nil
+}
+
 func isIOThread(comm string) bool {
 	for _, p := range IOThreadPrefixes {
 		if strings.HasPrefix(comm, p) {
