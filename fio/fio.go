@@ -87,11 +87,60 @@ var twins = map[string]string{
 	"io_uring": "io_uring",
 }
 
-// Twin returns fio's ioengine for an iopath engine name; ok is false when
-// there is none (e.g. "null").
+// writeTwins maps iopath write engines to the fio ioengines that make
+// the same calls.
+var writeTwins = map[string]string{
+	"write":    "sync",
+	"pwrite":   "psync",
+	"pwritev":  "pvsync",
+	"mmap":     "mmap",
+	"io_uring": "io_uring",
+}
+
+// Twin returns fio's ioengine for an iopath (read) engine name; ok is
+// false when there is none (e.g. "null").
 func Twin(engine string) (ioengine string, ok bool) {
 	ioengine, ok = twins[engine]
 	return ioengine, ok
+}
+
+// TwinWrite returns fio's ioengine for an iopath write engine name
+// ("write", "pwrite", "pwritev", "mmap", "io_uring"); ok is false when
+// there is none. Job.IOEngine refines it (pwritev of several blocks in
+// sequence is vsync).
+func TwinWrite(engine string) (ioengine string, ok bool) {
+	ioengine, ok = writeTwins[engine]
+	return ioengine, ok
+}
+
+// Check reports why the fio of info cannot run j faithfully although
+// j.Validate accepts it; nil when it can, or when info's version is not
+// known (Probe and Find always know it):
+//
+//   - fio before 3.42 maps each job's region of the file from offset 0
+//     in its mmap engine (fixed by fio commit 4857911a), so with several
+//     workers every job but the first reads or writes the first job's
+//     region, with an mmap and a munmap per block (seen with strace on
+//     fio 3.33: 64 mmaps of [0, share) for a 64-block second job, whose
+//     own region was left untouched);
+//   - --sync=dsync (the dsync twin of every engine but mmap) arrived in
+//     fio 3.24; before, --sync was a flag for O_SYNC.
+func (info Info) Check(j Job) error {
+	major, minor, ok := parseVersion(info.Version)
+	if !ok {
+		return nil
+	}
+	older := func(ma, mi int) bool { return major < ma || major == ma && minor < mi }
+	twin := j.IOEngine()
+	switch {
+	case twin == "mmap" && j.Workers > 1 && older(3, 42):
+		return fmt.Errorf("%s's mmap engine maps every job's region from the start of the file "+
+			"(fixed in fio-3.42): with %d workers the jobs after the first would use the first one's "+
+			"region, mapping it again for every block; run one worker", info.Version, j.Workers)
+	case j.Write && j.Sync == SyncDSync && twin != "mmap" && older(3, 24):
+		return fmt.Errorf("%s has no --sync=dsync (O_DSYNC; fio-3.24 or newer)", info.Version)
+	}
+	return nil
 }
 
 // lastLine returns ": " and the last non-empty line of b, or "" when b has

@@ -6,17 +6,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestRecordTestdata re-records testdata/*.json with the fio on PATH. It
-// runs only when IOPATH_FIO_RECORD=1:
+// runs only when IOPATH_FIO_RECORD is 1 (every file) or a comma-separated
+// list of names (those files only):
 //
 //	IOPATH_FIO_RECORD=1 go test -run TestRecordTestdata ./fio
+//	IOPATH_FIO_RECORD=psync_write_fdatasync4 go test -run TestRecordTestdata ./fio
+//
+// The tests that read the files check figures of the recorded runs:
+// update them after recording.
 func TestRecordTestdata(t *testing.T) {
-	if os.Getenv("IOPATH_FIO_RECORD") != "1" {
-		t.Skip("set IOPATH_FIO_RECORD=1 to re-record testdata with the fio on PATH")
+	which := os.Getenv("IOPATH_FIO_RECORD")
+	if which == "" {
+		t.Skip("set IOPATH_FIO_RECORD=1 (or to names) to re-record testdata with the fio on PATH")
 	}
 	info := needFio(t)
 	path := writeFile(t, 1<<20)
@@ -37,8 +44,18 @@ func TestRecordTestdata(t *testing.T) {
 		{name: "psync_seq_2jobs_nogroup", job: edit(base, func(j *Job) { j.Engine = "pread"; j.Workers = 2 }), drop: "--group_reporting"},
 		{name: "psync_warning", job: edit(base, func(j *Job) { j.Engine = "pread" }), extra: []string{"--iodepth=8"}},
 		{name: "psync_direct_einval", job: edit(base, func(j *Job) { j.Engine = "pread"; j.BlockSize = 1000; j.Direct = true }), fails: true},
+		// Write twins, over the same file (it keeps its size).
+		{name: "psync_write_fdatasync4", job: edit(base, func(j *Job) {
+			j.Engine, j.Write, j.Sync, j.SyncEvery = "pwrite", true, SyncEvery, 4
+		})},
+		{name: "io_uring_write_direct", job: edit(base, func(j *Job) {
+			j.Engine, j.Write, j.Direct, j.BlockSize = "io_uring", true, true, 64<<10
+		})},
 	}
 	for _, r := range recs {
+		if which != "1" && !slices.Contains(strings.Split(which, ","), r.name) {
+			continue
+		}
 		args, err := r.job.Args()
 		if err != nil {
 			t.Fatal(err)

@@ -31,8 +31,10 @@ var ErrNotRegular = sys.ErrNotRegular
 var killGrace = 200 * time.Millisecond
 
 // Run runs fio for job and parses its output. It first checks that the
-// file exists, is a regular file and holds job.PassBytes bytes, so that fio
-// never gets a chance to create, extend or replace it.
+// file exists, is a regular file and holds job.PassBytes bytes (a write
+// job's: exactly job.FileSize bytes), so that fio never gets a chance to
+// create, extend or replace it, and that this fio can run job faithfully
+// (info.Check).
 //
 // Cancelling ctx stops fio and its job processes (SIGTERM, which fio obeys
 // within milliseconds, SIGKILL killGrace later), and Run returns ctx's
@@ -44,6 +46,9 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 	}
 	if err := checkFile(job); err != nil {
 		return nil, err
+	}
+	if err := info.Check(job); err != nil {
+		return nil, fmt.Errorf("fio: %w", err)
 	}
 	twin := job.IOEngine()
 
@@ -95,7 +100,16 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 		return nil, fmt.Errorf("fio (%s) %s on %s: %w%s", info.Path, twin, job.Path, parseErr, lastLine(stderr.Bytes()))
 	}
 	if res.Bytes == 0 {
-		return nil, fmt.Errorf("fio (%s) %s on %s read nothing%s", info.Path, twin, job.Path, lastLine(stderr.Bytes()))
+		did := "read"
+		if job.Write {
+			did = "wrote"
+		}
+		return nil, fmt.Errorf("fio (%s) %s on %s %s nothing%s", info.Path, twin, job.Path, did, lastLine(stderr.Bytes()))
+	}
+	if res.Write != job.Write {
+		side := map[bool]string{false: "read", true: "write"}
+		return nil, fmt.Errorf("fio (%s) %s on %s reported %s figures for a %s job",
+			info.Path, twin, job.Path, side[res.Write], side[job.Write])
 	}
 	res.Warnings = appendLines(res.Warnings, stderr.Bytes())
 	res.Command = append([]string{info.Path}, args...)
@@ -107,17 +121,32 @@ func Run(ctx context.Context, info Info, job Job) (*Result, error) {
 	return res, nil
 }
 
-// checkFile makes sure fio will only read job.Path: with a size larger
-// than the file, fio lays the file out again (unlinking it first), and
-// with a missing file it would create one. --readonly and
-// --allow_file_create=0 forbid both; this says so clearly beforehand.
+// checkFile makes sure fio will only read job.Path, or for a write job
+// write within it: with a size larger than the file, fio lays the file out
+// again (unlinking it first), and with a missing file it would create
+// one. --readonly and --allow_file_create=0 forbid both for reads;
+// --create_on_open=1 stops the layout of a write job's file (fio then
+// writes past its end instead), and the exact size checked here stops
+// that. This says so clearly beforehand.
 func checkFile(job Job) error {
 	st, err := os.Stat(job.Path)
 	if err != nil {
 		return fmt.Errorf("fio: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("fio: %w", &fs.PathError{Op: "read", Path: job.Path, Err: ErrNotRegular})
+		op := "read"
+		if job.Write {
+			op = "write"
+		}
+		return fmt.Errorf("fio: %w", &fs.PathError{Op: op, Path: job.Path, Err: ErrNotRegular})
+	}
+	if job.Write {
+		if st.Size() != job.FileSize {
+			return fmt.Errorf("fio: %s is %d bytes, not the %d the write job was made for "+
+				"(a twin writes over a file laid out beforehand, and never changes its size)",
+				job.Path, st.Size(), job.FileSize)
+		}
+		return nil
 	}
 	if need := job.PassBytes(); st.Size() < need {
 		return fmt.Errorf("fio: %s is %d bytes, shorter than the %d the job reads (was it truncated?)",

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ func ioUringUnavailable(err error) bool {
 
 func checkResult(t *testing.T, info Info, job Job, r *Result) {
 	t.Helper()
+	if r.Write != job.Write {
+		t.Errorf("Result.Write %v for a job with Write %v", r.Write, job.Write)
+	}
 	pass := job.PassBytes()
 	if r.PassBytes != pass {
 		t.Errorf("PassBytes %d, want %d", r.PassBytes, pass)
@@ -104,6 +108,13 @@ func TestRunTwins(t *testing.T) {
 					if err != nil && job.Engine == "io_uring" && ioUringUnavailable(err) {
 						t.Skipf("fio cannot use io_uring here: %v", err)
 					}
+					if cerr := info.Check(job); cerr != nil {
+						// fio before 3.42: mmap with several workers.
+						if err == nil || !strings.Contains(err.Error(), cerr.Error()) {
+							t.Fatalf("Run: %v; want Check's error %v", err, cerr)
+						}
+						return
+					}
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -111,6 +122,241 @@ func TestRunTwins(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// writeTwinCase is one write twin of TestRunWriteTwins.
+type writeTwinCase struct {
+	name string
+	job  Job
+}
+
+// writeTwinCases are every write twin, once per sync mode and with
+// O_DIRECT, on a 16 MiB file of 128 KiB blocks.
+func writeTwinCases() []writeTwinCase {
+	const size = 16 << 20
+	var cases []writeTwinCase
+	for _, engine := range []string{"write", "pwrite", "pwritev", "pwritev+4", "mmap", "io_uring", "io_uring+sqpoll"} {
+		for _, sync := range []string{"none", "end", "every:4", "dsync", "direct"} {
+			job := Job{FileSize: size, Engine: engine, Write: true, BlockSize: 128 << 10, Workers: 1,
+				QueueDepth: 8, Seed: 1}
+			switch engine {
+			case "pwritev+4":
+				job.Engine, job.Vectors = "pwritev", 4
+			case "io_uring+sqpoll":
+				job.Engine, job.SQPoll = "io_uring", true
+			}
+			switch sync {
+			case "end":
+				job.Sync = SyncEnd
+			case "every:4":
+				job.Sync, job.SyncEvery = SyncEvery, 4
+			case "dsync":
+				job.Sync = SyncDSync
+			case "direct":
+				if engine == "mmap" {
+					continue // not applicable: Args says so (TestArgsErrors)
+				}
+				job.Direct = true
+			}
+			if job.SQPoll && sync != "none" && sync != "every:4" {
+				continue // the polling thread changes nothing else
+			}
+			cases = append(cases, writeTwinCase{engine + "/" + sync, job})
+		}
+	}
+	// Two workers, the random pattern.
+	cases = append(cases,
+		writeTwinCase{"pwrite/rand/w2/every:4", Job{FileSize: size, Engine: "pwrite", Write: true, Random: true,
+			BlockSize: 64 << 10, Workers: 2, Sync: SyncEvery, SyncEvery: 4, Seed: 5}},
+		writeTwinCase{"io_uring/rand/w2/direct", Job{FileSize: size, Engine: "io_uring", Write: true, Random: true,
+			BlockSize: 64 << 10, Workers: 2, QueueDepth: 4, Direct: true, Seed: 5}},
+	)
+	return cases
+}
+
+// TestRunWriteTwins runs every write twin for one pass over a 16 MiB
+// file of its own: fio writes the whole file, which keeps its size and
+// inode, and no other file appears beside it.
+func TestRunWriteTwins(t *testing.T) {
+	info := needFio(t)
+	for _, c := range writeTwinCases() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // dsync and every:4 wait for the disk
+			job := c.job
+			job.Path = writeFile(t, int(job.FileSize))
+			before := fileID(t, job.Path)
+			r, err := Run(context.Background(), info, job)
+			if err != nil && job.Engine == "io_uring" && ioUringUnavailable(err) {
+				t.Skipf("fio cannot use io_uring here: %v", err)
+			}
+			if err != nil && job.Direct && strings.Contains(err.Error(), "error 22") {
+				t.Skipf("the filesystem of %s refuses O_DIRECT: %v", job.Path, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, info, job, r)
+			if r.Bytes != job.FileSize {
+				t.Errorf("Bytes %d, want the file's %d", r.Bytes, job.FileSize)
+			}
+			if after := fileID(t, job.Path); after != before {
+				t.Errorf("file changed identity or size: %+v, was %+v", after, before)
+			}
+			if names := dirNames(t, filepath.Dir(job.Path)); len(names) != 1 || names[0] != filepath.Base(job.Path) {
+				t.Errorf("directory holds %q, want only %s", names, filepath.Base(job.Path))
+			}
+			if unchanged := samePattern(t, job.Path); unchanged > job.FileSize/2 {
+				t.Errorf("%d of %d bytes still hold writeFile's pattern: fio did not write the file", unchanged, job.FileSize)
+			}
+			// fio times the syncs of --fdatasync=N (msyncs for mmap), not
+			// its end fsync. A synchronous engine makes one after every
+			// N-th write but the last: 128 blocks, N=4: 31. io_uring makes
+			// more: one for each free slot until the first completes.
+			blocks := job.FileSize / int64(job.BlockSize) / int64(job.Workers)
+			var want int64
+			switch {
+			case job.Sync == SyncEvery:
+				want = (blocks - 1) / int64(job.SyncEvery) * int64(job.Workers)
+			case job.Sync == SyncDSync && job.Engine == "mmap":
+				want = blocks - 1
+			}
+			if r.SyncCount < want || job.Engine != "io_uring" && r.SyncCount != want {
+				t.Errorf("SyncCount %d, want %d", r.SyncCount, want)
+			}
+			if r.SyncCount > 0 && (r.SyncLatP50Ns <= 0 || r.SyncLatP99Ns < r.SyncLatP50Ns ||
+				r.SyncLatMaxNs <= 0 || r.SyncLatMeanNs <= 0) {
+				t.Errorf("sync latency: mean %d P50 %d P99 %d max %d", r.SyncLatMeanNs, r.SyncLatP50Ns,
+					r.SyncLatP99Ns, r.SyncLatMaxNs)
+			}
+		})
+	}
+}
+
+// TestRunWriteEndOnePass checks that a write twin with SyncEnd makes one
+// pass whatever MinTime says (fio's end fsync comes once per run), and
+// that one with another mode repeats passes for MinTime.
+func TestRunWriteEndOnePass(t *testing.T) {
+	info := needFio(t)
+	const size = 4 << 20
+	for _, sync := range []SyncMode{SyncEnd, SyncNone} {
+		t.Run(sync.String(), func(t *testing.T) {
+			job := Job{Path: writeFile(t, size), FileSize: size, Engine: "pwrite", Write: true, BlockSize: 64 << 10,
+				Workers: 1, Sync: sync, MinTime: 300 * time.Millisecond}
+			r, err := Run(context.Background(), info, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, info, job, r)
+			if sync == SyncEnd && r.Bytes != size || sync != SyncEnd && r.Bytes < 2*size {
+				t.Errorf("sync %v: %d bytes, %.1f passes", sync, r.Bytes, float64(r.Bytes)/size)
+			}
+		})
+	}
+}
+
+// fileIdentity is what a write twin must not change about its file.
+type fileIdentity struct {
+	dev, ino uint64
+	size     int64
+}
+
+func fileID(t *testing.T, path string) fileIdentity {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	return fileIdentity{dev: uint64(sys.Dev), ino: sys.Ino, size: st.Size()}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// samePattern counts the bytes of path that still hold writeFile's
+// pattern.
+func samePattern(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for i := range b {
+		if b[i] == byte(i*7+i>>12) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunWriteFileChecks checks that a write twin runs only on a regular
+// file of exactly the job's size, and that fio itself, given Args, never
+// creates a missing file and never unlinks a short one (it writes past
+// its end instead: --create_on_open=1).
+func TestRunWriteFileChecks(t *testing.T) {
+	info := needFio(t)
+	const size = 1 << 20
+	job := Job{FileSize: size, Engine: "pwrite", Write: true, BlockSize: 4096, Workers: 1}
+	for _, n := range []int{size / 2, size + 4096} {
+		j := job
+		j.Path = writeFile(t, n)
+		before := fileID(t, j.Path)
+		_, err := Run(context.Background(), info, j)
+		if err == nil || !strings.Contains(err.Error(), j.Path) || !strings.Contains(err.Error(), "not the 1048576") {
+			t.Errorf("Run on a %d-byte file: %v; want an error naming %s and the size", n, err, j.Path)
+		}
+		if after := fileID(t, j.Path); after != before || samePattern(t, j.Path) != int64(n) {
+			t.Errorf("%d-byte file changed: %+v, was %+v", n, after, before)
+		}
+	}
+	dir := t.TempDir()
+	j := job
+	j.Path = dir
+	if _, err := Run(context.Background(), info, j); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "write "+dir) {
+		t.Errorf("Run on a directory: %v; want ErrNotRegular for write", err)
+	}
+
+	// fio itself, given Args.
+	j.Path = filepath.Join(dir, "missing")
+	if _, err := Run(context.Background(), info, j); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Run on a missing file: %v", err)
+	}
+	args, err := j.Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(info.Path, args...).CombinedOutput(); err == nil {
+		t.Errorf("fio %q succeeded on a missing file: %s", args, out)
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Errorf("fio created %q", names)
+	}
+	j.Path = writeFile(t, size/2)
+	before := fileID(t, j.Path)
+	if args, err = j.Args(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(info.Path, args...).CombinedOutput(); err != nil {
+		t.Errorf("fio %q on a short file: %v: %s", args, err, out)
+	}
+	after := fileID(t, j.Path)
+	if after.dev != before.dev || after.ino != before.ino {
+		t.Errorf("fio replaced the short file: %+v, was %+v", after, before)
+	}
+	if after.size != size {
+		t.Errorf("fio left the short file %d bytes long; want it written to %d", after.size, size)
 	}
 }
 
