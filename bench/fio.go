@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/fio"
 	"github.com/iopath/iopath/metrics"
 )
@@ -11,7 +12,11 @@ import (
 // fioRow returns the fio twin row of iopath row r, or nil when r's engine
 // has no twin in fio or r cannot run at all.
 func (m *measurement) fioRow(r *row) *row {
-	if _, ok := fio.Twin(r.res.Engine); !ok || r.skip || m.cfg.Write {
+	twin := fio.Twin
+	if m.cfg.Write {
+		twin = fio.TwinWrite
+	}
+	if _, ok := twin(r.res.Engine); !ok || r.skip {
 		return nil
 	}
 	cache := Cache(r.res.Cache)
@@ -30,6 +35,18 @@ func (m *measurement) fioRow(r *row) *row {
 		Seed:       r.job.Seed,
 		TSCClock:   metrics.ClockSource() == "tsc",
 	}
+	if m.cfg.Write {
+		job.Write, job.Append = true, r.job.Pattern == engine.Append
+		job.Direct = r.job.Direct
+		switch r.job.Sync.Mode {
+		case engine.SyncEnd:
+			job.Sync = fio.SyncEnd
+		case engine.SyncEvery:
+			job.Sync, job.SyncEvery = fio.SyncEvery, r.job.Sync.Every
+		case engine.SyncDSync:
+			job.Sync = fio.SyncDSync
+		}
+	}
 	if cache != Cold {
 		job.MinTime = m.cfg.MinTime
 	}
@@ -38,11 +55,14 @@ func (m *measurement) fioRow(r *row) *row {
 		ours: r,
 		res: &Result{
 			Tool: ToolFio, Engine: job.IOEngine(), Twin: r.res.Engine, Cache: r.res.Cache, Pattern: r.res.Pattern,
-			BS: r.res.BS, Workers: r.res.Workers, QD: r.res.QD, Consume: string(None),
+			Sync: r.res.Sync, BS: r.res.BS, Workers: r.res.Workers, QD: r.res.QD, Consume: r.res.Consume,
 			Runs: []Run{}, MinTimeNs: r.res.MinTimeNs,
 		},
 	}
 	if _, err := job.Args(); err != nil {
+		f.res.Error = "not applicable: " + err.Error()
+		f.skip = true
+	} else if err := m.cfg.Fio.Check(job); err != nil {
 		f.res.Error = "not applicable: " + err.Error()
 		f.skip = true
 	}
@@ -105,5 +125,9 @@ func fioRun(res *fio.Result) Run {
 		LatP999Ns:  res.LatP999Ns,
 		LatP9999Ns: res.LatP9999Ns,
 		LatMaxNs:   res.LatMaxNs,
+
+		Syncs:        res.SyncCount,
+		SyncLatP50Ns: res.SyncLatP50Ns,
+		SyncLatP99Ns: res.SyncLatP99Ns,
 	}
 }
