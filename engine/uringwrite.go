@@ -22,9 +22,11 @@ import (
 // SyncEvery queues, after every Every-th write of a worker, an FSYNC
 // request with IORING_FSYNC_DATASYNC and IOSQE_IO_DRAIN: it starts once
 // every earlier request of the ring has completed, and later ones wait
-// for it, so that it covers the Every blocks before it, as fio quiesces
-// its queue before a sync. (IOSQE_IO_LINK after the N-th write alone
-// would wait for that one write only, not for the others in flight.)
+// for it, so that it covers the Every blocks before it. (IOSQE_IO_LINK
+// after the N-th write alone would wait for that one write only, not
+// for the others in flight.) fio's io_uring engine does not drain: it
+// queues its FSYNC while writes are in flight, and more of them until
+// the first completes (fio/doc.go), so its twin's sync count differs.
 // SyncEnd's fsync is one fsync(2) after the workers, as for every
 // writer; SyncDSync and SyncDirect are the open flags.
 type uringWriter struct{}

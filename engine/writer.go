@@ -31,7 +31,8 @@ const (
 	// each worker (io_uring: an FSYNC request with IORING_FSYNC_DATASYNC
 	// that starts once every earlier write of the worker has completed;
 	// mmap: msync of those blocks). The last fewer than Every blocks of a
-	// worker are not synced, as with fio's --fdatasync=N.
+	// worker are not synced (fio's --fdatasync=N also skips the sync
+	// after a worker's last write, even after a whole group).
 	SyncEvery
 	// SyncDSync opens the file O_DSYNC: every write returns once its data
 	// (and the metadata needed to read it) is on stable storage. mmap has
