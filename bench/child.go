@@ -40,6 +40,9 @@ type childRequest struct {
 	// Write makes this a write run: Engine is a writer, the child writes
 	// the file once and then verifies it.
 	Write bool `json:"write,omitempty"`
+	// Append, when set, makes this a durable-append run (bench
+	// --append); Engine and Job are then unused.
+	Append *appendRequest `json:"append,omitempty"`
 }
 
 // childResponse is what a child writes on its stdout.
@@ -82,6 +85,9 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp := &childResponse{}
 	if req.Tree != nil {
 		return measureTree(ctx, req.Tree, resp)
+	}
+	if req.Append != nil {
+		return measureAppend(ctx, req.Append, resp)
 	}
 	if req.Write {
 		return measureWrite(ctx, req, resp)

@@ -8,8 +8,9 @@ import (
 	"github.com/iopath/iopath/features"
 )
 
-// SchemaVersion is the version of the JSON result format (the "file" and
-// "tree" kinds, docs/schema/file.schema.json and tree.schema.json). It
+// SchemaVersion is the version of the JSON result format (the "file",
+// "tree" and "append" kinds, docs/schema/file.schema.json,
+// tree.schema.json and append.schema.json). It
 // changes when a key is renamed or removed or a field changes meaning; new
 // fields do not change it.
 //
@@ -60,6 +61,9 @@ type Report struct {
 	File          FileInfo         `json:"file"`
 	// Tree describes the tree read by `bench --tree`; nil for one file.
 	Tree *TreeInfo `json:"tree,omitempty"`
+	// Append describes the durable appends of `bench --append`; nil for
+	// reads and for the write engines (--rw).
+	Append *AppendInfo `json:"append,omitempty"`
 	// Sweep lists the values each swept parameter took, in order. A
 	// parameter that was not swept has one value.
 	Sweep Sweep `json:"sweep"`
@@ -74,17 +78,22 @@ type Report struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Kinds of report, the "kind" key of the JSON: one file, or a tree of
-// files (bench --tree).
+// Kinds of report, the "kind" key of the JSON: one file, a tree of
+// files (bench --tree), or durable appends (bench --append).
 const (
-	KindFile = "file"
-	KindTree = "tree"
+	KindFile   = "file"
+	KindTree   = "tree"
+	KindAppend = "append"
 )
 
-// Kind is the report's kind: KindTree when it read a tree, else KindFile.
+// Kind is the report's kind: KindTree when it read a tree, KindAppend
+// when it measured appends, else KindFile.
 func (r *Report) Kind() string {
-	if r.Tree != nil {
+	switch {
+	case r.Tree != nil:
 		return KindTree
+	case r.Append != nil:
+		return KindAppend
 	}
 	return KindFile
 }
@@ -207,6 +216,13 @@ type Result struct {
 	SyscallsPerFile float64 `json:"syscalls_per_file,omitempty"`
 	CPUSPer1kFiles  float64 `json:"cpu_s_per_1k_files,omitempty"`
 	CSwPerFile      float64 `json:"csw_per_file,omitempty"`
+	// Append figures (bench --append), medians over the runs: sync
+	// calls per durable record (fsync or fdatasync for the os.File
+	// methods, one a record; a Log's group commits, fewer when Appends
+	// share one), and user+system CPU microseconds per durable record.
+	// IOPS holds the durable records per second, BS the record size.
+	SyncsPerRecord float64 `json:"syncs_per_record,omitempty"`
+	CPUUsPerRecord float64 `json:"cpu_us_per_record,omitempty"`
 	// NoisyRuns counts the runs marked noisy (see Run.Noisy). They are
 	// kept in the figures and shown, not hidden.
 	NoisyRuns int    `json:"noisy_runs"`

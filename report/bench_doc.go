@@ -12,12 +12,16 @@ import (
 
 // BenchDoc maps a benchmark report into a Doc: a single file's (kind
 // "file": one group per workload, fio rows under the iopath rows they
-// mirror) or a tree's (kind "tree", bench --tree). Every figure cell
+// mirror), a tree's (kind "tree", bench --tree) or durable appends'
+// (kind "append", bench --append: append_doc.go). Every figure cell
 // made from runs carries each successful run's value, for compare's
 // test and for gobench.
 func BenchDoc(r *bench.Report) *Doc {
-	if r.Tree != nil {
+	switch {
+	case r.Tree != nil:
 		return treeDoc(r)
+	case r.Append != nil:
+		return appendDoc(r)
 	}
 	d, _ := fileDoc(r)
 	return d

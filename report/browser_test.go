@@ -225,6 +225,7 @@ func TestBrowserHTML(t *testing.T) {
 		{"smallSweep", smallSweep, smallSweepCharts},
 		{"tree", treeSample, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5}},
 		{"writes", writeSample, map[string]int{"throughput-warm": 5, "cpu-warm": 5, "latency-warm": 5}},
+		{"appends", appendSample, map[string]int{"append-records-per-s": 4, "append-p99": 4, "append-cpu-per-record": 4}},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()

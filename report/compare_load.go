@@ -20,6 +20,7 @@ import (
 var compareKinds = map[string]func(d *jsondoc.Doc) (compared, error){
 	bench.KindFile:          loadBenchCompared,
 	bench.KindTree:          loadBenchCompared,
+	bench.KindAppend:        loadBenchCompared,
 	netresult.EchoKind:      loadNetCompared,
 	netresult.FileServeKind: loadFileServeCompared,
 	netresult.WritevKind:    loadWritevCompared,
@@ -56,7 +57,7 @@ func loadCompared(path string) (compared, error) {
 		return compared{}, err
 	}
 	d, err := jsondoc.Open(path, data, "iopath report",
-		"want the JSON of iopath bench, bench --tree, net bench, net bench --serve-file or --writev")
+		"want the JSON of iopath bench, bench --tree, bench --append, net bench, net bench --serve-file or --writev")
 	if err != nil {
 		return compared{}, err
 	}
@@ -90,7 +91,12 @@ func loadBenchCompared(d *jsondoc.Doc) (compared, error) {
 	}
 	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started,
 		Machine: r.Machine, Interrupted: r.Interrupted}
-	if r.Tree != nil {
+	if a := r.Append; a != nil {
+		// Two append reports compare alike when they appended records
+		// of one size for as long, on one kind of filesystem.
+		src.Props = append(src.Props, Field{"record size", units.FormatSize(int64(a.RecordSizeBytes))},
+			Field{"duration", time.Duration(a.DurationNs).String()}, Field{"filesystem", a.Filesystem})
+	} else if r.Tree != nil {
 		t := r.Tree
 		if !t.Temporary {
 			src.Props = append(src.Props, Field{"tree", units.QuotePath(t.Dir)})

@@ -508,10 +508,10 @@ func TestCompareAcrossSchemaVersions(t *testing.T) {
 		}
 	}
 
-	// A current report must say it is one file or a tree.
+	// A current report must say it is one file, a tree or appends.
 	for _, kind := range []string{`"net-echo"`, `7`} {
 		bad := strings.Replace(b.String(), `"kind": "file"`, `"kind": `+kind, 1)
-		if _, err := LoadJSON(write("kind.json", []byte(bad))); err == nil || !strings.Contains(err.Error(), `its "kind" is not "file" or "tree"`) {
+		if _, err := LoadJSON(write("kind.json", []byte(bad))); err == nil || !strings.Contains(err.Error(), `its "kind" is not "file", "tree" or "append"`) {
 			t.Errorf("kind %s: %v", kind, err)
 		}
 	}

@@ -37,9 +37,17 @@ import (
 // its whiskers (data-chart "files-per-s") and CPU-s per 1,000 files
 // ("cpu-per-1k-files"), a group per cache state and a bar per engine,
 // then the tree's table (BenchDoc), notes and definitions.
+//
+// An append report's page (bench --append) holds three bar charts,
+// durable records per second ("append-records-per-s"), P99 per append
+// ("append-p99") and CPU µs per record ("append-cpu-per-record"), a
+// group per writer count and a bar per method (append_doc.go).
 func HTML(w io.Writer, r *bench.Report) error {
-	if r.Tree != nil {
+	switch {
+	case r.Tree != nil:
 		return renderPage(w, treePage(r))
+	case r.Append != nil:
+		return renderPage(w, appendPage(r))
 	}
 	return renderPage(w, filePage(r))
 }

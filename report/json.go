@@ -12,9 +12,9 @@ import (
 	"github.com/iopath/iopath/netio/netresult"
 )
 
-// JSON writes r as indented JSON followed by a newline, of kind "file" or
-// "tree" (r.Kind()) at bench.SchemaVersion (docs/schema/file.schema.json,
-// tree.schema.json). The output is always valid JSON: a float that is
+// JSON writes r as indented JSON followed by a newline, of kind "file",
+// "tree" or "append" (r.Kind()) at bench.SchemaVersion
+// (docs/schema/file.schema.json, tree.schema.json, append.schema.json). The output is always valid JSON: a float that is
 // NaN or infinite (encoding/json refuses those) is written as 0. r itself
 // is not modified.
 func JSON(w io.Writer, r *bench.Report) error {
@@ -38,7 +38,7 @@ func WritevJSON(w io.Writer, r *netresult.WritevReport) error {
 }
 
 // LoadJSON reads a report written by `iopath bench --format json` (the
-// kinds "file" and "tree"), of this schema_version or an older one, whose
+// kinds "file", "tree" and "append"), of this schema_version or an older one, whose
 // keys it renames (benchRenames) and whose figures bench.Upgrade brings up
 // to date. Its errors are one line and name path: the file is missing or
 // unreadable, is not JSON, is JSON but not an iopath report, or has a
@@ -88,8 +88,8 @@ func decodeBench(d *jsondoc.Doc) (*bench.Report, error) {
 	if version < 3 {
 		// Versions 1 and 2 had no kind, and keys without their units.
 		renames = benchRenames
-	} else if k := d.Str("kind"); k != bench.KindFile && k != bench.KindTree {
-		return nil, d.Errorf("its \"kind\" is not %q or %q", bench.KindFile, bench.KindTree)
+	} else if k := d.Str("kind"); k != bench.KindFile && k != bench.KindTree && k != bench.KindAppend {
+		return nil, d.Errorf("its \"kind\" is not %q, %q or %q", bench.KindFile, bench.KindTree, bench.KindAppend)
 	}
 	var r bench.Report
 	if err := d.Decode(&r, renames); err != nil {

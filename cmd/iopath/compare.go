@@ -28,15 +28,16 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "compare OLD.json NEW.json",
 		Short: "Compare two reports of one kind: what got faster or slower beyond the noise",
 		Long: `compare reads two JSON reports of one kind — iopath bench (one file),
-bench --tree, net bench (echo), net bench --serve-file or net bench --writev
-— and matches their rows by workload and by the row's name (engine and cache
-state for files and trees, engine for echo, method for file serving, way for
-writev). For each pair it prints the old and new median of the kind's first
+bench --tree, bench --append, net bench (echo), net bench --serve-file or net
+bench --writev — and matches their rows by workload and by the row's name
+(engine and cache state for files and trees, method and writers for appends,
+engine for echo, method for file serving, way for writev). For each pair it prints the old and new median of the kind's first
 headline figure and the change (Δ%) of every headline figure, each with a
 verdict:
 
   file        GiB/s, CPU-s per GiB
   tree        files/s, CPU-s per 1k files
+  append      durable records/s, P99 per append, CPU-µs per record
   net-echo    QPS, P99 latency, server CPU-µs per request
   file-serve  GB/s, server CPU-s per GB (per file size)
   writev      sending thread's CPU-ns per response (per part count k)

@@ -172,6 +172,11 @@ func TestSchemas(t *testing.T) {
 		validate(t, "tree", cli(t, "bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm",
 			"--engines", strings.Join(batch.Names(), ","), "--format", "json"))
 	})
+	t.Run("append", func(t *testing.T) {
+		// Every method, a group commit of several writers.
+		validate(t, "append", cli(t, "bench", "--append", "--writers", "1,4", "--duration", "100ms", "--runs", "1",
+			"--dir", t.TempDir(), "--format", "json"))
+	})
 	t.Run("advise", func(t *testing.T) {
 		dir := t.TempDir()
 		cli(t, "gen", "--tree", filepath.Join(dir, "tree"), "--files", "40", "--size", "1KiB")
@@ -197,7 +202,7 @@ func TestSchemas(t *testing.T) {
 // what a short run does not make (several runs, a failed row, a
 // skipped method), match their kinds' schemas.
 func TestSchemaGoldens(t *testing.T) {
-	for _, kind := range []string{"file-serve", "writev"} {
+	for _, kind := range []string{"file-serve", "writev", "append"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "report", "testdata", kind+".golden.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -289,6 +294,7 @@ func TestSchemaEnums(t *testing.T) {
 	}{
 		{"file engines", common.Defs["file_engine"].Enum, unique(append(engine.Names(), engine.WriterNames()...))},
 		{"tree engines", common.Defs["tree_engine"].Enum, batch.Names()},
+		{"append methods", common.Defs["append_method"].Enum, bench.AppendMethods()},
 		{"net engines", common.Defs["net_engine"].Enum, netio.Engines()},
 		{"file-serve methods", enumOf("file-serve.schema.json", append(item, "method")...), netresult.FileServeMethods()},
 		{"writev ways", enumOf("writev.schema.json", append(item, "way")...), netresult.WritevWays()},
