@@ -1,10 +1,10 @@
 // Package wal is the mechanism behind iopath.OpenLog: a write-ahead log
 // file of framed records (frame.go), the reader that checks them and finds
-// where a torn tail begins (reader.go), and the group committer (commit.go)
-// that gathers concurrent appends into one write and one fdatasync, driven
-// by one of two engines: pwrite(2) + fdatasync(2) (pwrite.go), or a WRITE
-// linked to an FSYNC on an io_uring ring owned by one locked thread
-// (uring.go).
+// where a torn tail begins (reader.go), opening, locking and recovering a
+// log file (open.go), and the group committer (commit.go) that gathers
+// concurrent appends into one write and one fdatasync, driven by one of
+// two engines: pwrite(2) + fdatasync(2) (pwrite.go), or a WRITE linked to
+// an FSYNC on an io_uring ring owned by one locked thread (uring.go).
 //
 // The on-disk format and the rules that tell a torn tail from corruption
 // are described in frame.go and in docs/log.md.

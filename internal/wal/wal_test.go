@@ -194,13 +194,13 @@ func TestTornTailEveryOffset(t *testing.T) {
 	path := filepath.Join(dir, "log")
 	l := open(t, path, Pwrite, 1<<20)
 	for i := range 5 {
-		if err := l.Append(context.Background(), payload(i+1)); err != nil {
+		if err := l.Append(context.Background(), bytes.Repeat([]byte{byte(i)}, 100+50*i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st, _ := os.Stat(path)
 	kept := st.Size()
-	last := payload(5004) // 8676 bytes: one commit of one record (over 4 KiB), the last
+	last := payload(5008) // 4352 bytes: one commit of one record (over 4 KiB), the last
 	if err := l.Append(context.Background(), last); err != nil {
 		t.Fatal(err)
 	}
