@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -560,5 +561,49 @@ func TestSymlinks(t *testing.T) {
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Fatalf("the link: %v, %v", fi, err)
+	}
+}
+
+// Each engine reports a write the kernel refuses as an *fs.PathError
+// naming the file, with the errno, and makes no fdatasync after it.
+func TestEngineWriteError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro")
+	os.WriteFile(path, nil, 0o600)
+	fd, err := sys.Open(path, sys.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close(fd)
+	buf, err := sys.MmapAnon(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Munmap(buf)
+	for _, e := range engines(t) {
+		t.Run(e.Name, func(t *testing.T) {
+			done := make(chan struct{})
+			go func() { // the io_uring engine lives on a locked thread
+				defer close(done)
+				if e.Pinned {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+				}
+				eng, _, err := e.New(fd, path, [][]byte{buf})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer eng.close()
+				writes, syncs, err := eng.commit(buf[:100], 0, 0)
+				var pe *fs.PathError
+				if !errors.Is(err, sys.EBADF) || !errors.As(err, &pe) || pe.Path != path || pe.Op != "write" {
+					t.Errorf("commit on a read-only descriptor: %v", err)
+				}
+				if writes != 1 || syncs > 1 || eng.broken() {
+					t.Errorf("%d writes, %d syncs, broken %v", writes, syncs, eng.broken())
+				}
+			}()
+			<-done
+		})
 	}
 }
