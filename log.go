@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/iopath/iopath/engine"
-	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/auto"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/wal"
@@ -298,7 +297,7 @@ func logPlan(path string, o *options) (auto.Choice, error) {
 	}
 	if o.engine != "" {
 		if o.engine == "io_uring" {
-			if err := logUring(); err != nil {
+			if err := uringWritable(); err != nil {
 				return auto.Choice{}, fmt.Errorf("iopath: %s %s: %w", callOpenLog, path, err)
 			}
 		}
@@ -306,7 +305,7 @@ func logPlan(path string, o *options) (auto.Choice, error) {
 			Reason: fmt.Sprintf("WithEngine(%q) in the code", o.engine)}, nil
 	}
 	c := auto.Choice{Engine: "pwrite", Workers: 1, Rule: ruleLog, Reason: logReason}
-	uerr := logUring()
+	uerr := uringWritable()
 	switch name := strings.TrimSpace(os.Getenv(auto.EnvEngine)); {
 	case name == "" || name == c.Engine:
 	case name != "io_uring":
@@ -351,7 +350,3 @@ func logTarget(path string) error {
 	}
 	return &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 }
-
-// logUring returns nil when io_uring can write and sync a file here, or
-// why not (see engine.UringError).
-func logUring() error { return engine.UringError(features.HaveOps("WRITE", "FSYNC")) }

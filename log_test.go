@@ -226,7 +226,7 @@ func openAppender(b *testing.B, kind string, open func(string) (appender, error)
 // the probe says it can run (and the skip says why not).
 func logEngines(t *testing.T) []string {
 	t.Helper()
-	if err := logUring(); err != nil {
+	if err := uringWritable(); err != nil {
 		t.Logf("io_uring not tested: %v", err)
 		return []string{"pwrite"}
 	}

@@ -143,7 +143,7 @@ func writeFileChoice(o *options) (auto.Choice, error) {
 }
 
 // uringWritable returns nil when io_uring can write and sync a file here,
-// or why not (see engine.UringError).
+// or why not (see engine.UringError): WriteFile's and Log's one check.
 func uringWritable() error { return engine.UringError(features.HaveOps("WRITE", "FSYNC")) }
 
 // writeTarget is where WriteFile puts the new file: the name base in the
