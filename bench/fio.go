@@ -47,7 +47,8 @@ func (m *measurement) fioRow(r *row) *row {
 			job.Sync = fio.SyncDSync
 		}
 	}
-	if cache != Cold {
+	if cache != Cold && !m.cfg.Write {
+		// Write runs make one pass, as ours do.
 		job.MinTime = m.cfg.MinTime
 	}
 	f := &row{
