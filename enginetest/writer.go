@@ -24,6 +24,15 @@ import (
 // cancelled context and a failing source.
 func RunWriter(t *testing.T, w engine.Writer) {
 	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe")
+	layOut(t, probe, 4096)
+	if p, err := w.PrepareWrite(engine.Job{Path: probe, BlockSize: 4096, QueueDepth: 4}); errors.Is(err, engine.ErrNotSupported) {
+		t.Skipf("%s cannot run here: %v", w.Name(), err)
+	} else if err != nil {
+		t.Fatal(err)
+	} else {
+		p.Close()
+	}
 	syncs := []engine.Sync{{}, {Mode: engine.SyncEnd}, {Mode: engine.SyncEvery, Every: 3}, {Mode: engine.SyncDSync}}
 	if w.Caps().Direct {
 		syncs = append(syncs, engine.Sync{Mode: engine.SyncDirect})
