@@ -132,9 +132,9 @@ type writeTwinCase struct {
 }
 
 // writeTwinCases are every write twin, once per sync mode and with
-// O_DIRECT, on a 16 MiB file of 128 KiB blocks.
+// O_DIRECT, on a 4 MiB file of 128 KiB blocks.
 func writeTwinCases() []writeTwinCase {
-	const size = 16 << 20
+	const size = 4 << 20
 	var cases []writeTwinCase
 	for _, engine := range []string{"write", "pwrite", "pwritev", "pwritev+4", "mmap", "io_uring", "io_uring+sqpoll"} {
 		for _, sync := range []string{"none", "end", "every:4", "dsync", "direct"} {
@@ -175,7 +175,7 @@ func writeTwinCases() []writeTwinCase {
 	return cases
 }
 
-// TestRunWriteTwins runs every write twin for one pass over a 16 MiB
+// TestRunWriteTwins runs every write twin for one pass over a 4 MiB
 // file of its own: fio writes the whole file, which keeps its size and
 // inode, and no other file appears beside it.
 func TestRunWriteTwins(t *testing.T) {
