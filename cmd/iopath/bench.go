@@ -109,8 +109,8 @@ reason. FILE must be a regular file with a stable size: a pseudo-file
 Writes: --rw write, randwrite or append measures the write engines (write,
 pwrite, pwritev, mmap, io_uring) instead, with --sync none (page cache only),
 end (one fsync at the end, timed), every:N (fdatasync after every N blocks of
-a worker; io_uring: an FSYNC once the writes before it completed), dsync (O_DSYNC) or direct
-(O_DIRECT, the same as --cache direct). bench writes only to a file it makes:
+a worker; io_uring: an FSYNC once the writes before it completed), dsync
+(O_DSYNC) or direct (O_DIRECT, the same as --cache direct). bench writes only to a file it makes:
 a temporary one (removed after, also on Ctrl-C), or a new path given with
 --write-file (never an existing one unless --force is given too, and never a
 device or directory). Each write run makes one pass, and the file is then
