@@ -338,6 +338,36 @@ func (w *uringWorker) prep(slot uint16, fd int32) bool {
 	return true
 }
 
+// useFile puts fd in the worker's registered file slot, when it has one,
+// and returns what requests name it by (the slot, else fd) and the
+// function that empties the slot again at the end of the run.
+func (w *uringWorker) useFile(fd int32) (int32, func() error, error) {
+	if !w.files {
+		return fd, func() error { return nil }, nil
+	}
+	w.fdSlot[0] = fd
+	if err := w.ring.UpdateFiles(0, w.fdSlot[:]); err != nil {
+		return fd, nil, fmt.Errorf("io_uring: %w", err)
+	}
+	return 0, func() error {
+		w.fdSlot[0] = -1
+		if err := w.ring.UpdateFiles(0, w.fdSlot[:]); err != nil {
+			return fmt.Errorf("io_uring: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// allFree returns the worker's free-slot stack with every slot in it,
+// slot 0 on top.
+func (w *uringWorker) allFree() []uint16 {
+	w.free = w.free[:0]
+	for i := w.qd - 1; i >= 0; i-- {
+		w.free = append(w.free, uint16(i))
+	}
+	return w.free
+}
+
 // runCaught is run, carrying a panic in it to Run's caller. A panic in
 // the sink is caught where it is called, and the worker goes on to reap
 // its reads; one anywhere else in run (a bug) may leave reads in flight
@@ -366,30 +396,21 @@ func (w *uringWorker) run(q *uringReq) (err error) {
 	sys0 := r.Syscalls()
 	defer func() { ws.Syscalls += r.Syscalls() - sys0 }()
 
-	fd := int32(q.f.fd)
-	if w.files {
-		w.fdSlot[0] = fd
-		if err := r.UpdateFiles(0, w.fdSlot[:]); err != nil {
-			return fmt.Errorf("io_uring: %w", err)
-		}
-		fd = 0
-		defer func() {
-			w.fdSlot[0] = -1
-			if uerr := r.UpdateFiles(0, w.fdSlot[:]); uerr != nil && err == nil {
-				err = fmt.Errorf("io_uring: %w", uerr)
-			}
-		}()
+	fd, release, err := w.useFile(int32(q.f.fd))
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if rerr := release(); err == nil {
+			err = rerr
+		}
+	}()
 
 	f, sink, id := q.f, q.sink, w.id
 	c := q.p.cursor(id)
 	done := q.c.ctx.Done()
 	lat := ws.Lat
-	w.free = w.free[:0]
-	for i := w.qd - 1; i >= 0; i-- {
-		w.free = append(w.free, uint16(i))
-	}
-	free := w.free
+	free := w.allFree()
 	inflight := 0
 	var firstErr error
 	stop := false

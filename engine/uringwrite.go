@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall"
 
 	"github.com/iopath/iopath/features"
@@ -129,20 +128,15 @@ func (w *uringWorker) runWrite(q *uringReq) (err error) {
 	sys0 := r.Syscalls()
 	defer func() { ws.Syscalls += r.Syscalls() - sys0 }()
 
-	fd := int32(q.wf.fd)
-	if w.files {
-		w.fdSlot[0] = fd
-		if err := r.UpdateFiles(0, w.fdSlot[:]); err != nil {
-			return fmt.Errorf("io_uring: %w", err)
-		}
-		fd = 0
-		defer func() {
-			w.fdSlot[0] = -1
-			if uerr := r.UpdateFiles(0, w.fdSlot[:]); uerr != nil && err == nil {
-				err = fmt.Errorf("io_uring: %w", uerr)
-			}
-		}()
+	fd, release, err := w.useFile(int32(q.wf.fd))
+	if err != nil {
+		return err
 	}
+	defer func() {
+		if rerr := release(); err == nil {
+			err = rerr
+		}
+	}()
 
 	f, src, id := q.wf, q.src, w.id
 	c := q.p.cursor(id)
@@ -152,11 +146,7 @@ func (w *uringWorker) runWrite(q *uringReq) (err error) {
 	if w.job.Sync.Mode == SyncEvery {
 		every = w.job.Sync.Every
 	}
-	w.free = w.free[:0]
-	for i := w.qd - 1; i >= 0; i-- {
-		w.free = append(w.free, uint16(i))
-	}
-	free := w.free
+	free := w.allFree()
 	inflight := 0
 	// SyncEvery: writes are numbered when queued (seq); doneAt marks the
 	// completed numbers at or past prefix, below which all completed;
