@@ -399,7 +399,7 @@ func appendRun(ctx context.Context, argv []string, dir string, track func(string
 	// makes an append run noisy, the kernel's write-back threads' (for
 	// the run's syncs) recorded apart, as for a write run.
 	return guardWith(ctx, "", true, none, unknown, func() (Run, *metrics.Histogram, time.Duration, bool) {
-		return runChild(ctx, argv, &childRequest{Append: req})
+		return runChild(ctx, argv, &childRequest{Append: req}, nil)
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/iopath/iopath/batch"
@@ -34,6 +33,8 @@ type childRequest struct {
 	// measured phase: a temporary file the runner made beside the
 	// profile's name, and renames into place when the run succeeded.
 	Profile string `json:"profile,omitempty"`
+	// Trace is the same for an execution trace (runtime/trace).
+	Trace string `json:"trace,omitempty"`
 	// Tree, when set, makes this a many-files run (bench --tree); Engine
 	// and Job are then unused.
 	Tree *treeRequest `json:"tree,omitempty"`
@@ -67,6 +68,8 @@ type childResponse struct {
 	SyncLat  [][2]int64 `json:"sync_lat,omitempty"`
 	Verified string     `json:"verified,omitempty"`
 	Mismatch bool       `json:"mismatch,omitempty"`
+	// Runtime is what the Go runtime did during the measured phase.
+	Runtime *metrics.Runtime `json:"runtime,omitempty"`
 }
 
 // ChildMain runs one measurement as asked on stdin and writes the result on
@@ -84,7 +87,7 @@ func ChildMain(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp := &childResponse{}
 	if req.Tree != nil {
-		return measureTree(ctx, req.Tree, resp)
+		return measureTree(ctx, req, resp)
 	}
 	if req.Append != nil {
 		return measureAppend(ctx, req.Append, resp)
@@ -110,11 +113,11 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	resp.SetupNs = int64(time.Since(t0))
 	sink := newConsumer(req.Consume, req.Job.Workers)
 
-	prof, err := startProfile(req.Profile)
+	inst, err := startInstruments(req)
 	if err != nil {
 		return fail(err)
 	}
-	defer prof.stop()
+	defer inst.stop()
 	err = measurePasses(resp, time.Duration(req.MinTimeNs), req.Consume == Checksum, "file", func() (pass, error) {
 		st, err := p.Run(ctx, sink)
 		if err != nil {
@@ -128,49 +131,11 @@ func measure(ctx context.Context, req *childRequest) *childResponse {
 	if err != nil {
 		return fail(err)
 	}
-	if err := prof.finish(); err != nil {
+	if err := inst.finish(resp); err != nil {
 		return fail(err)
 	}
 	return resp
 }
-
-// cpuProfile is a child's pprof CPU profile of its measured phase.
-type cpuProfile struct{ f *os.File }
-
-// startProfile starts profiling into path (made by the runner, which
-// removes it if this process dies); no profile when path is "".
-func startProfile(path string) (*cpuProfile, error) {
-	if path == "" {
-		return &cpuProfile{}, nil
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	return &cpuProfile{f: f}, nil
-}
-
-// finish stops the profile and closes its file: a profile cut short (a
-// full disk) must not pass for a whole one.
-func (p *cpuProfile) finish() error {
-	if p.f == nil {
-		return nil
-	}
-	pprof.StopCPUProfile()
-	err := p.f.Close()
-	p.f = nil
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	return nil
-}
-
-// stop is finish for the paths that failed.
-func (p *cpuProfile) stop() { p.finish() }
 
 // pass is what one pass over the data (a file or a tree) gave.
 type pass struct {

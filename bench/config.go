@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -94,17 +93,24 @@ type Config struct {
 	Fio *fio.Info
 	// ProfileDir, when set, makes every iopath run write a pprof CPU
 	// profile of its measured phase into this directory (created when
-	// missing), named as ProfileFiles lists. A profile is written to a
-	// temporary file beside its name and renamed into place when its run
-	// succeeded. Measure refuses to start when one of the names exists,
-	// unless ProfileReplace is set.
+	// missing); PerfDir a perf recording of it, kernel frames included, as
+	// a pprof profile (.pb.gz), and a breakdown of its CPU into the
+	// report (Run.Perf: perf must be usable, perf.Probe); TraceDir an
+	// execution trace (go tool trace). The files are named as RunFiles
+	// lists; each is written to a temporary file beside its name and
+	// renamed into place when its run succeeded. Measure refuses to start
+	// when one of the names exists, unless ProfileReplace is set.
 	ProfileDir     string
+	PerfDir        string
+	TraceDir       string
 	ProfileReplace bool
 	// TrackTemp, when set, is told each temporary file the runner makes
 	// (a profile being written) and returns the function that forgets it
 	// again: a caller that can be stopped at once removes what is still
-	// tracked then.
-	TrackTemp func(path string) (forget func())
+	// tracked then. TrackTempDir is the same for a temporary directory
+	// (a perf recording's).
+	TrackTemp    func(path string) (forget func())
+	TrackTempDir func(dir string) (forget func())
 
 	// Command is the command line recorded in the report.
 	Command string
@@ -171,13 +177,14 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// ProfileFiles lists the profiles a Measure of c writes with ProfileDir
-// set, one per run of each iopath row that can run (in the order they are
-// written). Call it after Validate.
-func (c *Config) ProfileFiles() []string {
-	if c.ProfileDir == "" {
-		return nil
-	}
+func (c *Config) outputs() *outputs {
+	return &outputs{profileDir: c.ProfileDir, perfDir: c.PerfDir, traceDir: c.TraceDir, replace: c.ProfileReplace,
+		track: c.TrackTemp, trackDir: c.TrackTempDir}
+}
+
+// runNames lists the base names of the runs of each iopath row that can
+// run, in the order they are made.
+func (c *Config) runNames() []string {
 	plain := *c
 	plain.Fio = nil // fio rows write no profile
 	m := &measurement{cfg: &plain}
@@ -188,7 +195,7 @@ func (c *Config) ProfileFiles() []string {
 			for n := range c.Runs {
 				for _, r := range rows {
 					if !r.skip {
-						out = append(out, filepath.Join(c.ProfileDir, profileName(r.res, n)))
+						out = append(out, runName(r.res, n))
 					}
 				}
 			}
@@ -196,6 +203,11 @@ func (c *Config) ProfileFiles() []string {
 	}
 	return out
 }
+
+// RunFiles lists the files a Measure of c writes with ProfileDir, PerfDir
+// or TraceDir set, one of each per run of each iopath row that can run
+// (in the order they are written). Call it after Validate.
+func (c *Config) RunFiles() []string { return c.outputs().files(c.runNames()) }
 
 // MaxPoints bounds the size of a sweep.
 const MaxPoints = 1000

@@ -23,14 +23,14 @@ func TestProfileFiles(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := cfg.ProfileFiles()
+	want := cfg.RunFiles()
 	// mmap cannot run direct: no profile is planned for it.
 	if len(want) != 6 || !slices.Contains(want, filepath.Join(dir, "pread-direct-seq-bs128KiB-w1-run2.pprof")) ||
 		slices.Contains(want, filepath.Join(dir, "mmap-direct-seq-bs128KiB-w1-run1.pprof")) {
 		t.Fatalf("ProfileFiles = %q", want)
 	}
 	cfg.Caches = []Cache{Warm}
-	want = cfg.ProfileFiles()
+	want = cfg.RunFiles()
 	first := want[0] // the first a Measure checks
 
 	fds := testenv.OpenFDs(t)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/perf"
 )
 
 // SchemaVersion is the version of the JSON result format (the "file",
@@ -223,6 +225,14 @@ type Result struct {
 	// IOPS holds the durable records per second, BS the record size.
 	SyncsPerRecord float64 `json:"syncs_per_record,omitempty"`
 	CPUUsPerRecord float64 `json:"cpu_us_per_record,omitempty"`
+	// Perf is where the CPU of the runs that succeeded went, their perf
+	// samples together (--perf); Flame their call tree, pruned of calls
+	// under 0.5% of the samples, for the HTML report's flame graph.
+	Perf  *perf.Breakdown `json:"perf,omitempty"`
+	Flame *perf.Flame     `json:"flame,omitempty"`
+	// Runtime is what the Go runtime did, each figure the median over the
+	// runs that succeeded (iopath rows).
+	Runtime *metrics.Runtime `json:"runtime,omitempty"`
 	// NoisyRuns counts the runs marked noisy (see Run.Noisy). They are
 	// kept in the figures and shown, not hidden.
 	NoisyRuns int    `json:"noisy_runs"`
@@ -272,9 +282,17 @@ type Run struct {
 	// NoiseUnknown says the run was too short for /proc/stat's 10 ms
 	// ticks to tell whether other processes competed with it.
 	NoiseUnknown bool `json:"noise_unknown,omitempty"`
-	// Profile is the pprof CPU profile written for this run (--profile).
-	Profile  string `json:"profile,omitempty"`
-	Checksum string `json:"checksum,omitempty"`
+	// Profile is the pprof CPU profile written for this run (--profile),
+	// Trace its execution trace (--trace).
+	Profile string `json:"profile,omitempty"`
+	Trace   string `json:"trace,omitempty"`
+	// PerfProfile is the perf recording of this run, as a pprof profile
+	// with kernel frames (--perf), and Perf where its CPU went.
+	PerfProfile string          `json:"perf_profile,omitempty"`
+	Perf        *perf.Breakdown `json:"perf,omitempty"`
+	// Runtime is what the Go runtime did during the measured phase.
+	Runtime  *metrics.Runtime `json:"runtime,omitempty"`
+	Checksum string           `json:"checksum,omitempty"`
 	// Write runs: sync calls made, their latency, and how the file was
 	// read back to verify it ("direct": O_DIRECT; "dropped": fsync, then
 	// its pages dropped from the cache, on a filesystem without O_DIRECT).

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,11 +18,11 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/fio"
 	"github.com/iopath/iopath/internal/fileio"
-	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/perf"
 )
 
 // ErrChecksum is returned (with the full report) when an engine delivered
@@ -75,19 +74,11 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		argv = []string{exe}
 	}
-	if cfg.ProfileDir != "" {
-		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
-			return nil, err
-		}
-		if !cfg.ProfileReplace {
-			for _, p := range cfg.ProfileFiles() {
-				if _, err := os.Lstat(p); err == nil {
-					return nil, &fs.PathError{Op: "bench: profile", Path: p, Err: outfile.ErrExists}
-				}
-			}
-		}
-		rep.Notes = append(rep.Notes, "profiled (--profile): each run's figures include pprof's sampling, about 1% of CPU")
+	notes, err := cfg.outputs().prepare(cfg.runNames())
+	if err != nil {
+		return nil, err
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	if cfg.Fio != nil {
 		rep.Fio = &FioInfo{Path: cfg.Fio.Path, Version: cfg.Fio.Version}
 		if rep.Machine.LatencyClock == "tsc" {
@@ -250,14 +241,15 @@ type measurement struct {
 // row is one line of the report being measured: an iopath engine or a fio
 // twin at one point and cache state.
 type row struct {
-	res  *Result
-	hist *metrics.Histogram // iopath rows: every good run's blocks
-	eng  engine.Engine      // nil for fio rows and writers
-	caps engine.Caps        // the engine's (iopath rows)
-	job  engine.Job
-	fio  *fio.Job // fio rows only
-	ours *row     // fio rows: the iopath row it mirrors
-	skip bool     // not applicable or not supported: no more runs
+	res   *Result
+	flame *perf.Flame        // --perf: every good run's call tree
+	hist  *metrics.Histogram // iopath rows: every good run's blocks
+	eng   engine.Engine      // nil for fio rows and writers
+	caps  engine.Caps        // the engine's (iopath rows)
+	job   engine.Job
+	fio   *fio.Job // fio rows only
+	ours  *row     // fio rows: the iopath row it mirrors
+	skip  bool     // not applicable or not supported: no more runs
 }
 
 // rows lists the rows of one point: each engine, followed by its fio twin
@@ -372,23 +364,15 @@ func (m *measurement) runEngine(r *row, n int) {
 			return
 		}
 	}
-	var profile *outfile.Temp
-	if cfg.ProfileDir != "" {
-		var err error
-		profile, err = outfile.Create(filepath.Join(cfg.ProfileDir, profileName(r.res, n)), cfg.TrackTemp)
-		if err != nil {
-			m.record(r, n, Run{Error: fmt.Sprintf("profile: %v", err)}, nil)
-			return
-		}
-		// Whatever ends the run, no temporary file stays.
-		defer profile.Abort()
+	out := cfg.outputs()
+	cr := childRequest{Engine: r.res.Engine, Job: r.job, Consume: cfg.Consume, Write: cfg.Write}
+	if cache != Cold && !cfg.Write {
+		cr.MinTimeNs = int64(cfg.MinTime)
 	}
-	run, hist, notSupported := m.guarded(cache, func() (Run, *metrics.Histogram, time.Duration, bool) {
-		tmp := ""
-		if profile != nil {
-			tmp = profile.Name()
-		}
-		return runOnce(m.ctx, m.argv, cfg, cache, r.res.Engine, r.job, tmp)
+	run, hist, notSupported, obs := out.observe(m.ctx, runName(r.res, n), &cr, func(wrap func(*exec.Cmd) error) (Run, *metrics.Histogram, bool) {
+		return m.guarded(cache, func() (Run, *metrics.Histogram, time.Duration, bool) {
+			return runChild(m.ctx, m.argv, &cr, wrap)
+		})
 	})
 	if m.ctx.Err() != nil {
 		return
@@ -398,12 +382,8 @@ func (m *measurement) runEngine(r *row, n int) {
 		r.skip = true
 		return
 	}
-	if profile != nil && run.Error == "" {
-		if err := profile.Commit(cfg.ProfileReplace, false); err != nil {
-			run.Error = fmt.Sprintf("profile: %v", err)
-		} else {
-			run.Profile = profile.Target()
-		}
+	if run.Error == "" {
+		addFlame(&r.flame, obs)
 	}
 	if cfg.Write && run.Verified != "" {
 		ok := true
@@ -454,15 +434,6 @@ func (m *measurement) reference(bs int) (string, bool) {
 	return ref, true
 }
 
-// profileName is the file name of run n's profile.
-func profileName(r *Result, n int) string {
-	name := fmt.Sprintf("%s-%s-%s-bs%s-w%d", r.Engine, r.Cache, r.Pattern, units.FormatSize(int64(r.BS)), r.Workers)
-	if r.QD > 0 {
-		name += fmt.Sprintf("-qd%d", r.QD)
-	}
-	return fmt.Sprintf("%s-run%d.pprof", name, n+1)
-}
-
 // ErrPseudoFile is the cause (inside an *fs.PathError naming the path)
 // when a file or tree to measure is on a pseudo-filesystem: /proc, /sys,
 // debugfs, cgroup and the like (see PseudoFile).
@@ -510,20 +481,10 @@ func checkFile(path string) (int64, error) {
 	return st.Size, nil
 }
 
-// runOnce runs one child for engine name and converts its answer. childCPU
-// is the child process's whole CPU time, setup included (for the noise
-// guard). notSupported says the engine cannot run here at all.
-func runOnce(ctx context.Context, argv []string, cfg *Config, cache Cache, name string, job engine.Job, profile string) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
-	cr := childRequest{Engine: name, Job: job, Consume: cfg.Consume, Profile: profile, Write: cfg.Write}
-	if cache != Cold && !cfg.Write {
-		cr.MinTimeNs = int64(cfg.MinTime)
-	}
-	return runChild(ctx, argv, &cr)
-}
-
 // runChild starts one child with req on its stdin and converts its answer
 // into a Run, for one file and for a tree alike.
-func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
+// wrap, when set, changes the command before it starts (perf.Wrap).
+func runChild(ctx context.Context, argv []string, cr *childRequest, wrap func(*exec.Cmd) error) (run Run, hist *metrics.Histogram, childCPU time.Duration, notSupported bool) {
 	hist = metrics.NewHistogram()
 	req, _ := json.Marshal(cr)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -541,6 +502,12 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
+	if wrap != nil {
+		if err := wrap(cmd); err != nil {
+			run.Error = err.Error()
+			return run, hist, 0, false
+		}
+	}
 	err := cmd.Run()
 	childCPU = processCPU(cmd.ProcessState)
 	if err != nil {
@@ -583,6 +550,7 @@ func runChild(ctx context.Context, argv []string, cr *childRequest) (run Run, hi
 		run.LatP999Ns, run.LatP9999Ns, run.LatMaxNs = hist.Quantile(99.9), hist.Quantile(99.99), hist.Max()
 	}
 	run.Notes = resp.Notes
+	run.Runtime = resp.Runtime
 	return run, hist, childCPU, false
 }
 
@@ -613,7 +581,10 @@ func residencyNote(c Cache, r int, res float64) string {
 }
 
 // summarize fills the row's summary from its runs.
-func (r *row) summarize() { summarize(r.res, r.hist) }
+func (r *row) summarize() {
+	summarize(r.res, r.hist)
+	r.res.Flame = prunedFlame(r.flame)
+}
 
 // pairTwins links each iopath row with its fio twin at the same point and
 // cache state and sets the iopath row's ratio to it.
@@ -691,6 +662,7 @@ func summarize(r *Result, hist *metrics.Histogram) {
 	if ok[0].Syscalls < 0 {
 		r.Syscalls = -1 // not counted (fio rows)
 	}
+	summarizeObserved(r, ok)
 	r.MinFlt = i(func(x Run) int64 { return x.MinFlt })
 	r.MajFlt = i(func(x Run) int64 { return x.MajFlt })
 	r.NVCSw = i(func(x Run) int64 { return x.NVCSw })

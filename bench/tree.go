@@ -38,10 +38,23 @@ type TreeConfig struct {
 	MinTime     time.Duration
 	NoLatency   bool
 
+	// ProfileDir, PerfDir, TraceDir, ProfileReplace, TrackTemp and
+	// TrackTempDir are Config's: per-run profiles, perf recordings and
+	// execution traces.
+	ProfileDir, PerfDir, TraceDir string
+	ProfileReplace                bool
+	TrackTemp                     func(path string) (forget func())
+	TrackTempDir                  func(dir string) (forget func())
+
 	Command, Version string
 	TempDir          bool // Dir was generated for this run
 	ChildCommand     []string
 	Progress         func(done, total int, what string)
+}
+
+func (c *TreeConfig) outputs() *outputs {
+	return &outputs{profileDir: c.ProfileDir, perfDir: c.PerfDir, traceDir: c.TraceDir, replace: c.ProfileReplace,
+		track: c.TrackTemp, trackDir: c.TrackTempDir}
 }
 
 // DefaultTreeEngines are the batch engines compared by default.
@@ -279,7 +292,8 @@ type treeRequest struct {
 }
 
 // measureTree is the child's side of one tree run.
-func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *childResponse {
+func measureTree(ctx context.Context, creq *childRequest, resp *childResponse) *childResponse {
+	req := creq.Tree
 	fail := func(err error) *childResponse {
 		resp.Error = err.Error()
 		resp.NotSupported = isNotSupported(err)
@@ -309,6 +323,11 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 		sum.add(f.Path, f.Data)
 		return nil
 	}
+	inst, err := startInstruments(creq)
+	if err != nil {
+		return fail(err)
+	}
+	defer inst.stop()
 	err = measurePasses(resp, time.Duration(req.MinTimeNs), true, "tree", func() (pass, error) {
 		st, err := batch.Read(ctx, e, req.Job, fn)
 		if err != nil {
@@ -318,6 +337,9 @@ func measureTree(ctx context.Context, req *treeRequest, resp *childResponse) *ch
 			syscalls: st.Syscalls, lat: st.Lat, notes: st.Notes, sum: sum.sum.Swap(0)}, nil
 	})
 	if err != nil {
+		return fail(err)
+	}
+	if err := inst.finish(resp); err != nil {
 		return fail(err)
 	}
 	if e, ok := firstErr.Load().(string); ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/perf"
 )
 
 // MeasureTree measures cfg: every engine reads the whole tree, in each
@@ -80,7 +82,8 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	}
 
 	type trow struct {
-		res  *Result
+		res   *Result
+		flame *perf.Flame
 		hist *metrics.Histogram
 		req  treeRequest
 		skip bool
@@ -132,6 +135,22 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 		plan = append(plan, rows)
 	}
 
+	out := cfg.outputs()
+	var names []string
+	for n := range cfg.Runs {
+		for _, rows := range plan {
+			for _, r := range rows {
+				if !r.skip {
+					names = append(names, runName(r.res, n))
+				}
+			}
+		}
+	}
+	notes, err := out.prepare(names)
+	if err != nil {
+		return nil, err
+	}
+	rep.Notes = append(rep.Notes, notes...)
 	done := 0
 	var ctxErr error
 	var firstFail string
@@ -174,8 +193,11 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 					return resident()
 				}
 				req := r.req
-				run, hist, notSupported := guard(ctx, cache, prepare, resident, func() (Run, *metrics.Histogram, time.Duration, bool) {
-					return runChild(ctx, argv, &childRequest{Tree: &req})
+				cr := childRequest{Tree: &req}
+				run, hist, notSupported, obs := out.observe(ctx, runName(r.res, n), &cr, func(wrap func(*exec.Cmd) error) (Run, *metrics.Histogram, bool) {
+					return guard(ctx, cache, prepare, resident, func() (Run, *metrics.Histogram, time.Duration, bool) {
+						return runChild(ctx, argv, &cr, wrap)
+					})
 				})
 				if ctx.Err() != nil {
 					ctxErr = ctx.Err()
@@ -194,6 +216,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 					}
 				}
 				if run.Error == "" {
+					addFlame(&r.flame, obs)
 					if hist != nil {
 						r.hist.Merge(hist)
 					}
@@ -211,6 +234,7 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 		for _, r := range rows {
 			summarize(r.res, r.hist)
 			summarizeTree(r.res)
+			r.res.Flame = prunedFlame(r.flame)
 			if ctxErr != nil && !r.skip {
 				cutShort(r.res, cfg.Runs)
 			}

@@ -90,11 +90,11 @@ func measureWrite(ctx context.Context, req *childRequest, resp *childResponse) *
 		}
 		base = st.Size
 	}
-	prof, err := startProfile(req.Profile)
+	inst, err := startInstruments(req)
 	if err != nil {
 		return fail(err)
 	}
-	defer prof.stop()
+	defer inst.stop()
 	var syncLat *metrics.Histogram
 	err = measurePasses(resp, 0, false, "file", func() (pass, error) {
 		st, err := p.Run(ctx, src)
@@ -109,7 +109,7 @@ func measureWrite(ctx context.Context, req *childRequest, resp *childResponse) *
 	if err != nil {
 		return fail(err)
 	}
-	if err := prof.finish(); err != nil {
+	if err := inst.finish(resp); err != nil {
 		return fail(err)
 	}
 	resp.Checksum = ""

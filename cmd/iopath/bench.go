@@ -47,8 +47,8 @@ type benchOptions struct {
 	consumeSet bool
 	html       string
 	json       string
-	profile    string
-	force      bool // overwrite existing output files (--html, --profile's)
+	observe    observeOptions // --profile, --perf, --trace
+	force      bool           // overwrite existing output files (--html, --profile's, --perf's, --trace's)
 
 	rw        string // --rw: read, randread, write, randwrite or append
 	sync      string // --sync: the write runs' durability discipline
@@ -179,9 +179,9 @@ stops early when its file reaches 1GiB (less when the disk is short).`,
 	f.BoolVar(&o.wide, "wide", false, "table and markdown: also show the less-used columns (usr% sys%, P99.9, syscalls, faults, context switches, qd)")
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.BoolVar(&o.fio, "fio", false, "also run each engine's fio twin on the same workload (needs fio on PATH)")
-	f.StringVar(&o.profile, "profile", "", "write a pprof CPU profile of each run into this directory, made if missing (open with go tool pprof -http)")
+	o.observe.addFlags(f)
 	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
-	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --json, --profile's files), and let --write-file name an existing file, whose content is destroyed")
+	f.BoolVar(&o.force, "force", false, "overwrite output files that exist (--html, --json, the files of --profile, --perf and --trace), and let --write-file name an existing file, whose content is destroyed")
 	f.BoolVar(&o.tree, "tree", false, "many small files: read every file under DIR (the argument; none: a temporary tree) with each batch engine")
 	f.IntVar(&o.files, "files", 100000, "--tree without DIR: files in the temporary tree")
 	f.StringVar(&o.dist, "dist", "4KiB", "--tree without DIR: their sizes: 4KiB, a range 1KiB-64KiB, or lognormal:11KiB")
@@ -207,11 +207,14 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		SQPoll:      o.sqpoll,
 		NoLatency:   o.noLatency,
 		MinTime:     o.minTime,
-		ProfileDir:  o.profile,
+		ProfileDir:  o.observe.profile,
+		PerfDir:     o.observe.perf,
+		TraceDir:    o.observe.trace,
 		Version:     version,
 
 		ProfileReplace: o.force,
 		TrackTemp:      cleanups.removeOnExit,
+		TrackTempDir:   cleanups.removeTreeOnExit,
 	}
 	for _, c := range []struct {
 		flag string
@@ -274,24 +277,20 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	if err := checkJSONFile("bench", o.json, o.html, o.force, args...); err != nil {
 		return cfg, err
 	}
-	if o.profile != "" {
-		if err := checkOutputDir(o.profile); err != nil {
-			return cfg, usagef("bench: --profile: %v", err)
-		}
+	if err := o.observe.checkDirs("bench"); err != nil {
+		return cfg, err
 	}
 	cfg.Path = "check" // validated before any file exists
 	if err := cfg.Validate(); err != nil {
 		return cfg, usagef("bench: %v", err)
 	}
 	cfg.Path = ""
-	if st, err := os.Stat(o.profile); o.profile != "" && err == nil && st.IsDir() {
-		// The profiles' names are known now: none may be overwritten
-		// without --force, and that is said before anything runs.
-		for _, p := range cfg.ProfileFiles() {
-			if _, err := os.Lstat(p); err == nil {
-				if err := checkOutputFile(p, o.force, args...); err != nil {
-					return cfg, usagef("bench: --profile: %v", err)
-				}
+	// The per-run files' names are known now: none may be overwritten
+	// without --force, and that is said before anything runs.
+	for _, p := range cfg.RunFiles() {
+		if _, err := os.Lstat(p); err == nil {
+			if err := checkOutputFile(p, o.force, args...); err != nil {
+				return cfg, usagef("bench: %v", err)
 			}
 		}
 	}
@@ -304,6 +303,8 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 		return err
 	}
 	cfg.Command = command
+	o.observe.probePerf(stderr)
+	cfg.PerfDir = o.observe.perf
 	if o.fio {
 		info, err := fio.Find()
 		if err != nil {
@@ -365,6 +366,9 @@ func runBench(ctx context.Context, o benchOptions, args []string, command string
 	prog.done()
 	if rep == nil {
 		return err
+	}
+	if n := o.observe.perfNote(); n != "" {
+		rep.Notes = append(rep.Notes, n)
 	}
 	if o.fio && cfg.Fio == nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--fio: there are no fio rows: %v", o.fioErr))

@@ -23,7 +23,7 @@ import (
 // runBenchTree is `iopath bench --tree [DIR]`.
 func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args []string, stdout, stderr io.Writer) error {
 	flags := cmd.Flags()
-	for _, name := range []string{"fio", "profile", "bs", "qd", "pattern", "vectors", "sqpoll", "consume", "size"} {
+	for _, name := range []string{"fio", "bs", "qd", "pattern", "vectors", "sqpoll", "consume", "size"} {
 		if flags.Changed(name) {
 			return usagef("bench: --%s is for one file; it cannot be used with --tree", name)
 		}
@@ -39,6 +39,10 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	if err := checkJSONFile("bench", o.json, o.html, o.force, args...); err != nil {
 		return err
 	}
+	if err := o.observe.checkDirs("bench"); err != nil {
+		return err
+	}
+	o.observe.probePerf(stderr)
 	cfg := bench.TreeConfig{
 		Engines:     o.engines,
 		Runs:        o.runs,
@@ -50,6 +54,13 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		Command:     commandLine(cmd, args),
 		Version:     version,
 		Archive:     o.pack,
+
+		ProfileDir:     o.observe.profile,
+		PerfDir:        o.observe.perf,
+		TraceDir:       o.observe.trace,
+		ProfileReplace: o.force,
+		TrackTemp:      cleanups.removeOnExit,
+		TrackTempDir:   cleanups.removeTreeOnExit,
 	}
 	if !flags.Changed("engines") {
 		cfg.Engines = bench.DefaultTreeEngines()
@@ -130,6 +141,9 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 	prog.done()
 	if rep == nil {
 		return err
+	}
+	if n := o.observe.perfNote(); n != "" {
+		rep.Notes = append(rep.Notes, n)
 	}
 	rerr := report.Write(stdout, o.format, rep, report.DocOptions{Wide: o.wide})
 	if herr := writeOutput(stderr, o.html, o.force, func(w io.Writer) error { return report.HTML(w, rep) }); herr != nil {

@@ -36,3 +36,22 @@ func ProcessCPUClock(pid int) (int64, error) {
 	}
 	return ts.Nano(), nil
 }
+
+// MonotonicNs is CLOCK_MONOTONIC in nanoseconds: the clock perf stamps
+// its samples with when recording with --clockid monotonic, so that a
+// window of time taken here selects samples there.
+func MonotonicNs() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// SetParentDeathSignal makes the kernel send sig to this process when the
+// thread that created it ends (prctl PR_SET_PDEATHSIG). A process started
+// by a tool in between (perf record) sets it on itself, since its starter
+// cannot.
+func SetParentDeathSignal(sig unix.Signal) error {
+	return unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0)
+}
