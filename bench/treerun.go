@@ -84,9 +84,9 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 	type trow struct {
 		res   *Result
 		flame *perf.Flame
-		hist *metrics.Histogram
-		req  treeRequest
-		skip bool
+		hist  *metrics.Histogram
+		req   treeRequest
+		skip  bool
 	}
 	var plan [][]*trow
 	total := 0
