@@ -182,7 +182,7 @@ func userRole(n string) role {
 	case n == "runtime.memmove":
 		return roleUser // the program's own copies (the mmap engine's, bytes.Buffer's)
 	case hasPrefix(n, "syscall.Syscall", "syscall.RawSyscall", "syscall.rawSyscall", "syscall.rawVforkSyscall",
-		"internal/runtime/syscall.", "golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
+		"internal/runtime/syscall", "golang.org/x/sys/unix.Syscall", "golang.org/x/sys/unix.RawSyscall",
 		"golang.org/x/sys/unix.rawSyscall"):
 		return roleUserCall
 	case hasPrefix(n, "runtime.", "internal/runtime/", "runtime/internal/", "gcWriteBarrier", "aeshash"):

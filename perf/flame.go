@@ -52,12 +52,12 @@ func (f *Flame) child(name, kind string) *Flame {
 // the root's samples (their time stays in their caller's width), children
 // in name order: a tree small enough for a report.
 func (f *Flame) Prune(min float64) *Flame {
-	limit := int64(min * float64(f.Value))
+	limit := min * float64(f.Value)
 	var walk func(n *Flame) *Flame
 	walk = func(n *Flame) *Flame {
 		c := &Flame{Name: n.Name, Kind: n.Kind, Value: n.Value}
 		for _, ch := range n.Children {
-			if ch.Value >= limit && ch.Value > 0 {
+			if float64(ch.Value) >= limit && ch.Value > 0 {
 				c.Children = append(c.Children, walk(ch))
 			}
 		}

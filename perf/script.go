@@ -50,7 +50,7 @@ func Script(ctx context.Context, perfPath, data string) (*Samples, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("perf script: %w", err)
 	}
-	s, perr := Parse(out)
+	s, perr := parse(out, (&goSymbols{}).name)
 	if perr != nil {
 		io.Copy(io.Discard, out)
 	}
@@ -66,7 +66,11 @@ func Script(ctx context.Context, perfPath, data string) (*Samples, error) {
 // Parse reads perf script's output with the fields comm, tid, time,
 // period, ip, sym and dso: a header line per sample, then one line per
 // frame, leaf first, then a blank line.
-func Parse(r io.Reader) (*Samples, error) {
+func Parse(r io.Reader) (*Samples, error) { return parse(r, nil) }
+
+// parse is Parse, naming the user frames perf could not with resolve
+// (the DSO's path and the frame's offset in it), when given.
+func parse(r io.Reader, resolve func(dso string, off uint64) (string, bool)) (*Samples, error) {
 	s := &Samples{index: map[Frame]int32{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -83,9 +87,14 @@ func Parse(r io.Reader) (*Samples, error) {
 			if cur == nil {
 				return nil, fmt.Errorf("perf script line %d: a frame outside a sample: %q", line, b)
 			}
-			f, ok := parseFrame(string(bytes.TrimSpace(b)))
+			f, addr, ok := parseFrame(string(bytes.TrimSpace(b)))
 			if !ok {
 				return nil, fmt.Errorf("perf script line %d: not a frame: %q", line, b)
+			}
+			if f.Func == "[unknown]" && !f.Kernel && resolve != nil && strings.HasPrefix(f.DSO, "/") {
+				if name, ok := resolve(f.DSO, addr); ok {
+					f.Func = name
+				}
 			}
 			cur.Stack = append(cur.Stack, s.frame(f))
 			continue
@@ -144,13 +153,14 @@ func parseHeader(l string) (Sample, bool) {
 
 // parseFrame parses "ADDR SYMBOL (DSO)"; the symbol may hold spaces and
 // parentheses (Go's method names do), the DSO is the last parenthesis.
-func parseFrame(l string) (Frame, bool) {
+func parseFrame(l string) (Frame, uint64, bool) {
 	addr, rest, ok := strings.Cut(l, " ")
 	if !ok {
-		return Frame{}, false
+		return Frame{}, 0, false
 	}
-	if _, err := strconv.ParseUint(addr, 16, 64); err != nil {
-		return Frame{}, false
+	ip, err := strconv.ParseUint(addr, 16, 64)
+	if err != nil {
+		return Frame{}, 0, false
 	}
 	rest = strings.TrimSpace(rest)
 	i := strings.LastIndex(rest, " (")
@@ -158,7 +168,7 @@ func parseFrame(l string) (Frame, bool) {
 		if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
 			i = -1 // no symbol at all: "(DSO)"
 		} else {
-			return Frame{}, false
+			return Frame{}, 0, false
 		}
 	}
 	var sym, dso string
@@ -171,7 +181,7 @@ func parseFrame(l string) (Frame, bool) {
 		sym = "[unknown]"
 	}
 	kernel := strings.HasPrefix(dso, "[kernel") || strings.HasPrefix(dso, "[guest.kernel") || (strings.HasPrefix(addr, "ffff") && len(addr) == 16)
-	return Frame{Func: sym, DSO: dso, Kernel: kernel}, true
+	return Frame{Func: sym, DSO: dso, Kernel: kernel}, ip, true
 }
 
 // Window returns the samples taken in [from, to] (CLOCK_MONOTONIC ns),
