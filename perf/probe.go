@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,18 +93,17 @@ func probeAt(path string) (*Info, error) {
 	} else if info.KptrRestrict >= 2 {
 		return nil, fmt.Errorf("%w: kernel.kptr_restrict is 2, which hides kernel symbols even from root; allow them with sysctl kernel.kptr_restrict=0", ErrUnavailable)
 	}
-	dir, err := os.MkdirTemp("", "iopath-perf-probe-")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	defer os.RemoveAll(dir)
 	tr, err := exec.LookPath("true")
 	if err != nil {
 		tr = "/bin/true"
 	}
-	out, err = exec.CommandContext(ctx, path, "record", "-q", "-e", "cpu-clock", "-g", "-o", filepath.Join(dir, "perf.data"), "--", tr).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("%w: perf record failed (%v)%s; a container's seccomp profile may forbid perf_event_open", ErrUnavailable, err, firstLine(out))
+	// The recording goes to stdout (perf's pipe mode) and is dropped:
+	// the probe leaves no file behind, whatever stops it.
+	cmd := exec.CommandContext(ctx, path, "record", "-q", "--no-bpf-event", "-e", "cpu-clock", "-g", "-o", "-", "--", tr)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%w: perf record failed (%v)%s; a container's seccomp profile may forbid perf_event_open", ErrUnavailable, err, firstLine(stderr.Bytes()))
 	}
 	return info, nil
 }

@@ -44,12 +44,15 @@ type Recording struct {
 	once    sync.Once
 }
 
-// EventArgs are the perf record arguments every recording uses: cpu-clock
+// eventArgs are the perf record arguments every recording uses: cpu-clock
 // (a timer, so it works in a VM without a PMU) with frame-pointer call
 // graphs (Go keeps frame pointers; the kernel unwinds its own part), time
 // stamps on CLOCK_MONOTONIC, and events off until switched on.
+// --no-bpf-event: perf 6.1's BPF side-band thread polls with a 1 s
+// timeout and perf joins it on the way out, which made every recording
+// end a second late.
 func eventArgs(o Options) []string {
-	a := []string{"record", "-q", "-e", "cpu-clock", "-g", "--clockid", "monotonic", "-D", "-1"}
+	a := []string{"record", "-q", "--no-bpf-event", "-e", "cpu-clock", "-g", "--clockid", "monotonic", "-D", "-1"}
 	if o.Freq > 0 {
 		a = append(a, "-F", strconv.Itoa(o.Freq))
 	}
