@@ -48,6 +48,27 @@ type Options struct {
 	// Progress, if set, is called as the work goes on with the time spent
 	// and the budget, in tenths of a second, and what is being done.
 	Progress func(done, total int, what string)
+
+	// PerfDir, when set, records the trial with perf (package perf: perf
+	// must be able to record here, perf.Probe; Run fails with its error
+	// wrapping perf.ErrUnavailable when not): perf record is attached to
+	// this process for the trial and switched on only while a candidate
+	// reads. Each measurement gets its CPU breakdown (Measurement.Perf)
+	// and a pprof profile of its samples, PerfDir/ProfileFile(label,
+	// cache) (Measurement.PerfProfile). The directory is made when
+	// missing. Reading the recording after the trial (perf script) takes
+	// time beyond the budget: a second or more.
+	PerfDir string
+	// PerfReplace lets a profile replace a file of its name; without it
+	// Run refuses, before the trial, when one exists (ProfileExistsError).
+	PerfReplace bool
+	// TrackTemp, when set, is told each temporary file Run makes (a
+	// profile being written beside its name) and returns the function
+	// that forgets it again: a caller that can be stopped at once removes
+	// what is still tracked then. TrackTempDir is the same for a
+	// temporary directory (perf's recording).
+	TrackTemp    func(path string) (forget func())
+	TrackTempDir func(dir string) (forget func())
 }
 
 // Result is everything Run found. Its JSON form is documented in
@@ -103,6 +124,15 @@ type Sample struct {
 // *InputError (a missing path, a special file, nothing to read); ctx
 // cancels it.
 func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
+	// perf's probe (a recording of /bin/true, once per process) is not
+	// part of the budget.
+	var pr *perfRun
+	if o.PerfDir != "" {
+		var err error
+		if pr, err = newPerfRun(&o); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	if o.Budget < 0 {
 		return nil, fmt.Errorf("budget %v: must be positive", o.Budget)
@@ -180,6 +210,18 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 	if !probe.IOURing.Available {
 		res.Notes = append(res.Notes, "io_uring left out: "+probe.IOURing.Reason)
 	}
+	if pr != nil {
+		// Every profile's name is known now: none is replaced unless
+		// asked, and that is said before the trial.
+		if err := pr.prepare(t.candidates()); err != nil {
+			return nil, err
+		}
+		progress("starting perf")
+		if err := pr.attach(ctx, o.TrackTempDir); err != nil {
+			return nil, err
+		}
+		defer pr.close()
+	}
 
 	// Measure the other state first, so that the data is left in the
 	// state it was found in (warm stays warm; cold data is dropped again
@@ -188,7 +230,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 	if res.CacheNow == Warm {
 		order = []Cache{Cold, Warm}
 	}
-	r := &runner{t: t, progress: progress, firstErr: map[string]error{}}
+	r := &runner{t: t, perf: pr, progress: progress, firstErr: map[string]error{}}
 	const reserve = 50 * time.Millisecond // rendering, closing
 	trialStart := time.Now()
 	left := deadline.Add(-reserve).Sub(trialStart)
@@ -209,6 +251,13 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 		_ = t.drop(false)
 	}
 	setRatios(r.ms)
+	if pr != nil {
+		progress("reading the perf recording")
+		if err := pr.finish(ctx, r.ms); err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, pr.note())
+	}
 	res.Measurements = r.ms
 	res.Notes = append(res.Notes, r.notes...)
 	for _, m := range r.ms {

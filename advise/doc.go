@@ -53,6 +53,11 @@
 // includes the Go runtime's and the hashing. They are for choosing a path
 // on this machine, not for publishing; use iopath bench for that.
 //
+// With Options.PerfDir, the trial is recorded with perf (package perf),
+// switched on only while a candidate reads: each measurement gets the
+// breakdown of its CPU (Measurement.Perf) and a pprof profile in PerfDir
+// (ProfileFile), the only files Run writes.
+//
 // Run is not safe to call concurrently with itself on the same data: the
 // cold trial of one would be warmed by the other. Linux only.
 package advise

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/metrics"
+	"github.com/iopath/iopath/perf"
 )
 
 // Cache is the page-cache state a measurement was made in.
@@ -90,6 +91,14 @@ type Measurement struct {
 	// the first whole pass of any candidate (the data changed while
 	// measured, or an engine is wrong).
 	Mismatch int `json:"checksum_mismatches,omitempty"`
+	// Perf is where the CPU of the measured passes went, from perf's
+	// samples of all its rounds (Options.PerfDir), and PerfProfile the
+	// pprof profile of those samples; nil and "" without a recording.
+	Perf        *perf.Breakdown `json:"perf,omitempty"`
+	PerfProfile string          `json:"perf_profile,omitempty"`
+
+	// perfWindows are the spans perf recorded this measurement in.
+	perfWindows []perfWindow
 }
 
 // Measured reports whether m has figures.
@@ -263,6 +272,7 @@ func roundsFor(left time.Duration, n int, overhead time.Duration) int {
 // runner runs the phases of a trial and keeps the results.
 type runner struct {
 	t        trial
+	perf     *perfRun      // nil without Options.PerfDir
 	ms       []Measurement // every candidate in every cache state, in order
 	progress func(what string)
 	// ref is the first whole pass's sum, by the number of files in the
@@ -385,6 +395,9 @@ func (r *runner) phase(ctx context.Context, c Cache, until time.Time) (Phase, er
 				if ctx.Err() != nil {
 					return ph, ctx.Err()
 				}
+				if r.perf != nil && r.perf.err != nil {
+					return ph, r.perf.err
+				}
 				// A candidate that cannot run here, or fails on this
 				// data (too many open files, ...), is left out; the
 				// others still give an answer.
@@ -393,6 +406,7 @@ func (r *runner) phase(ctx context.Context, c Cache, until time.Time) (Phase, er
 					a.m.Skipped = "failed: " + a.m.Skipped
 				}
 				a.m.Rounds = a.m.Rounds[:0]
+				a.m.perfWindows = nil
 				continue
 			}
 			a.m.Rounds = append(a.m.Rounds, rd)
@@ -450,9 +464,23 @@ func (r *runner) checkDrop(ph *Phase) {
 // adds up to runCap (at least one; a cold run drops the data before each
 // pass, outside the time), and none past the phase's end, until (a run
 // that starts past it still gets minRun/2, so that it has a figure).
-func (r *runner) run(ctx context.Context, p passer, m *Measurement, c Cache, runCap time.Duration, until time.Time, ph *Phase, checkDrop bool) (Round, error) {
-	var rd Round
+//
+// With a perf recording, perf records the whole of a warm run, and each
+// pass of a cold run (not its drops).
+func (r *runner) run(ctx context.Context, p passer, m *Measurement, c Cache, runCap time.Duration, until time.Time, ph *Phase, checkDrop bool) (rd Round, err error) {
 	var spent time.Duration
+	rec := window{p: r.perf, m: m}
+	defer func() {
+		if oerr := rec.off(); err == nil {
+			err = oerr
+		}
+	}()
+	perPass := c == Cold
+	if !perPass {
+		if err := rec.on(); err != nil {
+			return rd, err
+		}
+	}
 	wallStart := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -464,6 +492,11 @@ func (r *runner) run(ctx context.Context, p passer, m *Measurement, c Cache, run
 			}
 			if checkDrop && rd.Passes == 0 {
 				r.checkDrop(ph)
+			}
+		}
+		if perPass {
+			if err := rec.on(); err != nil {
+				return rd, err
 			}
 		}
 		u0, _ := metrics.SelfUsage()
@@ -480,6 +513,11 @@ func (r *runner) run(ctx context.Context, p passer, m *Measurement, c Cache, run
 		u1, _ := metrics.SelfUsage()
 		if err != nil {
 			return rd, err
+		}
+		if perPass {
+			if err := rec.off(); err != nil {
+				return rd, err
+			}
 		}
 		spent += el
 		d := u1.Sub(u0)

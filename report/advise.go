@@ -1,11 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 
 	"github.com/iopath/iopath/advise"
+	"github.com/iopath/iopath/perf"
 )
 
 // AdviseDoc maps an advise result into a Doc: what was found and how it
@@ -54,6 +56,16 @@ func AdviseDoc(r *advise.Result) *Doc {
 			Column{Key: "cpu_s_per_gib", Title: "CPU-s/GiB", Unit: "s/GiB", Better: Lower, Prec: 3})
 	}
 	d.Columns = append(d.Columns, Column{Key: "rounds", Title: "rounds", Wide: true})
+	// With a perf recording, its breakdown goes in CSV's records too;
+	// the table and Markdown show it in a table of its own
+	// (AdvisePerfDoc).
+	kinds := advisePerfKinds(r)
+	if kinds != nil {
+		d.Columns = append(d.Columns, Column{Key: "perf_samples", Title: "samples", Hidden: true})
+		for _, k := range kinds {
+			d.Columns = append(d.Columns, Column{Key: "perf_" + k.String() + "_pct", Title: k.String(), Unit: "%", Prec: 1, Hidden: true})
+		}
+	}
 	invalid := map[advise.Cache]bool{}
 	for _, ph := range r.Phases {
 		invalid[ph.Cache] = ph.Skipped == "" && !ph.Valid
@@ -106,6 +118,9 @@ func AdviseDoc(r *advise.Result) *Doc {
 				row.Cells = append(row.Cells, Runs(rates), ratio, Runs(f.CPU))
 			}
 			row.Cells = append(row.Cells, Figure(float64(len(m.Rounds))))
+			if kinds != nil {
+				row.Cells = append(row.Cells, advisePerfCells(m.Perf, kinds)...)
+			}
 			rows = append(rows, row)
 		}
 	}
@@ -132,11 +147,131 @@ func AdviseDoc(r *advise.Result) *Doc {
 	return d
 }
 
+// advisePerfKinds lists the kinds of CPU (perf.Kinds, in order) that
+// some measurement's breakdown has a share of; nil when none has a
+// breakdown.
+func advisePerfKinds(r *advise.Result) []perf.Kind {
+	var kinds []perf.Kind
+	recorded := false
+	for _, k := range perf.Kinds() {
+		for i := range r.Measurements {
+			if b := r.Measurements[i].Perf; b != nil {
+				recorded = true
+				if b.Share(k) > 0 {
+					kinds = append(kinds, k)
+					break
+				}
+			}
+		}
+	}
+	if recorded && kinds == nil {
+		kinds = []perf.Kind{} // recorded, without a sample
+	}
+	return kinds
+}
+
+// advisePerfCells are a breakdown's sample count and its shares of kinds,
+// in %; empty figures without a breakdown.
+func advisePerfCells(b *perf.Breakdown, kinds []perf.Kind) []Cell {
+	if b == nil {
+		cells := make([]Cell, 1+len(kinds))
+		for i := range cells {
+			cells[i] = Figure(math.NaN())
+		}
+		return cells
+	}
+	cells := []Cell{Figure(float64(b.Samples))}
+	for _, k := range kinds {
+		cells = append(cells, Figure(100*b.Share(k)))
+	}
+	return cells
+}
+
+// advisePerfTerms say what each kind of CPU holds, for the legend.
+var advisePerfTerms = map[perf.Kind]string{
+	perf.User:    "the program's own code (the hashing of every byte, copies it makes itself)",
+	perf.Runtime: "the Go runtime (scheduler, GC, allocation, entering and leaving syscalls)",
+	perf.Syscall: "the kernel's syscall entry and exit",
+	perf.Copy:    "the kernel copying data to the program's memory",
+	perf.Fault:   "page faults (a mapping's pages touched)",
+	perf.IOUring: "io_uring's submission, completion and workers",
+	perf.Net:     "the network stack",
+	perf.Kernel:  "the rest of the kernel (page cache, file system, block layer, scheduler)",
+}
+
+// AdvisePerfDoc is the breakdown of a recorded advise trial (advise
+// --perf) as a small table of its own: a row per measured candidate and
+// cache state, as AdviseDoc orders them, with perf's sample count and
+// the share of the samples each kind of CPU took, in %; a kind no row
+// has is left out. It is nil when the result holds no recording.
+func AdvisePerfDoc(r *advise.Result) *Doc {
+	kinds := advisePerfKinds(r)
+	if kinds == nil {
+		return nil
+	}
+	d := &Doc{Kind: "advise", Title: "Where the CPU went (perf): % of the samples taken while each candidate read"}
+	d.Columns = []Column{
+		{Key: "engine", Title: "engine", Left: true},
+		{Key: "cache", Title: "cache", Left: true},
+		{Key: "perf_samples", Title: "samples"},
+	}
+	d.Legend = []Field{{"samples", "perf's cpu-clock samples (about 4,000 per CPU-second) over all the rounds"}}
+	for _, k := range kinds {
+		d.Columns = append(d.Columns, Column{Key: "perf_" + k.String() + "_pct", Title: k.String(), Unit: "%", Prec: 1})
+		d.Legend = append(d.Legend, Field{k.String(), advisePerfTerms[k]})
+	}
+	invalid := map[advise.Cache]bool{}
+	for _, ph := range r.Phases {
+		invalid[ph.Cache] = ph.Skipped == "" && !ph.Valid
+	}
+	var rows []Row
+	for _, c := range []advise.Cache{advise.Warm, advise.Cold} {
+		for i := range r.Measurements {
+			m := &r.Measurements[i]
+			if m.Cache != c || m.Perf == nil {
+				continue
+			}
+			label, cache := m.Label, string(c)
+			if m.Baseline {
+				label += " (baseline)"
+			}
+			if invalid[c] {
+				cache += "*"
+			}
+			rows = append(rows, Row{Cells: append([]Cell{TextCell(label), TextCell(cache)}, advisePerfCells(m.Perf, kinds)...)})
+		}
+	}
+	d.Groups = []Group{{Rows: rows}}
+	return d
+}
+
 // WriteAdvise writes an advise result in one of KindFormats: JSON is
-// the result itself (advise.WriteJSON), the others its Doc.
+// the result itself (advise.WriteJSON), the others its Doc. A recorded
+// trial (advise --perf) has its breakdown in CSV's records, and as a
+// second table (AdvisePerfDoc) after the first one's legend in the table
+// and Markdown, before the notes and the advice.
 func WriteAdvise(w io.Writer, format string, r *advise.Result, o DocOptions) error {
 	if format == "json" {
 		return advise.WriteJSON(w, r)
 	}
-	return WriteDoc(w, format, AdviseDoc(r), o)
+	d, p := AdviseDoc(r), AdvisePerfDoc(r)
+	if p == nil || (format != "table" && format != "markdown") {
+		return WriteDoc(w, format, d, o)
+	}
+	rest := &Doc{Kind: d.Kind, Notes: d.Notes, After: d.After}
+	d.Notes, d.After = nil, nil
+	var b bytes.Buffer
+	if err := WriteDoc(&b, format, d, o); err != nil {
+		return err
+	}
+	if format == "table" {
+		b.WriteString("\n")
+	}
+	for _, x := range []*Doc{p, rest} {
+		if err := WriteDoc(&b, format, x, o); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
 }

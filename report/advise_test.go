@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/iopath/iopath/advise"
+	"github.com/iopath/iopath/perf"
 )
 
 // adviseMeasure is a measured candidate of three rounds at rate±5%
@@ -147,5 +148,103 @@ func TestAdviseDoc(t *testing.T) {
 	// Left out in one state: the row says which.
 	if r := d.Groups[0].Rows[2]; r.Cells[1].Text != "cold" || r.Err != "not measured cold: the budget left too little time" {
 		t.Errorf("row %+v", r)
+	}
+}
+
+// adviseRecorded is adviseFixture recorded with perf (advise --perf): a
+// breakdown per measured row, with no network share anywhere.
+func adviseRecorded() *advise.Result {
+	r := adviseFixture()
+	for i := range r.Measurements {
+		m := &r.Measurements[i]
+		if !m.Measured() {
+			continue
+		}
+		b := &perf.Breakdown{Samples: 1200 + int64(i), CPUNs: (1200 + int64(i)) * 250_000,
+			User: 0.25, GoRuntime: 0.05, Syscall: 0.04, Copy: 0.4, Fault: 0, IOUring: 0, Kernel: 0.26}
+		if m.Cache == advise.Cold {
+			b.Fault, b.Kernel = 0.01, 0.25
+		}
+		m.Perf = b
+		m.PerfProfile = "/tmp/prof/" + advise.ProfileFile(m.Label, m.Cache)
+	}
+	return r
+}
+
+func TestAdvisePerf(t *testing.T) {
+	// Without a recording: no second table, no perf columns.
+	if AdvisePerfDoc(adviseFixture()) != nil {
+		t.Error("a perf table without a recording")
+	}
+	for _, c := range AdviseDoc(adviseFixture()).Columns {
+		if strings.HasPrefix(c.Key, "perf_") {
+			t.Errorf("column %s without a recording", c.Key)
+		}
+	}
+	r := adviseRecorded()
+	p := AdvisePerfDoc(r)
+	var keys []string
+	for _, c := range p.Columns {
+		keys = append(keys, c.Key)
+	}
+	// io_uring and net are zero everywhere: left out.
+	want := "engine cache perf_samples perf_user_pct perf_go_runtime_pct perf_syscall_pct perf_copy_pct perf_fault_pct perf_kernel_pct"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("perf columns %s, want %s", got, want)
+	}
+	rows := p.Groups[0].Rows
+	if len(rows) != 4 || rows[0].Cells[0].Text != "readfile (baseline)" || rows[0].Cells[1].Text != "warm" ||
+		rows[3].Cells[1].Text != "cold*" || rows[0].Cells[2].Value != 1200 || rows[0].Cells[6].Value != 40 {
+		t.Errorf("perf rows %+v", rows)
+	}
+
+	var b bytes.Buffer
+	if err := WriteAdvise(&b, "table", r, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	checkWidth(t, "advise_perf.table.golden", out, false)
+	// The figures, their legend, the perf table and its legend, then the
+	// notes and the advice.
+	order := []string{"files/s", "× os.ReadFile: the rate divided", "Where the CPU went (perf)",
+		"engine               cache  samples  user  go_runtime  syscall  copy  fault  kernel",
+		"readfile (baseline)  warm      1200  25.0         5.0      4.0  40.0    0.0    26.0",
+		"copy: the kernel copying", "Notes:", "use `raw` with 2 workers"}
+	at := 0
+	for _, s := range order {
+		i := strings.Index(out[at:], s)
+		if i < 0 {
+			t.Fatalf("%q missing, or out of order, in\n%s", s, out)
+		}
+		at += i + len(s)
+	}
+	if strings.Contains(out, "io_uring:") || strings.Contains(out, " net") {
+		t.Errorf("a kind zero everywhere is shown:\n%s", out)
+	}
+	// Without a recording, the output is what it always was.
+	var plain, doc bytes.Buffer
+	WriteAdvise(&plain, "table", adviseFixture(), DocOptions{})
+	WriteDoc(&doc, "table", AdviseDoc(adviseFixture()), DocOptions{})
+	if plain.String() != doc.String() {
+		t.Error("WriteAdvise without perf differs from the Doc")
+	}
+
+	// CSV: the breakdown in each row's record.
+	b.Reset()
+	if err := WriteAdvise(&b, "csv", r, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if !strings.Contains(lines[0], "perf_samples,perf_user_pct,perf_go_runtime_pct,perf_syscall_pct,perf_copy_pct,perf_fault_pct,perf_kernel_pct,error") ||
+		!strings.HasSuffix(lines[1], ",1200,25,5,4,40,0,26,") {
+		t.Errorf("csv:\n%s", b.String())
+	}
+	// Markdown: a second table.
+	b.Reset()
+	if err := WriteAdvise(&b, "markdown", r, DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if md := b.String(); strings.Count(md, "| engine | cache |") != 2 || !strings.Contains(md, "**Where the CPU went (perf)") {
+		t.Errorf("markdown:\n%s", md)
 	}
 }

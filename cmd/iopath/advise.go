@@ -18,9 +18,10 @@ import (
 
 // adviseOptions are the flags of "iopath advise".
 type adviseOptions struct {
-	budget time.Duration
-	format string
-	wide   bool
+	budget  time.Duration
+	format  string
+	wide    bool
+	observe observeOptions // --perf
 }
 
 // Bounds of --budget: below a second the trial has no time to repeat
@@ -59,10 +60,22 @@ reads of these files slower once; advise leaves cached data cached.
 
 A progress bar is drawn on stderr when it is a terminal. --format json
 prints the whole result for programs (fields in docs/advise.md); csv and
-markdown print the table of figures, with the recommendation after it.`,
+markdown print the table of figures, with the recommendation after it.
+
+--perf DIR records the trial with perf (kernel and Go frames), switched
+on only while a candidate reads (not while the data is warmed, dropped
+or checked): a second table shows where each candidate's CPU went (user
+code, Go runtime, syscalls, kernel copies, page faults, io_uring, the
+rest of the kernel), and DIR gets a pprof profile per candidate and
+cache state, CANDIDATE-CACHE.pb.gz (raw-x2-warm.pb.gz; go tool pprof
+-http :8080 FILE). DIR is made if missing; a profile never replaces a
+file: advise refuses to start when one of the names exists. Reading the
+recording takes a second or more after the budget. When perf cannot
+record here, advise says why and goes on without it.`,
 		Example: `  iopath advise ./testdata
   iopath advise /var/lib/app/index.bin
   iopath advise --budget 5s src/ assets/
+  iopath advise --perf /tmp/prof /var/lib/app/index.bin
   iopath advise --format json $(go env GOROOT)/src | jq .recommendation`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAdvise(cmd.Context(), o, args, stdout, stderr)
@@ -72,6 +85,8 @@ markdown print the table of figures, with the recommendation after it.`,
 	f.DurationVar(&o.budget, "budget", o.budget, fmt.Sprintf("time the whole trial may take, listing included (%v to %v)", adviseMinBudget, adviseMaxBudget))
 	f.StringVar(&o.format, "format", o.format, "output: "+strings.Join(report.KindFormats, ", "))
 	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too")
+	o.observe.addPerfFlag(f, "the trial")
+	f.Lookup("perf").Usage = "record the trial with perf (kernel and Go frames, cpu-clock; only while the candidates read) into `DIR`, made if missing: a pprof profile per candidate and cache state (go tool pprof -http :8080 FILE) and where their CPU went in the report"
 	return cmd
 }
 
@@ -93,15 +108,28 @@ func runAdvise(ctx context.Context, o adviseOptions, paths []string, stdout, std
 			return usagef("advise: reading a list of paths from stdin (-) is not supported; name the files or directories")
 		}
 	}
+	if err := o.observe.checkDirs("advise"); err != nil {
+		return err
+	}
+	o.observe.probePerf(stderr)
 	prog := newProgress(stderr)
 	defer prog.done()
-	res, err := advise.Run(ctx, paths, advise.Options{Budget: o.budget, Progress: adviseProgress(prog)})
+	res, err := advise.Run(ctx, paths, advise.Options{Budget: o.budget, Progress: adviseProgress(prog),
+		PerfDir: o.observe.perf, TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit})
 	prog.done()
 	if errors.Is(err, context.Canceled) {
 		return errors.New("advise: interrupted; nothing to recommend")
 	}
+	var exists *advise.ProfileExistsError
+	if errors.As(err, &exists) {
+		// advise has no --force: a profile never replaces a file.
+		return usagef("advise: --perf: %s: exists; remove it or give --perf another directory", quotePath(exists.Path))
+	}
 	if err != nil {
 		return fmt.Errorf("advise: %w", err)
+	}
+	if n := o.observe.perfNote(); n != "" {
+		res.Notes = append(res.Notes, n)
 	}
 	return report.WriteAdvise(stdout, o.format, res, report.DocOptions{Wide: o.wide})
 }

@@ -16,8 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/iopath/iopath/advise"
 	"github.com/iopath/iopath/bench"
+	"github.com/iopath/iopath/perf"
+	"github.com/iopath/iopath/report"
 )
 
 // adviseTree writes a small tree of files of assorted sizes, a symlink to
@@ -358,5 +362,171 @@ func TestAdvisePermissionDenied(t *testing.T) {
 	want := "iopath: advise: " + big + ": permission denied\n"
 	if code != 1 || out != "" || errOut != want {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, out, errOut, want)
+	}
+}
+
+// advise --perf DIR: a profile per measured candidate and cache state,
+// each breakdown in the JSON (valid against the schema) and in the
+// table; nothing of perf left; the same names refused the second time.
+func TestAdvisePerf(t *testing.T) {
+	if _, err := perf.Probe(); err != nil {
+		t.Skipf("perf cannot record here: %v", err)
+	}
+	_, _, big := adviseTree(t)
+	dir := filepath.Join(t.TempDir(), "perf")
+	tmp := t.TempDir() // the recording's TMPDIR, this test's alone
+	t.Setenv("TMPDIR", tmp)
+	args := []string{"advise", "--budget", adviseTestBudget, "--perf", dir, "--format", "json", big}
+	out, errOut, code := runCLI(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	validate(t, "advise", []byte(out))
+	var res advise.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	recorded := 0
+	for _, m := range res.Measurements {
+		if !m.Measured() {
+			continue
+		}
+		want := filepath.Join(dir, advise.ProfileFile(m.Label, m.Cache))
+		if m.Perf == nil || m.Perf.Samples == 0 || m.PerfProfile != want {
+			t.Errorf("%s %s: breakdown %+v, profile %q (want %q)", m.Label, m.Cache, m.Perf, m.PerfProfile, want)
+			continue
+		}
+		f, err := os.Open(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := profile.Parse(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", want, err)
+		}
+		var kernel, gofn bool
+		for _, fn := range p.Function {
+			kernel = kernel || strings.HasPrefix(fn.Filename, "[kernel")
+			gofn = gofn || strings.HasPrefix(fn.Name, "github.com/iopath/iopath/")
+		}
+		if !kernel || !gofn || len(p.Sample) == 0 {
+			t.Errorf("%s: %d samples, a kernel frame %v, a Go frame of iopath %v", want, len(p.Sample), kernel, gofn)
+		}
+		recorded++
+	}
+	if recorded == 0 {
+		t.Fatal("nothing was recorded")
+	}
+	if left := procsMentioning(filepath.Join(tmp, "iopath-perf-")); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temporary files left in TMPDIR: %v", ents)
+	}
+	var b bytes.Buffer
+	if err := report.WriteAdvise(&b, "table", &res, report.DocOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Where the CPU went (perf)", "engine           cache  samples  user", "recorded with perf"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+
+	// A profile's name that exists is refused, before the trial: advise
+	// has no --force.
+	existing := filepath.Join(dir, advise.ProfileFile("read", advise.Warm))
+	start := time.Now()
+	out, errOut, code = runCLI(args...)
+	if code != 2 || out != "" || errOut != "iopath: advise: --perf: "+existing+": exists; remove it or give --perf another directory\n" {
+		t.Errorf("over existing profiles: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("refused after %v: not before the trial", d)
+	}
+}
+
+// Without perf, --perf says why and how to get it, and advise goes on
+// without it.
+func TestAdvisePerfUnavailable(t *testing.T) {
+	_, _, big := adviseTree(t)
+	dir := filepath.Join(t.TempDir(), "perf")
+	t.Setenv("PATH", t.TempDir())
+	out, errOut, code := runCLI("advise", "--budget", adviseTestBudget, "--perf", dir, "--format", "json", big)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if errOut != "iopath: --perf: perf cannot record here: perf is not installed (Debian: apt-get install linux-perf); going on without it\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	validate(t, "advise", []byte(out))
+	if !strings.Contains(out, "--perf: no recordings: perf cannot record here") || strings.Contains(out, `"perf_profile"`) {
+		t.Errorf("the result does not say why it has no recordings, or has some:\n%s", out)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the directory %s was made, with nothing to put in it", dir)
+	}
+}
+
+// Ctrl-C during advise --perf: advise stops within a second and leaves no
+// perf process, no temporary directory and no profile; so does a second
+// Ctrl-C that ends it at once.
+func TestAdvisePerfInterrupted(t *testing.T) {
+	if _, err := perf.Probe(); err != nil {
+		t.Skipf("perf cannot record here: %v", err)
+	}
+	_, _, big := adviseTree(t)
+	for _, signals := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d signals", signals), func(t *testing.T) {
+			tmp := t.TempDir()
+			dir := filepath.Join(t.TempDir(), "perf")
+			cmd := exec.Command(os.Args[0], "advise", "--budget", "30s", "--perf", dir, big)
+			cmd.Env = append(os.Environ(), cliEnv+"=1", "TMPDIR="+tmp)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			deadline := time.Now().Add(10 * time.Second)
+			for len(procsMentioning(filepath.Join(tmp, "iopath-perf-"))) == 0 { // perf
+				if time.Now().After(deadline) {
+					t.Fatalf("no recording started: %s", stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // into the trial
+			start := time.Now()
+			for range signals {
+				cmd.Process.Signal(syscall.SIGINT)
+				time.Sleep(150 * time.Millisecond) // past signalEcho
+			}
+			err := cmd.Wait()
+			if d := time.Since(start); d > 1500*time.Millisecond {
+				t.Errorf("stopping took %v", d)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Errorf("exit %v, want 130: %s", err, stderr.String())
+			}
+			deadline = time.Now().Add(2 * time.Second)
+			for {
+				left := procsMentioning(filepath.Join(tmp, "iopath-perf-"))
+				if len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("processes left: %v", left)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+				t.Errorf("temporary files left in TMPDIR: %v", ents)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("files left in the --perf directory: %v", ents)
+			}
+		})
 	}
 }
