@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // NetDoc maps a `net bench` report (the echo servers) into a Doc: the
@@ -47,6 +48,13 @@ func NetDoc(r *netresult.Report) *Doc {
 	for _, n := range r.Notes {
 		d.Notes = append(d.Notes, oneLine(n))
 	}
+	for _, g := range groups {
+		for _, p := range g {
+			if p.PerfError != "" {
+				d.Notes = append(d.Notes, "perf: "+p.Engine+" at "+keyOf(p).label()+": "+oneLine(p.PerfError))
+			}
+		}
+	}
 	if len(groups) == 0 {
 		return d
 	}
@@ -70,6 +78,11 @@ func NetDoc(r *netresult.Report) *Doc {
 	// the table fits 100 columns.
 	for i, ref := range refs {
 		d.Columns = append(d.Columns, Column{Key: "server_cpu_vs_" + ref, Title: "vs " + ref, Unit: "×", Better: Lower, Prec: 2, Wide: i > 0})
+	}
+	// Where the server's CPU went (--perf): the kinds some point has.
+	kinds := netPerfKinds(r)
+	for _, k := range kinds {
+		d.Columns = append(d.Columns, Column{Key: "perf_" + k.String() + "_pct", Title: netPerfTitle(k), Unit: "%", Prec: 1})
 	}
 	d.Columns = append(d.Columns,
 		Column{Key: "client_cpu_us_per_req", Title: "client µs/req", Unit: "µs", Better: Lower, Prec: 2, Wide: true},
@@ -118,6 +131,13 @@ func NetDoc(r *netresult.Report) *Doc {
 				}
 				cells = append(cells, c)
 			}
+			for _, k := range kinds {
+				c := Runs(nil) // "–": this point was not recorded
+				if p.Perf != nil && p.Perf.Samples > 0 {
+					c = Figure(100 * p.Perf.Share(k))
+				}
+				cells = append(cells, c)
+			}
 			integrity := "ok"
 			if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 {
 				integrity = "BAD"
@@ -140,12 +160,56 @@ func NetDoc(r *netresult.Report) *Doc {
 	if len(refs) > 0 {
 		d.Legend = append(d.Legend, Field{"vs " + refs[0], "CPU µs/req divided by " + refs[0] + "'s at the same point: below 1.00 costs less CPU"})
 	}
+	if len(kinds) > 0 {
+		d.Legend = append(d.Legend, Field{netPerfTitle(kinds[0]) + " … " + netPerfTitle(kinds[len(kinds)-1]),
+			"where the server process's CPU went in the measured windows, every run together: shares of perf's samples (--perf)"})
+	}
+	for _, k := range kinds {
+		d.Legend = append(d.Legend, Field{netPerfTitle(k), netPerfLegend[k]})
+	}
 	if spread {
 		d.Legend = append(d.Legend, Field{"(min–max)", "over the runs; the figures are medians"})
 	}
 	d.Legend = append(d.Legend,
 		Field{"integrity", "ok: every echoed byte matched what was sent, none was lost and no connection failed, in every run"})
 	return d
+}
+
+// netPerfKinds lists the kinds of CPU (perf.Kinds, in their order) that
+// have a share above 0 at some point of r: none without --perf.
+func netPerfKinds(r *netresult.Report) []perf.Kind {
+	var out []perf.Kind
+	for _, k := range perf.Kinds() {
+		if slices.ContainsFunc(r.Points, func(p netresult.Point) bool {
+			return p.Err == "" && p.Perf != nil && p.Perf.Share(k) > 0
+		}) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// netPerfTitle is the header of a kind's share column: "net%".
+func netPerfTitle(k perf.Kind) string {
+	switch k {
+	case perf.Runtime:
+		return "runtime%"
+	case perf.IOUring:
+		return "uring%"
+	}
+	return k.String() + "%"
+}
+
+// netPerfLegend says what each kind's column holds.
+var netPerfLegend = map[perf.Kind]string{
+	perf.User:    "user code: the server's own code and the copies it makes itself",
+	perf.Runtime: "the Go runtime: scheduler, GC, allocation, entering and leaving syscalls",
+	perf.Syscall: "syscall entry and exit: the kernel's entry code and the user-space stubs",
+	perf.Copy:    "the kernel's copies to and from user memory",
+	perf.Fault:   "page faults",
+	perf.IOUring: "io_uring's own machinery: submission, completion, task work, io-wq",
+	perf.Net:     "the network stack: sockets, TCP/IP, loopback, softirq receive",
+	perf.Kernel:  "the rest of the kernel: scheduler, locks, VFS, memory",
 }
 
 // netRuns is a figure over p's runs. positive says that 0 means "not

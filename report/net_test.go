@@ -20,6 +20,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // --- fixtures
@@ -786,5 +787,81 @@ func TestBrowserNetHTML(t *testing.T) {
 				os.WriteFile(filepath.Join(*htmlOut, "net_"+tc.name+".png"), b, 0o644)
 			}
 		})
+	}
+}
+
+// TestNetDocPerf: a report recorded with --perf gains a share column per
+// kind some point spent CPU in (in %, the point's merged breakdown), with
+// its legend; a point not recorded shows "–", and a failed recording is
+// a note. Without --perf there is none of it.
+func TestNetDocPerf(t *testing.T) {
+	const p64, p16k = "1000 conns × 64B × pingpong", "1000 conns × 16KiB × pingpong"
+	for _, c := range NetDoc(netSample()).Columns {
+		if strings.HasPrefix(c.Key, "perf_") {
+			t.Errorf("column %s without perf", c.Key)
+		}
+	}
+	r := netSample()
+	set := func(i int, b perf.Breakdown) {
+		r.Points[i].Perf = &b
+		for j := range r.Points[i].Runs {
+			r.Points[i].Runs[j].Perf = &b
+		}
+	}
+	set(3, perf.Breakdown{Samples: 800, CPUNs: 2e8, User: 0.02, Syscall: 0.03, IOUring: 0.15, Net: 0.7, Kernel: 0.1}) // io_uring 64B
+	set(5, perf.Breakdown{Samples: 900, CPUNs: 2e8, User: 0.05, Syscall: 0.1, Net: 0.75, Kernel: 0.1})                // epoll 64B
+	r.Points[4].PerfError = "run 1: not recorded: perf control: enable: perf did not answer within 5s"                // net 64B
+	d := NetDoc(r)
+	var keys []string
+	for _, c := range d.Columns {
+		if strings.HasPrefix(c.Key, "perf_") {
+			keys = append(keys, c.Key)
+			if c.Wide || c.Unit != "%" {
+				t.Errorf("column %+v: want it in the table, in %%", c)
+			}
+		}
+	}
+	if want := []string{"perf_user_pct", "perf_syscall_pct", "perf_io_uring_pct", "perf_net_pct", "perf_kernel_pct"}; !slices.Equal(keys, want) {
+		t.Errorf("perf columns %q, want %q (no kind that is 0 everywhere)", keys, want)
+	}
+	if c, _ := docCell(t, d, p64, "io_uring", "perf_io_uring_pct"); c.Value != 15 {
+		t.Errorf("io_uring's io_uring share %v, want 15", c.Value)
+	}
+	if c, _ := docCell(t, d, p64, "epoll", "perf_net_pct"); c.Value != 75 {
+		t.Errorf("epoll's net share %v, want 75", c.Value)
+	}
+	if c, _ := docCell(t, d, p16k, "net", "perf_net_pct"); finite(c.Value) {
+		t.Errorf("a point not recorded shows %v, want –", c.Value)
+	}
+	var legend []string
+	for _, f := range d.Legend {
+		legend = append(legend, f.Key)
+	}
+	for _, want := range []string{"user% … kernel%", "uring%", "net%"} {
+		if !slices.Contains(legend, want) {
+			t.Errorf("legend %q lacks %q", legend, want)
+		}
+	}
+	out := string(netRender(t, "table", r))
+	for _, want := range []string{"uring%", "net%", "75.0", "perf: net at 1000 conns × 64B × pingpong: run 1: not recorded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// The JSON keeps it all, and reads back.
+	var b bytes.Buffer
+	if err := NetJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "net.json")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadNetJSON(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Points[3].Perf; got == nil || *got != *r.Points[3].Perf || back.Points[4].PerfError != r.Points[4].PerfError {
+		t.Errorf("read back: perf %+v, error %q", got, back.Points[4].PerfError)
 	}
 }

@@ -239,6 +239,9 @@ type netLoadOptions struct {
 	wide      bool
 	json      string
 	force     bool
+	// windowSync: net bench records the server during the window
+	// (netbench.WindowSyncFlag).
+	windowSync bool
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -286,6 +289,9 @@ from when each message was meant to go.`,
 	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too (P90, connections carried)")
 	f.StringVar(&o.json, "json", "", "also write this run's JSON to this file, whatever --format prints")
 	f.BoolVar(&o.force, "force", false, "overwrite the --json file if it exists")
+	f.BoolVar(&o.windowSync, strings.TrimPrefix(netbench.WindowSyncFlag, "--"), false,
+		"net bench's child: say where the measured window starts and ends on fd 3 and wait for an answer on stdin")
+	f.MarkHidden(strings.TrimPrefix(netbench.WindowSyncFlag, "--"))
 	return cmd
 }
 
@@ -317,6 +323,9 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 			cfg.Progress = func(phase string, done, total int) { step(done, total, phase) }
 		}
 		defer p.done()
+	}
+	if o.windowSync {
+		cfg.Progress = netbench.WindowSync(cfg.Warmup, cfg.Progress)
 	}
 	res, err := load.Run(ctx, cfg)
 	if err != nil && res == nil {
@@ -358,7 +367,8 @@ type netBenchOptions struct {
 	wide     bool
 	html     string
 	json     string
-	force    bool // overwrite the --html and --json files
+	force    bool           // overwrite the --html and --json files, and --perf's
+	observe  observeOptions // --perf
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -389,9 +399,20 @@ syscalls per MB, every byte checked.
 --writev measures sending a response of k parts (k = 1, 2, 4, 8, 16, 64 of
 64 B to 1 KiB) four ways: k writes, one coalesced write, net.Buffers
 (writev) and io_uring SENDMSG: the sending thread's syscalls and CPU per
-response.`,
+response.
+
+--perf DIR records the echo servers with perf (kernel and Go frames): the
+server process only, every thread of it, and only during the measured
+windows (not the dial ramp, the warm-up or the load generator). Each run's
+profile goes to DIR/ENGINE-MODE-SIZE-cCONNS-runN.pb.gz (open it with go
+tool pprof -http :8080 FILE), and the table gains where the server's CPU
+went: shares of user code, the Go runtime, syscall entry/exit, kernel
+copies, page faults, io_uring, the network stack and the rest of the
+kernel. A profile that exists is not overwritten without --force. Not with
+--serve-file or --writev.`,
 		Example: `  iopath net bench
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --runs 5
+  iopath net bench --conns 1000 --sizes 64 --modes pingpong --perf prof
   iopath net bench --format json > net.json --html net.html
   iopath net bench --serve-file --runs 5
   iopath net bench --writev`,
@@ -401,6 +422,8 @@ response.`,
 			switch {
 			case o.serveFile && o.writev:
 				return usagef("net bench: --serve-file and --writev are separate benchmarks: pick one")
+			case o.observe.perf != "" && (o.serveFile || o.writev):
+				return usagef("net bench: --perf records the echo servers only; it cannot be used with --serve-file or --writev")
 			case o.serveFile:
 				return runNetFileBench(cmd.Context(), o, cmd.Flags().Changed("runs"), cl, stdout, stderr)
 			case o.writev:
@@ -421,7 +444,8 @@ response.`,
 	f.BoolVar(&o.wide, "wide", false, "show the less-used columns too (P50, P99.9, client CPU, MB/s, the integrity counts...)")
 	f.StringVar(&o.html, "html", "", "also write a self-contained HTML report with charts to this file")
 	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
-	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files if they exist")
+	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files, and --perf's profiles, if they exist")
+	o.observe.addPerfFlag(f, "the echo servers (the server process, during the measured windows)")
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
 	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated, each 1B to "+units.FormatSize(maxServeFileSize)+" (default 4KiB,64KiB,1MiB,64MiB)")
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
@@ -580,6 +604,9 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	if o.warmup < 0 || o.warmup > netbench.MaxDuration {
 		return usagef("net bench: --warmup %v: want 0 to %v", o.warmup, netbench.MaxDuration)
 	}
+	if err := o.observe.checkDirs("net bench"); err != nil {
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("net bench: cannot find this program to start its children: %w", err)
@@ -589,6 +616,9 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		Duration: o.duration, Warmup: o.warmup, Runs: o.runs,
 		Command: func(args ...string) *exec.Cmd { return exec.Command(exe, args...) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(stderr, "iopath: "+format+"\n", args...) },
+
+		PerfDir: o.observe.perf, PerfReplace: o.force,
+		TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit,
 	}
 	for _, s := range o.sizes {
 		opts.Sizes = append(opts.Sizes, int(s))
@@ -596,10 +626,24 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	if err := opts.Validate(); err != nil {
 		return usagef("net bench: %v", err)
 	}
+	// The profiles' names are known now: none may be overwritten without
+	// --force, and that is said before anything runs.
+	for _, p := range opts.PerfFiles() {
+		if _, err := os.Lstat(p); err == nil {
+			if err := checkOutputFile(p, o.force); err != nil {
+				return usagef("net bench: --perf: %v", err)
+			}
+		}
+	}
+	o.observe.probePerf(stderr)
+	opts.PerfDir = o.observe.perf
 	p := newProgress(stderr)
 	opts.Progress = p.steps()
 	rep, err := netbench.Bench(ctx, opts)
 	p.done()
+	if n := o.observe.perfNote(); n != "" && rep != nil {
+		rep.Notes = append(rep.Notes, n)
+	}
 	if err != nil && ctx.Err() != nil {
 		if rep == nil || !slices.ContainsFunc(rep.Points, func(p netresult.Point) bool { return len(p.Runs) > 0 }) {
 			return errors.New("net bench: interrupted; nothing measured")
@@ -648,7 +692,31 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	if bad := integrityFailures(rep); bad != "" {
 		return fmt.Errorf("net bench: %s", bad)
 	}
+	if bad := perfFailures(rep); bad != "" {
+		return fmt.Errorf("net bench: --perf: %s", bad)
+	}
 	return nil
+}
+
+// perfFailures says how many runs were measured but not recorded with
+// perf, and the first one's reason: a profile asked for is missing.
+func perfFailures(r *netresult.Report) string {
+	n, first := 0, ""
+	for _, p := range r.Points {
+		for i, run := range p.Runs {
+			if run.PerfError == "" {
+				continue
+			}
+			if n == 0 {
+				first = fmt.Sprintf("%s at %d conns × %d B %s, run %d: %s", p.Engine, p.Conns, p.Size, p.Mode, i+1, run.PerfError)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d runs not recorded (first: %s)", n, first)
 }
 
 // integrityFailures names the points where bytes were corrupted or lost,

@@ -22,7 +22,9 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/netbench"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 func TestNetBadFlags(t *testing.T) {
@@ -587,4 +589,77 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestNetBenchPerf: --perf refuses the other benchmarks, a directory that
+// cannot be made and an existing profile without --force, each with one
+// line and before anything runs; with --force it records the server: a
+// profile per run in place of the old file, a breakdown in the JSON
+// (valid against its schema) and columns in the table.
+func TestNetBenchPerf(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "prof")
+	args := []string{"net", "bench", "--engines", "epoll", "--conns", "4", "--sizes", "64", "--modes", "pingpong",
+		"--duration", "100ms", "--warmup", "0s", "--perf", dir}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--serve-file"}, "--perf records the echo servers only; it cannot be used with --serve-file or --writev"},
+		{[]string{"--writev"}, "--perf records the echo servers only"},
+		{[]string{"--perf", filepath.Join(dir, "no", "such")}, "--perf: "},
+	} {
+		_, errOut, code := runCLIProcess(t, nil, append(slices.Clone(args), tc.extra...)...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q: want 2 and one line saying %q", tc.extra, code, errOut, tc.want)
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, netbench.PerfName("epoll", "pingpong", 64, 4, 1))
+	mine := []byte("mine, not a profile\n")
+	if err := os.WriteFile(existing, mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLIProcess(t, nil, args...)
+	if code != 2 || !strings.Contains(errOut, existing+": already exists (use --force to overwrite)") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("without --force: exit %d, stderr %q: want 2 and one line naming the file", code, errOut)
+	}
+	if b, err := os.ReadFile(existing); err != nil || !bytes.Equal(b, mine) {
+		t.Fatalf("the file changed: %q, %v", b, err)
+	}
+
+	if _, err := perf.Probe(); err != nil {
+		t.Skipf("perf cannot record here: %v", err)
+	}
+	out, errOut, code := runCLIProcess(t, nil, append(slices.Clone(args), "--force", "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("with --force: exit %d: %s", code, errOut)
+	}
+	validate(t, "net-echo", []byte(out))
+	var rep netresult.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Points) != 1 || len(rep.Points[0].Runs) != 1 {
+		t.Fatalf("points %+v", rep.Points)
+	}
+	p := rep.Points[0]
+	if r := p.Runs[0]; r.Perf == nil || r.Perf.Samples == 0 || r.PerfProfile != existing || p.Perf == nil || p.Flame == nil {
+		t.Errorf("run %+v, point perf %+v: want a breakdown, a call tree and the profile %s", r, p.Perf, existing)
+	}
+	if b, err := os.ReadFile(existing); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("%s is not a gzipped profile: %.20q, %v", existing, b, err)
+	}
+	dir2 := filepath.Join(t.TempDir(), "prof2")
+	out, errOut, code = runCLIProcess(t, nil, append(slices.Clone(args[:len(args)-1]), dir2)...)
+	if code != 0 {
+		t.Fatalf("table: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"net%", "kernel%", "recorded (--perf)", "server process only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table without %q:\n%s", want, out)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/load"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // Options say what to run. The zero value of a field takes the default,
@@ -42,6 +43,24 @@ type Options struct {
 	// Log, when set, receives one line per notable event (an engine
 	// skipped, a server restarted).
 	Log func(format string, args ...any)
+
+	// PerfDir, when set, records each server child with perf (kernel and
+	// Go frames; perf.Probe must allow it) during the measured windows
+	// only: a pprof profile per run, written into PerfDir (made when
+	// missing) under the name PerfFiles lists, a breakdown of the
+	// server's CPU per run and per point, and a call tree per point
+	// (netresult.Run.Perf, Point.Perf, Point.Flame). Bench refuses to
+	// start when one of the files exists, unless PerfReplace is set. The
+	// load generator's CPU is not recorded.
+	PerfDir     string
+	PerfReplace bool
+	// TrackTemp, when set, is told each temporary file Bench makes (a
+	// profile being written, renamed into place when whole) and returns
+	// the function that forgets it again; TrackTempDir the same for a
+	// temporary directory (a perf recording's). A caller that can be
+	// stopped at once removes what is still tracked then.
+	TrackTemp    func(path string) (forget func())
+	TrackTempDir func(dir string) (forget func())
 }
 
 // Defaults for Options.
@@ -142,6 +161,8 @@ type server struct {
 	// waitErr is how the child ended, once exited is closed.
 	waitErr error
 	stderr  *tailBuffer
+	// perf is the child's perf recording (Options.PerfDir), else nil.
+	perf *recording
 }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
@@ -241,25 +262,30 @@ func startPinned(cmd *exec.Cmd, cpus []int) error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	err := onCPUs(cpus, cmd.Start)
+	if err == nil && len(cpus) > 0 {
+		sys.SetProcessAffinity(cmd.Process.Pid, cpus)
+	}
+	return err
+}
+
+// onCPUs runs start, which forks a child, on a thread pinned to cpus for
+// that moment, so that the child starts with that mask (none: as it is).
+func onCPUs(cpus []int, start func() error) error {
 	if len(cpus) == 0 {
-		return cmd.Start()
+		return start()
 	}
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	old, err := sys.Affinity()
 	if err == nil {
 		err = sys.SetAffinity(cpus)
 	}
 	if err != nil {
-		runtime.UnlockOSThread()
-		return cmd.Start()
+		return start()
 	}
-	err = cmd.Start()
-	sys.SetAffinity(old)
-	runtime.UnlockOSThread()
-	if err == nil {
-		sys.SetProcessAffinity(cmd.Process.Pid, cpus)
-	}
-	return err
+	defer sys.SetAffinity(old)
+	return start()
 }
 
 // tailBuffer keeps the last max bytes written to it (a child's stderr).
@@ -287,7 +313,9 @@ func (t *tailBuffer) last() string {
 
 // Bench runs the whole matrix and returns the report. A failed run is
 // recorded in its point (Err) and the bench goes on; Bench fails only on
-// bad options, or when ctx ends (with the report so far).
+// bad options (PerfDir's included: perf cannot record here, a profile
+// exists), or when ctx ends (with the report so far; no profile is
+// written then, and no perf process or recording is left).
 func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -295,6 +323,13 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	logf := o.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	var perfNote string
+	if o.PerfDir != "" {
+		var err error
+		if perfNote, err = o.preparePerf(); err != nil {
+			return nil, err
+		}
 	}
 	srvCPUs, cliCPUs, note := Pinning()
 	rep := &netresult.Report{
@@ -306,18 +341,37 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
 			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
+			PerfDir: o.PerfDir,
 		},
 	}
+	if perfNote != "" {
+		rep.Notes = append(rep.Notes, perfNote)
+	}
+	ps := &perfState{o: &o, flames: map[key]*perf.Flame{}, logf: logf}
 	maxConn := slices.Max(o.Conns)
 	servers := map[string]*server{}
 	defer func() {
+		// Whatever ended the bench, no server, perf process or recording
+		// outlives it.
 		for _, s := range servers {
 			s.stop(ctx)
+			s.closePerf()
 		}
 	}()
+	start := func(e string) (*server, error) {
+		s, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+		if err != nil || o.PerfDir == "" {
+			return s, err
+		}
+		attachPerf(ctx, &o, s, cliCPUs)
+		if s.perf.err != nil {
+			logf("%s server: %v; its runs are not recorded", e, s.perf.err)
+		}
+		return s, nil
+	}
 	var engines []string
 	for _, e := range o.Engines {
-		s, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+		s, err := start(e)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
@@ -347,6 +401,15 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			}
 		}
 	}
+	interrupted := func() (*netresult.Report, error) {
+		rep.Points = collect(points, order)
+		for i := range rep.Points {
+			if p := &rep.Points[i]; len(p.Runs) == 0 && p.Err == "" {
+				p.Err = netresult.NotRun
+			}
+		}
+		return rep, ctx.Err()
+	}
 	total := len(order) * o.Runs
 	done := 0
 	for _, m := range o.Modes {
@@ -357,7 +420,8 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 					// always goes first (or last) at a point.
 					for i := range engines {
 						e := engines[(i+run)%len(engines)]
-						p := points[key{e, m, c, sz}]
+						k := key{e, m, c, sz}
+						p := points[k]
 						if o.Progress != nil {
 							o.Progress(done, total, fmt.Sprintf("%s %d conns × %s %s", e, c, sizeName(sz), m))
 						}
@@ -368,28 +432,47 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 						s := servers[e]
 						if !s.alive() {
 							logf("%s server died (%s); restarting it", e, s.stderr.last())
-							ns, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+							// Its recording holds the windows of the runs
+							// before: they are kept.
+							ps.finish(ctx, s, points)
+							if ctx.Err() != nil {
+								return interrupted()
+							}
+							ns, err := start(e)
 							if err != nil {
+								if ctx.Err() != nil {
+									return interrupted()
+								}
 								p.Err = "server died and could not restart: " + err.Error()
 								continue
 							}
 							servers[e] = ns
 							s = ns
 						}
-						r, err := runLoad(ctx, &o, s, cliCPUs, c, sz, m)
+						r, span, err := runLoad(ctx, &o, s, cliCPUs, c, sz, m)
 						if ctx.Err() != nil {
-							rep.Points = collect(points, order)
-							for i := range rep.Points {
-								if p := &rep.Points[i]; len(p.Runs) == 0 && p.Err == "" {
-									p.Err = netresult.NotRun
-								}
-							}
-							return rep, ctx.Err()
+							return interrupted()
 						}
 						if err != nil {
 							p.Err = err.Error()
 							logf("%s, %d conns × %d B %s: %v", e, c, sz, m, err)
 							continue
+						}
+						if s.perf != nil {
+							switch {
+							case span.err != nil:
+								r.PerfError = "not recorded: " + span.err.Error()
+								if span.perfFailed {
+									// perf itself failed: the runs after
+									// this one are not tried.
+									s.perf.err = span.err
+								}
+								logf("%s, %d conns × %d B %s: perf: %v", e, c, sz, m, span.err)
+							case !span.on:
+								r.PerfError = s.perf.perfError()
+							default:
+								s.perf.windows = append(s.perf.windows, window{k: k, run: run, idx: len(p.Runs), t0: span.t0, t1: span.t1})
+							}
 						}
 						p.Runs = append(p.Runs, *r)
 					}
@@ -397,6 +480,15 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			}
 		}
 	}
+	// Each recording ends before its server does, and its windows are
+	// turned into profiles.
+	for _, e := range engines {
+		ps.finish(ctx, servers[e], points)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+	}
+	ps.setFlames(points)
 	rep.Points = collect(points, order)
 	return rep, nil
 }
@@ -429,43 +521,94 @@ const windowTries = 3
 // in which no request completed is measured again, four times as long
 // (windowTries in all), before it counts as an error: the figures are
 // per second of the window that ran, whatever its length.
-func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*netresult.Run, error) {
+//
+// When s is recorded (Options.PerfDir), the span is when perf sampled
+// the window whose figures are the run's.
+func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*netresult.Run, span, error) {
 	d := o.Duration
 	for try := 1; ; try++ {
-		res, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
+		res, sp, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
 		if err != nil {
-			return nil, err
+			return nil, span{}, err
 		}
 		if res.Requests > 0 {
-			return toRun(res), nil
+			return toRun(res), sp, nil
+		}
+		if sp.perfFailed {
+			// The next window would not be recorded either.
+			s.perf.err = sp.err
 		}
 		if try == windowTries {
 			// Nothing completed in any window: an error, not a row of
 			// zeros.
-			return nil, fmt.Errorf("no request completed in %d windows of %v to %v (the machine too busy, or the server stalled)", windowTries, o.Duration, d)
+			return nil, span{}, fmt.Errorf("no request completed in %d windows of %v to %v (the machine too busy, or the server stalled)", windowTries, o.Duration, d)
 		}
 		d *= 4
 	}
 }
 
-// loadWindow runs one window of d in a load-generator child.
-func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string, d time.Duration) (*netresult.Load, error) {
+// span is when perf sampled a measured window, CLOCK_MONOTONIC ns: on
+// says it did, err why not. perfFailed says that the fault was perf's
+// (switching it on or off failed), not the load generator's.
+type span struct {
+	on         bool
+	t0, t1     int64
+	err        error
+	perfFailed bool
+}
+
+// loadWindow runs one window of d in a load-generator child; when s's
+// recording is usable, sampling is on during the window (the span).
+func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string, d time.Duration) (*netresult.Load, span, error) {
 	gmp := len(cpus)
 	if gmp == 0 {
 		gmp = runtime.NumCPU()
 	}
-	cmd := o.Command("net", "load", "--addr", s.addr, "--conns", strconv.Itoa(conns),
+	args := []string{"net", "load", "--addr", s.addr, "--conns", strconv.Itoa(conns),
 		"--size", strconv.Itoa(size), "--mode", mode,
 		"--duration", d.String(), "--warmup", o.Warmup.String(),
-		"--server-pid", strconv.Itoa(s.pid), "--format", "json")
+		"--server-pid", strconv.Itoa(s.pid), "--format", "json"}
+	if s.perf.usable() {
+		args = append(args, WindowSyncFlag)
+	}
+	cmd := o.Command(args...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gmp))
 	var out strings.Builder
 	errb := &tailBuffer{max: 4096}
 	cmd.Stdout = &out
 	cmd.Stderr = errb
-	if err := startPinned(cmd, cpus); err != nil {
-		return nil, fmt.Errorf("start load generator: %w", err)
+	var sync *windowSync
+	if s.perf.usable() {
+		var err error
+		if sync, err = newWindowSync(cmd, s.perf.rec); err != nil {
+			return nil, span{}, fmt.Errorf("start load generator: %w", err)
+		}
 	}
+	if err := startPinned(cmd, cpus); err != nil {
+		if sync != nil {
+			sync.abort()
+		}
+		return nil, span{}, fmt.Errorf("start load generator: %w", err)
+	}
+	if sync != nil {
+		sync.started()
+		// Interrupted, the bench keeps nothing of the recording: it is
+		// closed at once, which also ends a switch that waits for a perf
+		// already stopping (on ctx) to answer.
+		defer context.AfterFunc(ctx, s.closePerf)()
+	}
+	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d)
+	var sp span
+	if sync != nil {
+		// The child has exited: sampling is off whatever happened.
+		sp = sync.wait()
+	}
+	return res, sp, err
+}
+
+// waitLoad waits for the load-generator child cmd (started) to exit, and
+// reads its result.
+func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *strings.Builder, errb *tailBuffer, d time.Duration) (*netresult.Load, error) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	// The child bounds itself; this is a backstop for a hung child.
@@ -544,4 +687,11 @@ func collect(points map[key]*netresult.Point, order []key) []netresult.Point {
 		out = append(out, p)
 	}
 	return out
+}
+
+// closePerf ends s's perf recording, if any, and removes it.
+func (s *server) closePerf() {
+	if s.perf != nil && s.perf.rec != nil {
+		s.perf.rec.Close()
+	}
 }

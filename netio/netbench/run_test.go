@@ -104,7 +104,7 @@ func TestRunLoadNothingCompleted(t *testing.T) {
 			return exec.Command("echo", `{"requests":0,"bytes":0,"elapsed_ns":150000000}`)
 		}}
 	s := &server{engine: "net", addr: "127.0.0.1:1", pid: os.Getpid(), exited: make(chan struct{}), stderr: &tailBuffer{max: 64}}
-	r, err := runLoad(context.Background(), &o, s, nil, 4, 64, "pingpong")
+	r, _, err := runLoad(context.Background(), &o, s, nil, 4, 64, "pingpong")
 	if err == nil || !strings.Contains(err.Error(), "no request completed in 3 windows of 150ms to 2.4s") {
 		t.Fatalf("run %+v, error %v: want an error saying no request completed in 3 windows", r, err)
 	}
@@ -123,7 +123,7 @@ func TestRunLoadLongerWindow(t *testing.T) {
 			return exec.Command("echo", `{"requests":20,"bytes":1280,"elapsed_ns":200000000,"qps":100,"server_cpu_ns":1000000}`)
 		}}
 	s := &server{engine: "net", addr: "127.0.0.1:1", pid: os.Getpid(), exited: make(chan struct{}), stderr: &tailBuffer{max: 64}}
-	r, err := runLoad(context.Background(), &o, s, nil, 1, 64, "pingpong")
+	r, _, err := runLoad(context.Background(), &o, s, nil, 1, 64, "pingpong")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 package netresult
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
+	"github.com/iopath/iopath/perf"
 )
 
 // EchoSchemaVersion is the version of the JSON form of Report (the kind
@@ -63,6 +65,9 @@ type Config struct {
 	ClientCPUs []int  `json:"client_cpus,omitempty"`
 	PinNote    string `json:"pin_note,omitempty"`
 	Addr       string `json:"addr"`
+	// PerfDir is where the server's perf profiles went (--perf), one per
+	// run; "" when the servers were not recorded.
+	PerfDir string `json:"perf_dir,omitempty"`
 }
 
 // Skip is an engine that could not run, and why.
@@ -95,6 +100,14 @@ type Point struct {
 	// NoEcho is the part of ConnErrors the server left unserved: no echo
 	// within the warm-up (Load.NoEcho).
 	NoEcho int64 `json:"no_echo_conns,omitempty"`
+	// Perf is where the server's CPU went over the runs' measured windows
+	// together (perf.Merge of the runs' Perf), and Flame their call tree,
+	// pruned: set when the servers were recorded with perf (--perf).
+	// PerfError says that some run's recording failed: how many, and the
+	// first error.
+	Perf      *perf.Breakdown `json:"perf,omitempty"`
+	Flame     *perf.Flame     `json:"flame,omitempty"`
+	PerfError string          `json:"perf_error,omitempty"`
 	// Err is set when the point could not be measured (the server died,
 	// the dial ramp failed); its figures are then 0.
 	Err string `json:"error,omitempty"`
@@ -123,15 +136,38 @@ type Run struct {
 	DialNs            int64   `json:"dial_ns"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
+	// Perf is where the server process's CPU went during the window, from
+	// a perf recording of it (--perf), and PerfProfile the pprof profile
+	// of the window written from it. PerfError is why the window has no
+	// breakdown or no profile (perf died, its recording could not be
+	// read, the file could not be written); the run's other figures stand.
+	Perf        *perf.Breakdown `json:"perf,omitempty"`
+	PerfProfile string          `json:"perf_profile,omitempty"`
+	PerfError   string          `json:"perf_error,omitempty"`
 }
 
 // Summarize sets p's medians over its Runs and its integrity counts, the
-// sums over them. A point without runs gets zeros (and has Err set by
-// whoever could not measure it).
+// sums over them, and its CPU breakdown, the runs' merged (Perf,
+// PerfError; Flame is left as it is). A point without runs gets zeros
+// (and has Err set by whoever could not measure it).
 func (p *Point) Summarize() {
 	var qps, mbps, srv, cli, p50, p99, p999, mx []float64
 	p.Corrupted, p.Lost, p.ConnErrors, p.NoEcho = 0, 0, 0, 0
-	for _, r := range p.Runs {
+	p.Perf, p.PerfError = nil, ""
+	perfErrs, firstErr := 0, ""
+	for i, r := range p.Runs {
+		if r.Perf != nil {
+			if p.Perf == nil {
+				p.Perf = &perf.Breakdown{}
+			}
+			*p.Perf = perf.Merge(*p.Perf, *r.Perf)
+		}
+		if r.PerfError != "" {
+			if perfErrs == 0 {
+				firstErr = fmt.Sprintf("run %d: %s", i+1, r.PerfError)
+			}
+			perfErrs++
+		}
 		qps = append(qps, r.QPS)
 		mbps = append(mbps, r.MBps)
 		srv = append(srv, r.ServerCPUPerReqUs)
@@ -144,6 +180,12 @@ func (p *Point) Summarize() {
 		p.Lost += r.Lost
 		p.ConnErrors += r.ConnErrors
 		p.NoEcho += r.NoEcho
+	}
+	switch {
+	case perfErrs == 1:
+		p.PerfError = firstErr
+	case perfErrs > 1:
+		p.PerfError = fmt.Sprintf("%d of %d runs; %s", perfErrs, len(p.Runs), firstErr)
 	}
 	p.QPS, p.MBps = stats.Median(qps), stats.Median(mbps)
 	p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)

@@ -1,8 +1,11 @@
 package netresult
 
 import (
+	"math"
 	"slices"
 	"testing"
+
+	"github.com/iopath/iopath/perf"
 )
 
 func TestFileServeMedians(t *testing.T) {
@@ -84,5 +87,33 @@ func TestPointSummarize(t *testing.T) {
 	p.Summarize() // again: the sums are not counted twice
 	if p.Lost != 1 || p.ConnErrors != 3 {
 		t.Errorf("summarized twice: %+v", p)
+	}
+}
+
+// TestSummarizePerf: a point's breakdown is its runs' merged, weighed by
+// their CPU; a run not recorded is said at the point, with the first
+// error; a point of runs without perf has none.
+func TestSummarizePerf(t *testing.T) {
+	p := Point{Runs: []Run{
+		{QPS: 1, Perf: &perf.Breakdown{Samples: 100, CPUNs: 100, Net: 1}},
+		{QPS: 2, PerfError: "not recorded: perf died"},
+		{QPS: 3, Perf: &perf.Breakdown{Samples: 300, CPUNs: 300, Net: 0.5, Kernel: 0.5}},
+	}}
+	p.Summarize()
+	if b := p.Perf; b == nil || b.Samples != 400 || b.CPUNs != 400 || math.Abs(b.Net-0.625) > 1e-12 || math.Abs(b.Kernel-0.375) > 1e-12 {
+		t.Errorf("merged %+v, want 400 samples, net 0.625, kernel 0.375", b)
+	}
+	if p.PerfError != "run 2: not recorded: perf died" {
+		t.Errorf("perf error %q", p.PerfError)
+	}
+	p.Runs[0].PerfError = "profile: disk full"
+	p.Summarize()
+	if p.PerfError != "2 of 3 runs; run 1: profile: disk full" {
+		t.Errorf("perf error %q", p.PerfError)
+	}
+	p = Point{Runs: []Run{{QPS: 1}}}
+	p.Summarize()
+	if p.Perf != nil || p.PerfError != "" {
+		t.Errorf("without perf: %+v, %q", p.Perf, p.PerfError)
 	}
 }

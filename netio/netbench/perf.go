@@ -1,0 +1,393 @@
+package netbench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iopath/iopath/internal/outfile"
+	"github.com/iopath/iopath/internal/units"
+	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
+)
+
+// Bench's perf recordings (Options.PerfDir): each server child is
+// recorded by a perf record attached to its pid (perf.Attach) from when
+// it is up until it is stopped or restarted, with sampling switched on
+// only for each measured window. Where the window starts and ends only
+// the load generator knows, past its dial ramp and its warm-up, so the
+// load child and the bench shake hands at both ends (WindowSyncFlag): the
+// child says "start" on file descriptor 3 and waits for a line on its
+// stdin, which the bench writes once perf has switched sampling on; the
+// same at the end. When the recording ends its windows are cut out of it
+// (perf.Samples.Window): a pprof profile per run (PerfFiles names them),
+// a breakdown of the server's CPU per run and per point, and a call tree
+// per point.
+
+// PerfExt is the suffix of the profiles Bench writes into PerfDir.
+const PerfExt = ".pb.gz"
+
+// flamePrune is the share of a point's samples below which a call is
+// left out of its flame tree (its time stays in its caller's).
+const flamePrune = 0.005
+
+// PerfName is the base name of the profile of one run (run counts from 1)
+// of engine at one point: "io_uring-pipeline16-1KiB-c1000-run2.pb.gz".
+// A mode's characters other than letters, digits and "_" are dropped
+// ("pipeline:16" is "pipeline16"), so that the name is safe in any file
+// system and its fields stay apart.
+func PerfName(engine, mode string, size, conns, run int) string {
+	sz := units.FormatSize(int64(size))
+	if strings.Contains(sz, ".") {
+		sz = strconv.Itoa(size) + "B"
+	}
+	return fmt.Sprintf("%s-%s-%s-c%d-run%d%s", safeName(engine), safeName(mode), sz, conns, run, PerfExt)
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// PerfFiles lists the profiles a Bench of o writes into PerfDir, one per
+// run of every engine at every point (nil without PerfDir). Call it after
+// Validate.
+func (o *Options) PerfFiles() []string {
+	if o.PerfDir == "" {
+		return nil
+	}
+	var out []string
+	for _, m := range o.Modes {
+		for _, c := range o.Conns {
+			for _, sz := range o.Sizes {
+				for run := 1; run <= o.Runs; run++ {
+					for _, e := range o.Engines {
+						out = append(out, filepath.Join(o.PerfDir, PerfName(e, m, sz, c, run)))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// preparePerf checks that perf can record here, makes PerfDir, refuses
+// (unless PerfReplace) when one of the profiles exists, and returns the
+// report's note.
+func (o *Options) preparePerf() (string, error) {
+	info, err := perf.Probe()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(o.PerfDir, 0o755); err != nil {
+		return "", err
+	}
+	if !o.PerfReplace {
+		for _, p := range o.PerfFiles() {
+			if _, err := os.Lstat(p); err == nil {
+				return "", &fs.PathError{Op: "net bench", Path: p, Err: outfile.ErrExists}
+			}
+		}
+	}
+	return fmt.Sprintf("recorded (--perf): %s, of the server process only (every thread, io_uring's workers included), "+
+		"during the measured windows only; each run's profile is in %s (go tool pprof -http :8080 FILE); "+
+		"the figures include perf's sampling, which adds to the server's CPU per request (6-14%% on a 2-vCPU VM): "+
+		"compare them with figures recorded the same way", info, o.PerfDir), nil
+}
+
+// window is one measured window of a recording: the run it belongs to
+// (its point, its number from 0, its index in the point's Runs) and when
+// sampling was on, CLOCK_MONOTONIC ns.
+type window struct {
+	k      key
+	run    int
+	idx    int
+	t0, t1 int64
+}
+
+// recording is one server child's perf record.
+type recording struct {
+	rec *perf.Recording
+	// err is why the recording failed (attach, a switch on or off): later
+	// windows are not tried, and its runs say so.
+	err     error
+	windows []window
+}
+
+// usable says that the next window can be recorded.
+func (r *recording) usable() bool { return r != nil && r.rec != nil && r.err == nil }
+
+// attachPerf starts a perf record of s, perf itself pinned to cpus (the
+// load generator's: the server's core is left to the server). A failure
+// is kept in the recording, and the runs on this server carry it.
+func attachPerf(ctx context.Context, o *Options, s *server, cpus []int) {
+	r := &recording{}
+	s.perf = r
+	err := onCPUs(cpus, func() error {
+		var err error
+		r.rec, err = perf.Attach(ctx, s.pid, perf.Options{Track: o.TrackTempDir})
+		return err
+	})
+	if err != nil {
+		r.err = fmt.Errorf("perf record -p %d: %w", s.pid, err)
+	}
+}
+
+// perfError is a run's PerfError when its window could not be recorded.
+func (r *recording) perfError() string {
+	if r.err != nil {
+		return "not recorded: " + r.err.Error()
+	}
+	return ""
+}
+
+// perfState is Bench's across its servers: the call trees of the points.
+type perfState struct {
+	o      *Options
+	flames map[key]*perf.Flame
+	logf   func(format string, args ...any)
+}
+
+// finish ends s's recording and turns each of its windows into its run's
+// profile and breakdown, adding it to its point's call tree. When the
+// bench was interrupted it only removes the recording: no profile is
+// written. Every failure is put on the runs it touches, never returned.
+func (ps *perfState) finish(ctx context.Context, s *server, points map[key]*netresult.Point) {
+	r := s.perf
+	if r == nil || r.rec == nil {
+		return
+	}
+	defer func() {
+		r.rec.Close()
+		r.windows = nil // a server finished twice (it could not restart) has none left
+	}()
+	if ctx.Err() != nil || len(r.windows) == 0 {
+		return
+	}
+	fail := func(err error) {
+		msg := err.Error()
+		for _, w := range r.windows {
+			run := &points[w.k].Runs[w.idx]
+			if run.PerfError == "" {
+				run.PerfError = msg
+			}
+		}
+		ps.logf("%s server: perf: %s", s.engine, msg)
+	}
+	if err := r.rec.Stop(); err != nil {
+		fail(err)
+		return
+	}
+	samples, err := r.rec.Read(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			fail(err)
+		}
+		return
+	}
+	for _, w := range r.windows {
+		if ctx.Err() != nil {
+			return
+		}
+		p := points[w.k]
+		run := &p.Runs[w.idx]
+		ws := samples.Window(w.t0, w.t1)
+		b := ws.Breakdown()
+		run.Perf = &b
+		if ps.flames[w.k] == nil {
+			ps.flames[w.k] = perf.NewFlame()
+		}
+		ps.flames[w.k].Add(ws)
+		path := filepath.Join(ps.o.PerfDir, PerfName(w.k.engine, w.k.mode, w.k.size, w.k.conns, w.run+1))
+		if err := outfile.Write(path, ps.o.PerfReplace, ps.o.TrackTemp, ws.WriteProfile); err != nil {
+			run.PerfError = "profile: " + err.Error()
+			ps.logf("%s server: perf: %v", s.engine, err)
+			continue
+		}
+		run.PerfProfile = path
+	}
+}
+
+// setFlames puts each point's pruned call tree on it.
+func (ps *perfState) setFlames(points map[key]*netresult.Point) {
+	for k, f := range ps.flames {
+		points[k].Flame = f.Prune(flamePrune)
+	}
+}
+
+// --- the handshake of the measured window
+
+// WindowSyncFlag is the hidden flag of `iopath net load` that Bench adds
+// when it records the server: the child then calls the function
+// WindowSync makes at the start and the end of its measured window.
+const WindowSyncFlag = "--window-sync"
+
+// Lines of the handshake.
+const (
+	syncStart = "start"
+	syncEnd   = "end"
+	syncGo    = "go"
+)
+
+// WindowSync is the load child's half of the handshake (WindowSyncFlag):
+// it returns a load.Config.Progress that calls next (when set) and, at
+// the end of the phase before the window ("warmup", or "dial" without a
+// warm-up) and at the end of the window ("run"), writes a line on file
+// descriptor 3 and waits for the bench's answer on stdin. A bench that is
+// gone (a write or read that fails) is not waited for; without a pipe on
+// descriptor 3 (the flag given by hand) it returns next.
+func WindowSync(warmup time.Duration, next func(phase string, done, total int)) func(phase string, done, total int) {
+	// Checked before an *os.File owns it: that file's finalizer would
+	// close a descriptor 3 the runtime may be using.
+	var st syscall.Stat_t
+	if err := syscall.Fstat(3, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return next
+	}
+	marks := os.NewFile(3, "window-sync")
+	answers := bufio.NewReader(os.Stdin)
+	before := "dial"
+	if warmup > 0 {
+		before = "warmup"
+	}
+	var started, ended, broken bool
+	say := func(what string) {
+		if broken {
+			return
+		}
+		if _, err := io.WriteString(marks, what+"\n"); err != nil {
+			broken = true
+			return
+		}
+		if _, err := answers.ReadString('\n'); err != nil {
+			broken = true
+		}
+	}
+	return func(phase string, done, total int) {
+		if next != nil {
+			next(phase, done, total)
+		}
+		if done < total {
+			return
+		}
+		switch {
+		case phase == before && !started:
+			started = true
+			say(syncStart)
+		case phase == "run" && started && !ended:
+			ended = true
+			say(syncEnd)
+		}
+	}
+}
+
+// windowSync is the bench's half: it switches s's recording on and off
+// as the load child cmd says, and keeps the window.
+type windowSync struct {
+	rec              *perf.Recording
+	marks, answers   *os.File // the bench's ends
+	childW, childR   *os.File // the child's ends, closed once it has started
+	done             chan struct{}
+	t0, t1           int64
+	enabled, stopped bool
+	err              error
+}
+
+// newWindowSync gives cmd (not started) the two pipes of the handshake.
+func newWindowSync(cmd *exec.Cmd, rec *perf.Recording) (*windowSync, error) {
+	w := &windowSync{rec: rec, done: make(chan struct{})}
+	var err error
+	if w.marks, w.childW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if w.childR, w.answers, err = os.Pipe(); err != nil {
+		w.marks.Close()
+		w.childW.Close()
+		return nil, err
+	}
+	cmd.Stdin = w.childR
+	cmd.ExtraFiles = []*os.File{w.childW}
+	return w, nil
+}
+
+// started closes the child's ends (they are the child's now) and serves
+// the handshake until the child closes its end; abort, when the child
+// did not start.
+func (w *windowSync) started() {
+	w.childW.Close()
+	w.childR.Close()
+	go w.serve()
+}
+
+func (w *windowSync) abort() {
+	for _, f := range []*os.File{w.marks, w.answers, w.childW, w.childR} {
+		f.Close()
+	}
+}
+
+func (w *windowSync) serve() {
+	defer close(w.done)
+	defer w.marks.Close()
+	defer w.answers.Close()
+	sc := bufio.NewScanner(w.marks)
+	for sc.Scan() {
+		switch sc.Text() {
+		case syncStart:
+			if !w.enabled && w.err == nil {
+				w.t0, w.err = w.rec.Enable()
+				w.enabled = w.err == nil
+			}
+		case syncEnd:
+			w.off()
+		}
+		// The child goes on whatever happened: a run is not lost for
+		// want of its profile.
+		io.WriteString(w.answers, syncGo+"\n")
+	}
+}
+
+// off switches sampling off if it is on.
+func (w *windowSync) off() {
+	if w.enabled && !w.stopped {
+		w.stopped = true
+		var err error
+		w.t1, err = w.rec.Disable()
+		if w.err == nil {
+			w.err = err
+		}
+	}
+}
+
+// wait waits for the child's end of the handshake (the child has exited)
+// and switches sampling off if the child did not say the window ended
+// (all its connections gone, say). It returns the window.
+func (w *windowSync) wait() span {
+	<-w.done
+	ended := w.stopped
+	w.off()
+	sp := span{t0: w.t0, t1: w.t1, err: w.err, perfFailed: w.err != nil}
+	switch {
+	case sp.err != nil:
+	case !w.enabled:
+		sp.err = errors.New("the load generator never reached its measured window")
+	case !ended:
+		sp.err = errors.New("the load generator did not say where its window ended")
+	default:
+		sp.on = true
+	}
+	return sp
+}
