@@ -357,6 +357,8 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	if syncs {
 		cols = append(cols, syncCols()...)
 	}
+	kinds := perfKinds(all)
+	cols = append(cols, perfCols(kinds)...)
 	cols = append(cols,
 		countCol("syscalls", "syscalls", func(x *bench.Result) int64 { return x.Syscalls }, func(x bench.Run) int64 { return x.Syscalls }),
 		countCol("minflt", "minflt", func(x *bench.Result) int64 { return x.MinFlt }, func(x bench.Run) int64 { return x.MinFlt }),
@@ -368,6 +370,10 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 		benchCol{Column{Key: "qd", Title: "qd", Wide: true}, func(res *bench.Result, ok []bench.Run) Cell {
 			return runsCell(float64(res.QD), ok, func(bench.Run) float64 { return float64(res.QD) })
 		}})
+	runtime := hasRuntime(all)
+	if runtime {
+		cols = append(cols, runtimeCols()...)
+	}
 	if checked {
 		cols = append(cols, checksumCol)
 	}
@@ -410,6 +416,7 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	addIf(l, !writes, "P50 P99", "latency per block, request issued to data available")
 	addIf(l, writes, "P50 P99", "latency per block, write issued to write returned (or, for mmap, the copy into the mapping); syncs are timed apart")
 	addIf(l, syncs, "syncs", "sync calls per pass (fsync, fdatasync, msync, io_uring FSYNC), median; sync P50 P99: the latency of one")
+	perfLegend(l, kinds)
 	unchecked := "consume none or touch, the null engine"
 	if fioRows {
 		unchecked += ", fio"
@@ -420,8 +427,12 @@ func fileDoc(r *bench.Report) (*Doc, [][]*bench.Result) {
 	if unknownSyscalls {
 		syscalls, vcsw = "; – for fio, which does not count them", "; fio counts all switches under vcsw"
 	}
+	wideRuntime := ""
+	if runtime {
+		wideRuntime = runtimeWide
+	}
 	addIf(l, true, "--wide adds", "usr% sys% (CPU as % of one core), P99.9, syscalls (per pass, at the engine's own call sites"+syscalls+
-		"), minflt majflt (page faults per pass), vcsw ivcsw (context switches per pass"+vcsw+"), qd")
+		"), minflt majflt (page faults per pass), vcsw ivcsw (context switches per pass"+vcsw+"), qd"+wideRuntime)
 	d.Notes = benchNotes(r, all)
 	return d, ordered
 }
@@ -536,8 +547,14 @@ func treeDoc(r *bench.Report) *Doc {
 		figCol(Column{Key: "csw_per_file", Title: "cs/file", Unit: "cs/file", Better: Lower, Prec: 2, Wide: true},
 			func(res *bench.Result) float64 { return res.CSwPerFile }, func(x bench.Run) float64 { return per(x.NVCSw+x.NIVCSw, x) }),
 		figCol(Column{Key: "file_errors", Title: "errors", Better: Lower, Wide: !errs},
-			func(res *bench.Result) float64 { return float64(res.FileErrors) }, func(x bench.Run) float64 { return perPass(x.Errors, x) }),
-		checksumCol)
+			func(res *bench.Result) float64 { return float64(res.FileErrors) }, func(x bench.Run) float64 { return perPass(x.Errors, x) }))
+	kinds := perfKinds(rows)
+	cols = append(cols, perfCols(kinds)...)
+	runtime := hasRuntime(rows)
+	if runtime {
+		cols = append(cols, runtimeCols()...)
+	}
+	cols = append(cols, checksumCol)
 
 	d := newBenchDoc(r, "tree", cols, []string{""}, [][]*bench.Result{rows}, nil)
 	extra := []string{plural(int(t.Files), "file"), units.FormatSize(t.Bytes)}
@@ -564,10 +581,14 @@ func treeDoc(r *bench.Report) *Doc {
 	addIf(l, true, "CPU-s/1k", "user+system CPU seconds per 1,000 files")
 	addIf(l, d.marked(ioThreadMark), ioThreadLegend.Key, ioThreadLegend.Value)
 	addIf(l, errs, "errors", "files delivered with their own error, per pass")
+	perfLegend(l, kinds)
 	addIf(l, true, "checksum", "ok: every run delivered the bytes os.ReadFile reads, file by file")
 	wideErrs := "; errors, files delivered with their own error"
 	if errs {
 		wideErrs = ""
+	}
+	if runtime {
+		wideErrs += runtimeWide
 	}
 	addIf(l, true, "--wide adds", "P99.9; syscalls/file, counted at the engine's own call sites, the walk not counted "+
 		"(openat, read, close for raw; those the os package makes for readfile and pool; io_uring_enter for io_uring; "+

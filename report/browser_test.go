@@ -226,12 +226,99 @@ func TestBrowserHTML(t *testing.T) {
 		{"tree", treeSample, map[string]int{"files-per-s": 5, "cpu-per-1k-files": 5}},
 		{"writes", writeSample, map[string]int{"throughput-warm": 5, "cpu-warm": 5, "latency-warm": 5}},
 		{"appends", appendSample, map[string]int{"append-records-per-s": 4, "append-p99": 4, "append-cpu-per-record": 4}},
+		{"perf", func() *bench.Report { return perfSample(true) }, perfCharts(perfSample(true), true)},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			r := f.report()
-			dom, _ := browse(t, bin, renderHTML(t, r), true)
+			doc := renderHTML(t, r)
+			dom, _ := browse(t, bin, doc, true)
 			checkDOM(t, dom, f.charts, len(r.Results))
+			if f.name == "perf" {
+				checkFlameDOM(t, doc, dom)
+			}
 		})
+	}
+}
+
+// checkFlameDOM checks that the DOM holds every box of every flame graph
+// and of the CPU breakdown the page drew, each with its tooltip.
+func checkFlameDOM(t *testing.T, doc, dom string) {
+	t.Helper()
+	count := func(page string) map[string][2]int {
+		out := map[string][2]int{}
+		for _, s := range svgRe.FindAllString(page, -1) {
+			m := regexp.MustCompile(`data-chart="([^"]*)"`).FindStringSubmatch(s)
+			if m != nil && (strings.HasPrefix(m[1], "flame-") || m[1] == "cpu-breakdown") {
+				out[m[1]] = [2]int{strings.Count(s, "<rect"), strings.Count(s, "<title>")}
+			}
+		}
+		return out
+	}
+	want, got := count(doc), count(dom)
+	if len(want) != 11 {
+		t.Errorf("%d flame graphs and breakdowns drawn, want 10 and 1", len(want))
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %v rects and titles in the DOM, %v drawn", id, got[id], w)
+		}
+	}
+	for _, s := range []string{`<section id="breakdown">`, `<section id="flame">`} {
+		if !strings.Contains(dom, s) {
+			t.Errorf("no %s in the DOM", s)
+		}
+	}
+}
+
+// Chromium lays the flame graphs out two side by side on a wide window
+// (one under the other on a narrow one), each at the scale of the other
+// charts, and the breakdown at its natural width.
+func TestBrowserFlameLayout(t *testing.T) {
+	bin := findChromium(t)
+	const measure = `<script>var o=[];document.querySelectorAll("#flame figure").forEach(function(f){var r=f.getBoundingClientRect(),` +
+		`s=f.querySelector("svg");o.push(Math.round(r.left)+","+Math.round(r.top)+","+(s.getBoundingClientRect().width/s.viewBox.baseVal.width).toFixed(3))});` +
+		`var b=document.querySelector('[data-chart="cpu-breakdown"]');o.push("b,"+b.getBoundingClientRect().width+","+b.viewBox.baseVal.width);` +
+		`document.body.setAttribute("data-layout",o.join(" "));</script>`
+	doc := renderHTML(t, perfSample(false))
+	doc = regexp.MustCompile(`<meta http-equiv="Content-Security-Policy"[^>]*>`).ReplaceAllString(doc, "")
+	doc = strings.Replace(doc, "</body>", measure+"</body>", 1)
+	path := filepath.Join(t.TempDir(), "perf.html")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := chromium(t, bin, fileURL(path), "--dump-dom", "--window-size=1280,2000")
+	m := regexp.MustCompile(`data-layout="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("nothing measured:\n%.300s", dom)
+	}
+	f := strings.Fields(m[1])
+	var boxes [][3]float64
+	for _, s := range f[:len(f)-1] {
+		var b [3]float64
+		fmt.Sscanf(strings.ReplaceAll(s, ",", " "), "%g %g %g", &b[0], &b[1], &b[2])
+		boxes = append(boxes, b)
+	}
+	if len(boxes) != 10 {
+		t.Fatalf("%d flame graphs laid out, want 10: %s", len(boxes), m[1])
+	}
+	for i := 0; i+1 < len(boxes); i += 2 {
+		l, r := boxes[i], boxes[i+1]
+		if l[1] != r[1] || r[0] <= l[0] {
+			t.Errorf("flame graphs %d and %d are not side by side: %v %v", i, i+1, l, r)
+		}
+		if i+2 < len(boxes) && boxes[i+2][1] <= l[1] {
+			t.Errorf("flame graph %d is not under %d: %v %v", i+2, i, boxes[i+2], l)
+		}
+	}
+	for i, b := range boxes {
+		if b[2] != 1 {
+			t.Errorf("flame graph %d drawn at scale %v, not 1", i, b[2])
+		}
+	}
+	var bw, vw float64
+	fmt.Sscanf(strings.ReplaceAll(f[len(f)-1], ",", " "), "b %g %g", &bw, &vw)
+	if bw != vw || bw == 0 {
+		t.Errorf("the breakdown is %v px wide for a viewBox of %v", bw, vw)
 	}
 }
 

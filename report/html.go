@@ -28,6 +28,8 @@ import (
 //	latency-CACHE[-GROUP]   P50…P99.99 per engine on a log scale, one per workload
 //	throughput-vs-bs-CACHE[-PANEL]  when more than one block size was measured
 //	throughput-vs-qd-CACHE[-GROUP]  when more than one queue depth was measured
+//	cpu-breakdown           with --perf: a 100%-stacked bar per row, a series per kind of CPU
+//	flame-ENGINE-CACHE[-GROUP]  with --perf: a row's call tree (an icicle), a series per kind
 //
 // GROUP names the workload (block size, and pattern, workers or consume
 // mode when those vary) and is left out when there is one; PANEL is the
@@ -36,7 +38,8 @@ import (
 // A tree's page (bench --tree) holds two charts, files per second with
 // its whiskers (data-chart "files-per-s") and CPU-s per 1,000 files
 // ("cpu-per-1k-files"), a group per cache state and a bar per engine,
-// then the tree's table (BenchDoc), notes and definitions.
+// with --perf the CPU breakdown and a flame graph per row, then the
+// tree's table (BenchDoc), notes and definitions.
 //
 // An append report's page (bench --append) holds three bar charts,
 // durable records per second ("append-records-per-s"), P99 per append
@@ -91,6 +94,9 @@ func treePage(r *bench.Report) page {
 			"1,000 files delivered (lower is better), median over the runs; the whisker spans the runs.", "CPU-s per 1k files",
 			docBars(d, "cpu_s_per_1k_files", series), series, nil)}},
 	}
+	ids := chartIDs{"files-per-s": true, "cpu-per-1k-files": true}
+	p.Sections = append(p.Sections, breakdownSection(d, series, ids)...)
+	p.Sections = append(p.Sections, flameSection(d, [][]*bench.Result{rows}, nil, ids)...)
 	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
 	return p
 }
@@ -540,14 +546,16 @@ func filePage(r *bench.Report) page {
 	tput, cpu := v.barCharts()
 	p.Sections = append(p.Sections,
 		section{ID: "throughput", Title: "Throughput", Charts: tput},
-		section{ID: "cpu", Title: "CPU cost", Charts: cpu},
-		section{ID: "latency", Title: "Latency", Grid: true, Charts: v.latencyCharts(), Empty: "No latency was measured."})
+		section{ID: "cpu", Title: "CPU cost", Charts: cpu})
+	p.Sections = append(p.Sections, breakdownSection(v.d, v.series, v.ids)...)
+	p.Sections = append(p.Sections, section{ID: "latency", Title: "Latency", Grid: true, Charts: v.latencyCharts(), Empty: "No latency was measured."})
 	if bs := v.bsCharts(); len(bs) > 0 {
 		p.Sections = append(p.Sections, section{ID: "sweep-bs", Title: "Block size sweep", Grid: true, Charts: bs})
 	}
 	if qd := v.qdCharts(); len(qd) > 0 {
 		p.Sections = append(p.Sections, section{ID: "sweep-qd", Title: "Queue depth sweep", Grid: true, Charts: qd})
 	}
+	p.Sections = append(p.Sections, flameSection(v.d, v.res, v.label, v.ids)...)
 	p.Sections = append(p.Sections, docSections("results", "Results", v.d, v.series...)...)
 	return p
 }

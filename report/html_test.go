@@ -185,6 +185,7 @@ var htmlFixtures = []struct {
 	{"sample", sample, func() map[string]int { return sampleCharts }},
 	{"smallSweep", smallSweep, func() map[string]int { return smallSweepCharts }},
 	{"bigSweep", bigSweep, bigSweepCharts},
+	{"perf", func() *bench.Report { return perfSample(true) }, func() map[string]int { return perfCharts(perfSample(true), true) }},
 }
 
 func TestHTMLCharts(t *testing.T) {

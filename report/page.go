@@ -268,6 +268,9 @@ svg.chart{display:block;max-width:none}
 .chart rect.bad{fill:#d0393e}
 .chart rect.noise{fill:#bbb}
 .chart rect.unknown{fill:#ddd;stroke:#aaa;stroke-dasharray:2 2}
+.chart .flame text{font-size:11px;fill:#1d232a;pointer-events:none}
+.chart .flame g g:hover>rect{stroke:#1d232a;stroke-width:1}
+.chart .seg:hover rect{opacity:.8}
 .chart .bar:hover rect,.chart .bar:hover circle,.chart .pt:hover circle,.chart .tile:hover rect{opacity:.8}
 .empty{color:var(--muted);font-style:italic}
 .table-wrap{overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:10px;margin:14px 0}

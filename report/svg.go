@@ -317,10 +317,11 @@ func (p *plot) svg(width, height float64) string {
 	return f.b.String() + p.b.String() + "</svg>"
 }
 
-// openSeries opens the <g class="series"> of one series; the caller ends it.
-func (p *plot) openSeries(name string) {
+// openSeries opens the <g class="series"> of one series, with more
+// attributes when given; the caller ends it.
+func (p *plot) openSeries(name string, attrs ...string) {
 	p.series++
-	p.open("g", false, "class", "series", "data-name", name)
+	p.open("g", false, append([]string{"class", "series", "data-name", name}, attrs...)...)
 }
 
 // hScale maps a data value to a pixel coordinate.
@@ -847,6 +848,125 @@ func hSignedPct(f float64) string {
 		return "0%"
 	}
 	return fmt.Sprintf("%+g%%", f)
+}
+
+// --- 100%-stacked horizontal bars
+
+// hStackPart is one share every bar of a stacked chart may hold (a kind
+// of CPU): a series of the chart, in its colour.
+type hStackPart struct {
+	name, color string
+}
+
+// hStackBar is one bar: a row's shares in percent, one per part (0: none
+// drawn), drawn end to end across 100%.
+type hStackBar struct {
+	label  string
+	s      *hSeries // the row's engine: the swatch before its label
+	shares []float64
+	tips   []string // per part: the segment's tooltip
+}
+
+// hStackGroup is a run of bars under a heading (a cache state).
+type hStackGroup struct {
+	label string
+	bars  []hStackBar
+}
+
+type hStackSpec struct {
+	id, title, unit string
+	parts           []hStackPart
+	groups          []hStackGroup
+}
+
+// hStackChart draws a horizontal bar per row, each split into its parts'
+// shares and stretched to 100% (a row's shares that do not add up to 100
+// are scaled to), a heading over each group, the parts' legend on top
+// and a percent axis under the bars. Each part is a series holding its
+// segments; a segment wide enough shows its share.
+func hStackChart(spec hStackSpec) string {
+	const rowH, barH, headH, right = 22.0, 15.0, 22.0, 18.0
+	present := make([]bool, len(spec.parts))
+	labelW := 90.0
+	nRows := 0
+	for _, g := range spec.groups {
+		for _, b := range g.bars {
+			labelW = math.Max(labelW, 22+hTextWidth(b.label, 12)+12)
+			for i, v := range b.shares {
+				present[i] = present[i] || v > 0
+			}
+			nRows++
+		}
+	}
+	labelW = math.Min(labelW, chartMaxW/3)
+	width := math.Min(labelW+640+right, chartMaxW)
+	p := plot{id: spec.id, label: spec.title, x0: labelW, x1: width - right}
+	var items []hLegendItem
+	for i, part := range spec.parts {
+		if present[i] {
+			items = append(items, hLegendItem{name: part.name, kind: hLegShare, color: part.color})
+		}
+	}
+	p.y0 = p.legend(items, 16, 8, width-32) + 10
+	p.y1 = p.y0 + float64(len(spec.groups))*headH + float64(nRows)*rowH + 4
+	xs := hScale{d0: 0, d1: 100, r0: p.x0, r1: p.x1}
+	p.xAxis(xs, []float64{0, 25, 50, 75, 100}, func(v float64) string { return hNum(v) + "%" }, p.y1+16, "grid", spec.unit)
+
+	// Where each bar goes, and the headings and the row labels.
+	type at struct{ y, sum float64 }
+	pos := make([][]at, len(spec.groups))
+	y := p.y0
+	p.open("g", false, "class", "axis")
+	for gi, g := range spec.groups {
+		p.text(16, y+headH-6, g.label, "class", "gl")
+		y += headH
+		for _, b := range g.bars {
+			sum := 0.0
+			for _, v := range b.shares {
+				sum += math.Max(hFiniteOr0(v), 0)
+			}
+			pos[gi] = append(pos[gi], at{y + (rowH-barH)/2, sum})
+			if b.s != nil {
+				p.rect(16, y+rowH/2-5, 10, 10, "fill", b.s.color, "rx", "2")
+			}
+			p.text(32, y+rowH/2+4, b.label)
+			y += rowH
+		}
+	}
+	p.end("g")
+	for i, part := range spec.parts {
+		if !present[i] {
+			continue
+		}
+		p.openSeries(part.name)
+		for gi, g := range spec.groups {
+			for bi, b := range g.bars {
+				a := pos[gi][bi]
+				if i >= len(b.shares) || !(b.shares[i] > 0) || a.sum <= 0 {
+					continue
+				}
+				before := 0.0
+				for _, v := range b.shares[:i] {
+					before += math.Max(hFiniteOr0(v), 0)
+				}
+				x0, x1 := xs.at(100*before/a.sum), xs.at(100*(before+b.shares[i])/a.sum)
+				p.open("g", false, "class", "seg")
+				if i < len(b.tips) {
+					p.title(b.tips[i])
+				}
+				p.rect(x0, a.y, x1-x0, barH, "fill", part.color)
+				if label := pctText(b.shares[i]); x1-x0 >= hTextWidth(label, 10.5)+6 {
+					p.text((x0+x1)/2, a.y+barH/2+4, label, "class", "val", "text-anchor", "middle")
+				}
+				p.end("g")
+			}
+		}
+		p.end("g")
+	}
+	if nRows == 0 {
+		p.text(p.x0, p.y0+16, "no row was recorded")
+	}
+	return p.svg(width, p.y1+46)
 }
 
 // --- line chart

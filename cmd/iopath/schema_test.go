@@ -19,6 +19,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // schemaDir holds one schema per kind, <kind>.schema.json, and the
@@ -171,6 +172,42 @@ func TestSchemas(t *testing.T) {
 		cli(t, "gen", "--tree", dir, "--files", "40", "--size", "1KiB")
 		validate(t, "tree", cli(t, "bench", "--tree", dir, "--runs", "1", "--min-time", "0", "--cache", "warm",
 			"--engines", strings.Join(batch.Names(), ","), "--format", "json"))
+	})
+	t.Run("perf", func(t *testing.T) {
+		// --perf adds a breakdown per run and row, each run's recording
+		// and a row's call tree (recursive), and --trace a trace per run.
+		if _, err := perf.Probe(); err != nil {
+			t.Skipf("perf cannot record here: %v", err)
+		}
+		file := cli(t, "bench", benchFile(t, 1<<20), "--runs", "1", "--min-time", "50ms", "--cache", "warm", "--engines", "pread",
+			"--perf", filepath.Join(t.TempDir(), "perf"), "--trace", filepath.Join(t.TempDir(), "trace"), "--format", "json")
+		validate(t, "file", file)
+		for _, key := range []string{`"perf":`, `"perf_profile":`, `"flame":`, `"children":`, `"trace":`, `"runtime":`} {
+			if !bytes.Contains(file, []byte(key)) {
+				t.Errorf("bench --perf --trace: no %s in the report", key)
+			}
+		}
+		// The flame node is closed too.
+		sch := compileSchema(t, "file")
+		for _, tc := range []struct{ old, new string }{{`"kind": "`, `"kind": "x`}, {`"value":`, `"extra": 1, "value":`}} {
+			i := bytes.Index(file, []byte(`"flame":`))
+			if i < 0 || bytes.Index(file[i:], []byte(tc.old)) < 0 {
+				t.Fatalf("no %s in the flame", tc.old)
+			}
+			j := i + bytes.Index(file[i:], []byte(tc.old))
+			bad := slices.Concat(file[:j], []byte(tc.new), file[j+len(tc.old):])
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(bad))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sch.Validate(v) == nil {
+				t.Errorf("a flame node with %s -> %s still validates", tc.old, tc.new)
+			}
+		}
+		dir := filepath.Join(t.TempDir(), "tree")
+		cli(t, "gen", "--tree", dir, "--files", "40", "--size", "1KiB")
+		validate(t, "tree", cli(t, "bench", "--tree", dir, "--runs", "1", "--min-time", "50ms", "--cache", "warm",
+			"--engines", "raw", "--perf", filepath.Join(t.TempDir(), "perf"), "--format", "json"))
 	})
 	t.Run("append", func(t *testing.T) {
 		// Every method, a group commit of several writers.
