@@ -59,6 +59,8 @@ type Options struct {
 	// missing. Reading the recording after the trial (perf script) takes
 	// time beyond the budget: a second or more.
 	PerfDir string
+	// PerfFreq is perf's sampling frequency, Hz; 0 is perf.DefaultFreq.
+	PerfFreq int
 	// PerfReplace lets a profile replace a file of its name; without it
 	// Run refuses, before the trial, when one exists (ProfileExistsError).
 	PerfReplace bool

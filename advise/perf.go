@@ -71,6 +71,7 @@ type perfWindow struct{ from, to int64 }
 // perfRun is the recording of a trial.
 type perfRun struct {
 	info    *perf.Info
+	freq    int
 	dir     string
 	replace bool
 	track   func(path string) (forget func())
@@ -85,7 +86,7 @@ func newPerfRun(o *Options) (*perfRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &perfRun{info: info, dir: o.PerfDir, replace: o.PerfReplace, track: o.TrackTemp}, nil
+	return &perfRun{info: info, freq: o.PerfFreq, dir: o.PerfDir, replace: o.PerfReplace, track: o.TrackTemp}, nil
 }
 
 // prepare makes the directory and, unless replacing, refuses a profile
@@ -120,7 +121,7 @@ func (p *perfRun) prepare(cands []Candidate) error {
 
 // attach starts perf record on this process, events off.
 func (p *perfRun) attach(ctx context.Context, trackDir func(string) func()) error {
-	rec, err := perf.Attach(ctx, os.Getpid(), perf.Options{Track: trackDir})
+	rec, err := perf.Attach(ctx, os.Getpid(), perf.Options{Track: trackDir, Freq: p.freq})
 	if err != nil {
 		return err
 	}
@@ -260,5 +261,5 @@ func assignSamples(s *perf.Samples, ms []Measurement) []*perf.Samples {
 // note says how the trial was recorded, for Result.Notes.
 func (p *perfRun) note() string {
 	return fmt.Sprintf("recorded with %s, only while the candidates read (not while the data was warmed, dropped or checked): each measurement's profile is in %s as CANDIDATE-CACHE%s (go tool pprof -http :8080 FILE); the figures include perf's sampling, a few %% of CPU",
-		p.info, units.QuotePath(p.dir), ProfileExt)
+		p.info.Describe(p.freq), units.QuotePath(p.dir), ProfileExt)
 }

@@ -104,6 +104,8 @@ type Config struct {
 	PerfDir        string
 	TraceDir       string
 	ProfileReplace bool
+	// PerfFreq is perf's sampling frequency, Hz; 0 is perf.DefaultFreq.
+	PerfFreq int
 	// TrackTemp, when set, is told each temporary file the runner makes
 	// (a profile being written) and returns the function that forgets it
 	// again: a caller that can be stopped at once removes what is still
@@ -179,7 +181,7 @@ func (c *Config) setDefaults() {
 
 func (c *Config) outputs() *outputs {
 	return &outputs{profileDir: c.ProfileDir, perfDir: c.PerfDir, traceDir: c.TraceDir, replace: c.ProfileReplace,
-		track: c.TrackTemp, trackDir: c.TrackTempDir}
+		track: c.TrackTemp, trackDir: c.TrackTempDir, perfFreq: c.PerfFreq}
 }
 
 // runNames lists the base names of the runs of each iopath row that can

@@ -124,6 +124,7 @@ func (in *instruments) stop() { in.finish(&childResponse{}) }
 type outputs struct {
 	profileDir, perfDir, traceDir string
 	replace                       bool
+	perfFreq                      int
 	track                         func(path string) (forget func())
 	trackDir                      func(dir string) (forget func())
 }
@@ -171,7 +172,7 @@ func (o *outputs) prepare(bases []string) ([]string, error) {
 	}
 	if o.perfDir != "" {
 		if info, err := perf.Probe(); err == nil {
-			notes = append(notes, fmt.Sprintf("recorded (--perf): %s; each run's profile is in %s (go tool pprof -http :8080 FILE)", info, o.perfDir))
+			notes = append(notes, fmt.Sprintf("recorded (--perf): %s; each run's profile is in %s (go tool pprof -http :8080 FILE); the figures include perf's sampling, a few %% of CPU", info.Describe(o.perfFreq), o.perfDir))
 		}
 	}
 	if o.traceDir != "" {
@@ -225,7 +226,7 @@ func (o *outputs) observe(ctx context.Context, base string, cr *childRequest,
 	if o.perfDir != "" {
 		wrap = func(cmd *exec.Cmd) error {
 			var err error
-			rec, err = perf.Wrap(cmd, perf.Options{Track: o.trackDir})
+			rec, err = perf.Wrap(cmd, perf.Options{Track: o.trackDir, Freq: o.perfFreq})
 			return err
 		}
 		defer func() {

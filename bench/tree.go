@@ -43,6 +43,7 @@ type TreeConfig struct {
 	// execution traces.
 	ProfileDir, PerfDir, TraceDir string
 	ProfileReplace                bool
+	PerfFreq                      int
 	TrackTemp                     func(path string) (forget func())
 	TrackTempDir                  func(dir string) (forget func())
 
@@ -54,7 +55,7 @@ type TreeConfig struct {
 
 func (c *TreeConfig) outputs() *outputs {
 	return &outputs{profileDir: c.ProfileDir, perfDir: c.PerfDir, traceDir: c.TraceDir, replace: c.ProfileReplace,
-		track: c.TrackTemp, trackDir: c.TrackTempDir}
+		track: c.TrackTemp, trackDir: c.TrackTempDir, perfFreq: c.PerfFreq}
 }
 
 // DefaultTreeEngines are the batch engines compared by default.

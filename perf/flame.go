@@ -75,3 +75,15 @@ func (f *Flame) Count() int {
 	}
 	return n
 }
+
+// Merge adds g's samples into f, call by call: the tree of both
+// recordings together (of trees already pruned, the calls either kept).
+func (f *Flame) Merge(g *Flame) {
+	if g == nil {
+		return
+	}
+	f.Value += g.Value
+	for _, gc := range g.Children {
+		f.child(gc.Name, gc.Kind).Merge(gc)
+	}
+}

@@ -173,6 +173,13 @@ func TestFlame(t *testing.T) {
 	if f.Count() != 6 || p.Count() != 5 {
 		t.Errorf("counts %d, %d", f.Count(), p.Count())
 	}
+	m := NewFlame()
+	m.Merge(p)
+	m.Merge(f)
+	m.Merge(nil)
+	if m.Value != 602 || m.Count() != 6 || m.Children[0].Children[0].Name != "main.read" || m.Children[0].Children[0].Value != 600 {
+		t.Errorf("merged tree: %d samples, %d nodes", m.Value, m.Count())
+	}
 }
 
 func TestThreadName(t *testing.T) {

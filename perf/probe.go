@@ -38,6 +38,15 @@ func (i *Info) String() string {
 	return fmt.Sprintf("perf %s, cpu-clock sampling with call graphs (frame pointers), kernel frames included", i.Version)
 }
 
+// Describe is the one line a report says about its recordings at freq Hz
+// (0: DefaultFreq).
+func (i *Info) Describe(freq int) string {
+	if freq <= 0 {
+		freq = DefaultFreq
+	}
+	return fmt.Sprintf("perf %s, cpu-clock at %d Hz with call graphs (frame pointers), kernel frames included", i.Version, freq)
+}
+
 type probeResult struct {
 	info *Info
 	err  error

@@ -64,7 +64,7 @@ func breakdownSection(d *Doc, series []*hSeries, ids chartIDs) []section {
 	if groups, parts := docStacks(d, series); len(groups) > 0 {
 		id, title := ids.id("cpu-breakdown"), "Where the CPU goes"
 		out = append(out, section{ID: "breakdown", Title: "Where the CPU goes", Charts: []chart{{ID: id, Title: "CPU by kind of code",
-			Caption: "Each row's CPU as perf sampled it (bench --perf: kernel and Go frames, the runs that succeeded together), " +
+			Caption: "Each row's CPU as perf sampled it (--perf: kernel and Go frames, the runs that succeeded together; net bench: the server process's), " +
 				"split by where it went, 100% across; rows without a recording (fio twins, failed rows) are left out. " +
 				"Each sample counts once: a kernel copy routine at the leaf is a copy, page-fault handling anywhere in the stack a fault, " +
 				"else the first frame from the leaf up that is io_uring's, the network stack's, syscall entry/exit or another kernel path; " +
@@ -79,37 +79,51 @@ func breakdownSection(d *Doc, series []*hSeries, ids chartIDs) []section {
 // parallels d's groups' rows; label names each group in a graph's title
 // ("" when the report has one workload).
 func flameSection(d *Doc, res [][]*bench.Result, label []string, ids chartIDs) []section {
-	var out []section
-	var flames []chart
+	var trees []namedFlame
 	for gi, g := range res {
 		for ri, x := range g {
-			if x.Flame == nil || x.Flame.Value <= 0 {
-				continue
-			}
-			name := d.Groups[gi].Rows[ri].Cells[0].Text
-			what := strings.TrimSpace(name + " " + x.Cache)
+			what := strings.TrimSpace(d.Groups[gi].Rows[ri].Cells[0].Text + " " + x.Cache)
 			if gi < len(label) && label[gi] != "" {
 				what += " · " + label[gi]
 			}
-			id := ids.id("flame", what)
-			title := fmt.Sprintf("%s (%s samples)", what, digits(x.Flame.Value))
-			svg, deeper := flameChart(id, title, x.Flame)
-			caption := "Width: share of the samples in a function and what it called; under it, its callees. Colour: the kind of code."
-			if deeper {
-				caption += fmt.Sprintf(" Calls deeper than %d levels are not drawn.", flameMaxDepth)
-			}
-			flames = append(flames, chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(svg)})
+			trees = append(trees, namedFlame{what, x.Flame})
 		}
 	}
-	if len(flames) > 0 {
-		out = append(out, section{ID: "flame", Title: "Flame graphs", Grid: true, Charts: flames, Intro: []string{
-			"Each row's call tree from perf's samples (the runs that succeeded together), drawn as an icicle: the root (all samples) on top, " +
-				"each function under the one that called it, as wide as the share of the samples spent in it and below it, " +
-				"so Go frames sit above the kernel frames their system calls run. Calls under 0.5% of the samples are left out " +
-				"(their time stays in their caller's width). Hover over a box for its full name, samples and share; " +
-				"the recordings themselves open in go tool pprof (the notes say where)."}})
+	return flameGrid(trees, ids, "Each row's call tree from perf's samples (the runs that succeeded together)")
+}
+
+// namedFlame is a call tree and what it is of ("pread warm").
+type namedFlame struct {
+	what  string
+	flame *perf.Flame
+}
+
+// flameGrid is the "Flame graphs" section: a graph per tree that has
+// samples, two side by side; of says in a few words whose trees they are.
+func flameGrid(trees []namedFlame, ids chartIDs, of string) []section {
+	var flames []chart
+	for _, t := range trees {
+		if t.flame == nil || t.flame.Value <= 0 {
+			continue
+		}
+		id := ids.id("flame", t.what)
+		title := fmt.Sprintf("%s (%s samples)", t.what, digits(t.flame.Value))
+		svg, deeper := flameChart(id, title, t.flame)
+		caption := "Width: share of the samples in a function and what it called; under it, its callees. Colour: the kind of code."
+		if deeper {
+			caption += fmt.Sprintf(" Calls deeper than %d levels are not drawn.", flameMaxDepth)
+		}
+		flames = append(flames, chart{ID: id, Title: title, Caption: caption, SVG: template.HTML(svg)})
 	}
-	return out
+	if len(flames) == 0 {
+		return nil
+	}
+	return []section{{ID: "flame", Title: "Flame graphs", Grid: true, Charts: flames, Intro: []string{
+		of + ", drawn as an icicle: the root (all samples) on top, " +
+			"each function under the one that called it, as wide as the share of the samples spent in it and below it, " +
+			"so Go frames sit above the kernel frames their system calls run. Calls under 0.5% of the samples are left out " +
+			"(their time stays in their caller's width). Hover over a box for its full name, samples and share; " +
+			"the recordings themselves open in go tool pprof (the notes say where)."}}}
 }
 
 // docStacks makes a stacked bar per row of d that has a breakdown (its

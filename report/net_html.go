@@ -10,6 +10,7 @@ import (
 
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // NetHTML writes r as one self-contained HTML page for people: the
@@ -125,8 +126,41 @@ func NetHTML(w io.Writer, r *netresult.Report) error {
 		lat,
 		{ID: "integrity", Title: "Integrity", Charts: integC},
 	}
+	p.Sections = append(p.Sections, breakdownSection(d, series, ids)...)
+	p.Sections = append(p.Sections, flameGrid(netFlames(engines, groups), ids,
+		"The server's call tree from perf's samples, per engine and load mode, over every point's measured windows together")...)
 	p.Sections = append(p.Sections, docSections("results", "Results", d, series...)...)
 	return renderPage(w, p)
+}
+
+// netFlames are the servers' call trees (net bench --perf), one per
+// engine and mode, the points' trees merged: a graph per point would be
+// dozens.
+func netFlames(engines []string, groups [][]*netresult.Point) []namedFlame {
+	var out []namedFlame
+	var modes []string
+	for _, g := range groups {
+		modes = append(modes, g[0].Mode)
+	}
+	for _, mode := range uniq(modes) {
+		for _, e := range engines {
+			var f *perf.Flame
+			for _, g := range groups {
+				for _, p := range g {
+					if p.Mode == mode && p.Engine == e && p.Flame != nil {
+						if f == nil {
+							f = perf.NewFlame()
+						}
+						f.Merge(p.Flame)
+					}
+				}
+			}
+			if f != nil {
+				out = append(out, namedFlame{e + " " + mode, f.Prune(0.005)})
+			}
+		}
+	}
+	return out
 }
 
 // integrityChart draws one mode's integrity: a tile per engine (row) and

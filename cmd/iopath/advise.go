@@ -115,7 +115,7 @@ func runAdvise(ctx context.Context, o adviseOptions, paths []string, stdout, std
 	prog := newProgress(stderr)
 	defer prog.done()
 	res, err := advise.Run(ctx, paths, advise.Options{Budget: o.budget, Progress: adviseProgress(prog),
-		PerfDir: o.observe.perf, TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit})
+		PerfDir: o.observe.perf, PerfFreq: o.observe.perfFreq, TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit})
 	prog.done()
 	if errors.Is(err, context.Canceled) {
 		return errors.New("advise: interrupted; nothing to recommend")

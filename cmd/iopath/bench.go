@@ -210,6 +210,7 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		ProfileDir:  o.observe.profile,
 		PerfDir:     o.observe.perf,
 		TraceDir:    o.observe.trace,
+		PerfFreq:    o.observe.perfFreq,
 		Version:     version,
 
 		ProfileReplace: o.force,

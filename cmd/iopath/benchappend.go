@@ -17,7 +17,7 @@ import (
 
 // appendOnlyFlags are the flags of reads, writes (--rw) and trees, which
 // --append does not take.
-var appendOnlyFlags = []string{"rw", "tree", "fio", "profile", "perf", "trace", "bs", "qd", "pattern", "vectors", "sqpoll", "consume",
+var appendOnlyFlags = []string{"rw", "tree", "fio", "profile", "perf", "perf-freq", "trace", "bs", "qd", "pattern", "vectors", "sqpoll", "consume",
 	"cache", "sync", "write-file", "min-time", "no-latency", "workers", "files", "dist", "pool", "depth", "pack"}
 
 // runBenchAppend is `iopath bench --append`.

@@ -58,6 +58,7 @@ func runBenchTree(ctx context.Context, o benchOptions, cmd *cobra.Command, args 
 		ProfileDir:     o.observe.profile,
 		PerfDir:        o.observe.perf,
 		TraceDir:       o.observe.trace,
+		PerfFreq:       o.observe.perfFreq,
 		ProfileReplace: o.force,
 		TrackTemp:      cleanups.removeOnExit,
 		TrackTempDir:   cleanups.removeTreeOnExit,

@@ -617,7 +617,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		Command: func(args ...string) *exec.Cmd { return exec.Command(exe, args...) },
 		Log:     func(format string, args ...any) { fmt.Fprintf(stderr, "iopath: "+format+"\n", args...) },
 
-		PerfDir: o.observe.perf, PerfReplace: o.force,
+		PerfDir: o.observe.perf, PerfReplace: o.force, PerfFreq: o.observe.perfFreq,
 		TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit,
 	}
 	for _, s := range o.sizes {

@@ -14,13 +14,15 @@ import (
 // (--perf) and execution traces (--trace), each into a directory.
 type observeOptions struct {
 	profile, perf, trace string
+	perfFreq             int // --perf-freq
 	// perfErr says why --perf was dropped: perf is missing or forbidden.
 	perfErr error
 }
 
-// addPerfFlag adds --perf to a command's flags.
+// addPerfFlag adds --perf and --perf-freq to a command's flags.
 func (o *observeOptions) addPerfFlag(f *pflag.FlagSet, what string) {
 	f.StringVar(&o.perf, "perf", "", "record "+what+" with perf (kernel and Go frames, cpu-clock) into this directory, made if missing: a pprof profile per run (go tool pprof -http :8080 FILE) and a CPU breakdown in the report")
+	f.IntVar(&o.perfFreq, "perf-freq", perf.DefaultFreq, "--perf: samples per second per CPU (perf's own default, 4000, costs the program more: docs/perf.md)")
 }
 
 // addFlags adds --profile, --perf and --trace.
@@ -30,8 +32,12 @@ func (o *observeOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.trace, "trace", "", "write an execution trace of each run into this directory, made if missing (open with go tool trace)")
 }
 
-// checkDirs checks each directory given, naming its flag.
+// checkDirs checks each directory given, naming its flag, and
+// --perf-freq.
 func (o *observeOptions) checkDirs(cmd string) error {
+	if max := perf.MaxFreq(); o.perfFreq < 1 || o.perfFreq > max {
+		return usagef("%s: --perf-freq %d: want 1 to %d Hz (kernel.perf_event_max_sample_rate)", cmd, o.perfFreq, max)
+	}
 	for _, d := range []struct{ flag, dir string }{{"--profile", o.profile}, {"--perf", o.perf}, {"--trace", o.trace}} {
 		if d.dir == "" {
 			continue

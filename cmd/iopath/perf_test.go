@@ -24,7 +24,7 @@ func TestBenchPerf(t *testing.T) {
 	}
 	path := benchFile(t, 4<<20)
 	dir := filepath.Join(t.TempDir(), "perf")
-	args := []string{"bench", path, "--engines", "pread", "--cache", "warm", "--runs", "1", "--min-time", "100ms", "--perf", dir, "--format", "json"}
+	args := []string{"bench", path, "--engines", "pread", "--cache", "warm", "--runs", "1", "--min-time", "100ms", "--perf", dir, "--perf-freq", "2000", "--format", "json"}
 	out, errOut, code := runCLIProcess(t, nil, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -48,7 +48,7 @@ func TestBenchPerf(t *testing.T) {
 	if _, err := os.Stat(want); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "recorded (--perf)") {
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "recorded (--perf): perf ") || !strings.Contains(strings.Join(rep.Notes, "\n"), "cpu-clock at 2000 Hz") {
 		t.Errorf("notes %q", rep.Notes)
 	}
 	_, errOut, code = runCLIProcess(t, nil, args...)
@@ -88,6 +88,12 @@ func TestBenchObserveFlagsBad(t *testing.T) {
 		_, errOut, code := runCLI("bench", file, flag, filepath.Join(file, "sub"))
 		if code != 2 || !strings.Contains(errOut, flag) || !strings.Contains(errOut, "not a directory") && !strings.Contains(errOut, "does not exist") {
 			t.Errorf("%s under a file: exit %d, %q", flag, code, errOut)
+		}
+	}
+	for _, f := range []string{"0", "-5", "100000000"} {
+		_, errOut, code := runCLI("bench", file, "--perf", t.TempDir(), "--perf-freq", f)
+		if code != 2 || !strings.Contains(errOut, "--perf-freq "+f+": want 1 to") {
+			t.Errorf("--perf-freq %s: exit %d, %q", f, code, errOut)
 		}
 	}
 	_, errOut, code := runCLI("bench", "--append", "--perf", t.TempDir())

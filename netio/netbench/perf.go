@@ -106,8 +106,8 @@ func (o *Options) preparePerf() (string, error) {
 	}
 	return fmt.Sprintf("recorded (--perf): %s, of the server process only (every thread, io_uring's workers included), "+
 		"during the measured windows only; each run's profile is in %s (go tool pprof -http :8080 FILE); "+
-		"the figures include perf's sampling, which adds to the server's CPU per request (6-14%% on a 2-vCPU VM): "+
-		"compare them with figures recorded the same way", info, o.PerfDir), nil
+		"the figures include perf's sampling, which adds to the server's CPU per request (measured on a 2-vCPU VM: docs/net.md): "+
+		"compare them with figures recorded the same way", info.Describe(o.PerfFreq), o.PerfDir), nil
 }
 
 // window is one measured window of a recording: the run it belongs to
@@ -140,7 +140,7 @@ func attachPerf(ctx context.Context, o *Options, s *server, cpus []int) {
 	s.perf = r
 	err := onCPUs(cpus, func() error {
 		var err error
-		r.rec, err = perf.Attach(ctx, s.pid, perf.Options{Track: o.TrackTempDir})
+		r.rec, err = perf.Attach(ctx, s.pid, perf.Options{Track: o.TrackTempDir, Freq: o.PerfFreq})
 		return err
 	})
 	if err != nil {

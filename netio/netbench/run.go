@@ -54,6 +54,8 @@ type Options struct {
 	// load generator's CPU is not recorded.
 	PerfDir     string
 	PerfReplace bool
+	// PerfFreq is perf's sampling frequency, Hz; 0 is perf.DefaultFreq.
+	PerfFreq int
 	// TrackTemp, when set, is told each temporary file Bench makes (a
 	// profile being written, renamed into place when whole) and returns
 	// the function that forgets it again; TrackTempDir the same for a
