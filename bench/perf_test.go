@@ -94,7 +94,9 @@ func TestPerfAndTrace(t *testing.T) {
 		if r.Perf == nil || *r.Perf != *run.Perf || r.Flame == nil || r.Flame.Value != run.Perf.Samples {
 			t.Errorf("%s row: perf %+v, flame %v", r.Engine, r.Perf, r.Flame != nil)
 		}
-		if r.Perf.Copy < 0.1 || r.Perf.KernelShare() < 0.3 {
+		// The kernel's copy is most of a cached read's CPU (75% here), less
+		// under the race detector, which slows the user side many times.
+		if r.Perf.Copy < 0.05 || r.Perf.KernelShare() < 0.15 {
 			t.Errorf("%s reading a cached file: %+v", r.Engine, r.Perf)
 		}
 		if r.Engine == "io_uring" && r.Perf.IOUring == 0 {
