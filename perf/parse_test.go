@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -186,6 +187,29 @@ func TestThreadName(t *testing.T) {
 	for in, want := range map[string]string{"iou-wrk-1234": "iou-wrk", "iopath": "iopath", "a-b": "a-b", "x-": "x-", "-12": "-12"} {
 		if got := threadName(in); got != want {
 			t.Errorf("threadName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestKernelFrames(t *testing.T) {
+	for _, c := range []struct {
+		info Info
+		want string // "" for allowed
+	}{
+		{Info{Privileged: true, Paranoid: 2, KptrRestrict: 1}, ""},
+		{Info{Privileged: true, Paranoid: 4, KptrRestrict: 2}, "kernel.kptr_restrict is 2, which hides kernel symbols even from root; allow them with sysctl kernel.kptr_restrict=0"},
+		{Info{Paranoid: 1, KptrRestrict: 0}, ""},
+		{Info{Paranoid: -1, KptrRestrict: 0}, ""},
+		{Info{Paranoid: 2, KptrRestrict: 0}, "kernel.perf_event_paranoid is 2, which hides kernel frames from this user; allow them with sysctl kernel.perf_event_paranoid=1 (or run as root)"},
+		{Info{Paranoid: 3, KptrRestrict: 0}, "kernel.perf_event_paranoid is 3"},
+		{Info{Paranoid: 1, KptrRestrict: 1}, "kernel.kptr_restrict is 1, which hides kernel symbols from this user; allow them with sysctl kernel.kptr_restrict=0 (or run as root)"},
+	} {
+		err := c.info.kernelFrames()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v, want allowed", c.info, err)
+		case c.want != "" && (!errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: %v, want %q", c.info, err, c.want)
 		}
 	}
 }

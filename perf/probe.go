@@ -90,17 +90,8 @@ func probeAt(path string) (*Info, error) {
 	}
 	v := strings.TrimSpace(string(out))
 	info.Version = strings.TrimPrefix(v, "perf version ")
-	if !info.Privileged {
-		// perf_event_paranoid: 2 (the kernel's default) forbids kernel
-		// profiling, Debian's 3 any perf_event_open, to the unprivileged.
-		if info.Paranoid > 1 {
-			return nil, fmt.Errorf("%w: kernel.perf_event_paranoid is %d, which hides kernel frames from this user; allow them with sysctl kernel.perf_event_paranoid=1 (or run as root)", ErrUnavailable, info.Paranoid)
-		}
-		if info.KptrRestrict >= 1 {
-			return nil, fmt.Errorf("%w: kernel.kptr_restrict is %d, which hides kernel symbols from this user; allow them with sysctl kernel.kptr_restrict=0 (or run as root)", ErrUnavailable, info.KptrRestrict)
-		}
-	} else if info.KptrRestrict >= 2 {
-		return nil, fmt.Errorf("%w: kernel.kptr_restrict is 2, which hides kernel symbols even from root; allow them with sysctl kernel.kptr_restrict=0", ErrUnavailable)
+	if err := info.kernelFrames(); err != nil {
+		return nil, err
 	}
 	tr, err := exec.LookPath("true")
 	if err != nil {
@@ -115,6 +106,24 @@ func probeAt(path string) (*Info, error) {
 		return nil, fmt.Errorf("%w: perf record failed (%v)%s; a container's seccomp profile may forbid perf_event_open", ErrUnavailable, err, firstLine(stderr.Bytes()))
 	}
 	return info, nil
+}
+
+// kernelFrames says why this process may not record kernel frames with
+// their symbols, and how to allow it; nil when it may.
+func (info *Info) kernelFrames() error {
+	if !info.Privileged {
+		// perf_event_paranoid: 2 (the kernel's default) forbids kernel
+		// profiling, Debian's 3 any perf_event_open, to the unprivileged.
+		if info.Paranoid > 1 {
+			return fmt.Errorf("%w: kernel.perf_event_paranoid is %d, which hides kernel frames from this user; allow them with sysctl kernel.perf_event_paranoid=1 (or run as root)", ErrUnavailable, info.Paranoid)
+		}
+		if info.KptrRestrict >= 1 {
+			return fmt.Errorf("%w: kernel.kptr_restrict is %d, which hides kernel symbols from this user; allow them with sysctl kernel.kptr_restrict=0 (or run as root)", ErrUnavailable, info.KptrRestrict)
+		}
+	} else if info.KptrRestrict >= 2 {
+		return fmt.Errorf("%w: kernel.kptr_restrict is 2, which hides kernel symbols even from root; allow them with sysctl kernel.kptr_restrict=0", ErrUnavailable)
+	}
+	return nil
 }
 
 // readSysctl reads /proc/sys/kernel/name as a number, -9 when it cannot.

@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"html"
 	"io/fs"
 	"math"
 	"os"
@@ -863,5 +865,61 @@ func TestNetDocPerf(t *testing.T) {
 	}
 	if got := back.Points[3].Perf; got == nil || *got != *r.Points[3].Perf || back.Points[4].PerfError != r.Points[4].PerfError {
 		t.Errorf("read back: perf %+v, error %q", got, back.Points[4].PerfError)
+	}
+}
+
+// net bench --perf's page: the servers' breakdown, and a flame graph per
+// engine and mode, the points' call trees merged.
+func TestNetHTMLPerf(t *testing.T) {
+	r := netSample()
+	var plain bytes.Buffer
+	if err := NetHTML(&plain, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.String(), `id="flame"`) || strings.Contains(plain.String(), `id="breakdown"`) {
+		t.Error("a page without recordings has perf's sections")
+	}
+	tree := func(leaf string) *perf.Flame {
+		return &perf.Flame{Name: "all", Value: 100, Children: []*perf.Flame{{Name: "netio.(*uloop).run", Kind: "user", Value: 100,
+			Children: []*perf.Flame{{Name: leaf, Kind: "net", Value: 80}}}}}
+	}
+	for i := range r.Points {
+		b := perf.Breakdown{Samples: 100, CPUNs: 1e8, User: 0.2, Net: 0.8}
+		r.Points[i].Perf = &b
+		r.Points[i].Flame = tree(fmt.Sprintf("tcp_sendmsg_%d", i%2))
+	}
+	var buf bytes.Buffer
+	if err := NetHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, `id="breakdown"`) || !strings.Contains(page, `id="flame"`) {
+		t.Fatal("no breakdown or flame graphs on a page with recordings")
+	}
+	engines, groups := netPoints(r)
+	trees := netFlames(engines, groups)
+	var pairs []string
+	for _, g := range groups {
+		for _, p := range g {
+			if k := p.Engine + " " + p.Mode; !slices.Contains(pairs, k) {
+				pairs = append(pairs, k)
+			}
+		}
+	}
+	if len(trees) != len(pairs) {
+		t.Fatalf("%d flame graphs, want one per engine and mode that has points: %q", len(trees), pairs)
+	}
+	for _, f := range trees {
+		points := 0
+		for _, g := range groups {
+			for _, p := range g {
+				if strings.HasPrefix(f.what, p.Engine+" ") && strings.HasSuffix(f.what, " "+p.Mode) {
+					points++
+				}
+			}
+		}
+		if f.flame.Value != int64(100*points) || !strings.Contains(page, html.EscapeString(f.what)) {
+			t.Errorf("%s: %d samples over %d points", f.what, f.flame.Value, points)
+		}
 	}
 }

@@ -106,6 +106,17 @@ benchmark in which no engine could run at all fails with each one's
 reason. FILE must be a regular file with a stable size: a pseudo-file
 (/proc, /sys) is refused.
 
+Where the time goes: --perf DIR records each run with Linux perf (cpu-clock
+at --perf-freq Hz, kernel and Go frames, the measured phase only) and writes
+one pprof profile per run into DIR (go tool pprof -http :8080 FILE: one flame
+graph, the kernel beneath the Go code); the table, JSON and --html gain where
+each engine's CPU went (user code, Go runtime, syscall entry/exit, kernel
+copies, page faults, io_uring, the rest of the kernel) and --html a flame
+graph per row. Without perf, or where the kernel forbids it, it says why and
+how to allow it, and goes on. Every run records the Go runtime's threads,
+goroutines, scheduling wait and GC (JSON; --wide), and --trace DIR writes a
+go tool trace per run. docs/perf.md says how samples are counted.
+
 Writes: --rw write, randwrite or append measures the write engines (write,
 pwrite, pwritev, mmap, io_uring) instead, with --sync none (page cache only),
 end (one fsync at the end, timed), every:N (fdatasync after every N blocks of
@@ -139,7 +150,9 @@ stops early when its file reaches 1GiB (less when the disk is short).`,
   iopath bench --cache direct --engines pread,io_uring --format json
   iopath bench --consume none --fio --html report.html
   iopath bench --engines pread,io_uring --bs 4k,16k,128k,1m --qd 1,8,32,128 --cache warm
-  iopath bench --profile prof/ && go tool pprof -http :8080 prof/io_uring-warm-seq-bs128KiB-w1-qd32-run1.pprof`,
+  iopath bench --profile prof/ && go tool pprof -http :8080 prof/io_uring-warm-seq-bs128KiB-w1-qd32-run1.pprof
+  iopath bench --perf prof/ --html report.html && go tool pprof -http :8080 prof/pread-warm-seq-bs128KiB-w1-run1.pb.gz
+  iopath bench --tree --cache cold --perf prof/ --wide`,
 		Args: argsUsage(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.consumeSet = cmd.Flags().Changed("consume")
