@@ -105,8 +105,10 @@ func TestPerfAndTrace(t *testing.T) {
 		if r.Perf.Copy < 0.05 || r.Perf.KernelShare() < 0.15 {
 			t.Errorf("%s reading a cached file: %+v", r.Engine, r.Perf)
 		}
-		if r.Engine == "io_uring" && r.Perf.IOUring == 0 {
-			t.Errorf("io_uring spent nothing in io_uring: %+v", r.Perf)
+		// io_uring's own share is small (3% here, less under the race
+		// detector), but its reads run under io_uring_enter.
+		if r.Engine == "io_uring" && !hasFrame(r.Flame, "io_submit_sqes") {
+			t.Errorf("io_uring's call tree has no io_submit_sqes: %+v", r.Perf)
 		}
 		if r.Runtime == nil || r.Runtime.ThreadsMax < 2 || r.Runtime.GoroutinesMax < 1 || r.Runtime.GoThreadsMax < 2 {
 			t.Errorf("%s runtime figures %+v", r.Engine, r.Runtime)
@@ -181,4 +183,20 @@ func TestTreePerf(t *testing.T) {
 		}
 	}
 	dirs.check(t, recorded)
+}
+
+// hasFrame says whether a call tree holds a function named name.
+func hasFrame(f *perf.Flame, name string) bool {
+	if f == nil {
+		return false
+	}
+	if f.Name == name {
+		return true
+	}
+	for _, c := range f.Children {
+		if hasFrame(c, name) {
+			return true
+		}
+	}
+	return false
 }
