@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/iopath/iopath/internal/testenv"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +34,7 @@ func needPerf(t *testing.T) {
 // test set).
 func perfLeftovers(t *testing.T, tmp string, tracked []string) {
 	t.Helper()
-	if kids := perfChildren(); len(kids) > 0 {
+	if kids := testenv.ChildrenNamed("perf"); len(kids) > 0 {
 		t.Errorf("perf still runs: pids %v", kids)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "iopath-perf-*")); len(left) > 0 {
@@ -45,34 +45,6 @@ func perfLeftovers(t *testing.T, tmp string, tracked []string) {
 			t.Errorf("tracked directory %s left: %v", d, err)
 		}
 	}
-}
-
-// perfChildren lists the perf processes whose parent is this process.
-func perfChildren() []int {
-	var out []int
-	me := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 || !strings.Contains(s[:i], "(perf") {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(me) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // trackDirs is an Options.TrackTempDir that keeps what it is told.
@@ -221,7 +193,7 @@ func TestRunPerfExisting(t *testing.T) {
 	if b, _ := os.ReadFile(old); string(b) != "mine" {
 		t.Errorf("the file holds %q", b)
 	}
-	if kids := perfChildren(); len(kids) > 0 {
+	if kids := testenv.ChildrenNamed("perf"); len(kids) > 0 {
 		t.Errorf("perf started: %v", kids)
 	}
 }

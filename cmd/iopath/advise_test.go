@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/iopath/iopath/internal/testenv"
 	"io"
 	"io/fs"
 	"os"
@@ -418,7 +419,7 @@ func TestAdvisePerf(t *testing.T) {
 	if recorded == 0 {
 		t.Fatal("nothing was recorded")
 	}
-	if left := procsMentioning(filepath.Join(tmp, "iopath-perf-")); len(left) > 0 {
+	if left := testenv.ProcsMentioning(filepath.Join(tmp, "iopath-perf-")); len(left) > 0 {
 		t.Errorf("processes left: %v", left)
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
@@ -490,7 +491,7 @@ func TestAdvisePerfInterrupted(t *testing.T) {
 			}
 			defer cmd.Process.Kill()
 			deadline := time.Now().Add(10 * time.Second)
-			for len(procsMentioning(filepath.Join(tmp, "iopath-perf-"))) == 0 { // perf
+			for len(testenv.ProcsMentioning(filepath.Join(tmp, "iopath-perf-"))) == 0 { // perf
 				if time.Now().After(deadline) {
 					t.Fatalf("no recording started: %s", stderr.String())
 				}
@@ -510,23 +511,7 @@ func TestAdvisePerfInterrupted(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 				t.Errorf("exit %v, want 130: %s", err, stderr.String())
 			}
-			deadline = time.Now().Add(2 * time.Second)
-			for {
-				left := procsMentioning(filepath.Join(tmp, "iopath-perf-"))
-				if len(left) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("processes left: %v", left)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-				t.Errorf("temporary files left in TMPDIR: %v", ents)
-			}
-			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-				t.Errorf("files left in the --perf directory: %v", ents)
-			}
+			checkNoPerfLeft(t, tmp, dir)
 		})
 	}
 }

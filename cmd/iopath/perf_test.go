@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/iopath/iopath/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,7 +124,7 @@ func TestBenchPerfInterrupted(t *testing.T) {
 			}
 			defer cmd.Process.Kill()
 			deadline := time.Now().Add(20 * time.Second)
-			for len(procsMentioning(filepath.Join(tmp, "iopath-perf-"))) < 2 { // perf and the recorded child
+			for len(testenv.ProcsMentioning(filepath.Join(tmp, "iopath-perf-"))) < 2 { // perf and the recorded child
 				if time.Now().After(deadline) {
 					t.Fatalf("no recording started: %s", stderr.String())
 				}
@@ -140,43 +140,21 @@ func TestBenchPerfInterrupted(t *testing.T) {
 			if d := time.Since(start); d > 1500*time.Millisecond {
 				t.Errorf("stopping took %v", d)
 			}
-			deadline = time.Now().Add(2 * time.Second)
-			for {
-				left := procsMentioning(filepath.Join(tmp, "iopath-perf-"))
-				if len(left) == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("processes left: %v", left)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-				t.Errorf("temporary files left in TMPDIR: %v", ents)
-			}
-			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-				t.Errorf("files left in the --perf directory: %v", ents)
-			}
+			checkNoPerfLeft(t, tmp, dir)
 		})
 	}
 }
 
-// procsMentioning lists the processes whose command line or environment
-// holds s.
-func procsMentioning(s string) []string {
-	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		cl, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if bytes.Contains(cl, []byte(s)) || bytes.Contains(env, []byte(s)) {
-			if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && !bytes.Contains(st, []byte(") Z ")) {
-				out = append(out, e.Name()+": "+strings.ReplaceAll(string(cl), "\x00", " "))
-			}
-		}
+// checkNoPerfLeft fails t when a recording outlived its command: a perf
+// or a recorded child whose recording is in tmp (the command's TMPDIR),
+// a file in tmp, or a file in the --perf directory dir.
+func checkNoPerfLeft(t *testing.T, tmp, dir string) {
+	t.Helper()
+	testenv.WaitNoProcs(t, filepath.Join(tmp, "iopath-perf-"))
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temporary files left in TMPDIR: %v", ents)
 	}
-	return out
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files left in the --perf directory: %v", ents)
+	}
 }

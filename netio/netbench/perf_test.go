@@ -3,12 +3,12 @@ package netbench
 import (
 	"context"
 	"errors"
+	"github.com/iopath/iopath/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -118,47 +118,13 @@ func (tr *tracker) check(t *testing.T, dirs int) {
 	}
 }
 
-// perfChildren lists the processes named perf whose parent is this one.
-func perfChildren(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		f := strings.Fields(s[close+1:])
-		if len(f) < 2 || s[open+1:close] != "perf" {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == os.Getpid() {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // checkNoPerf fails t if a perf process of this one is left, waiting
 // a little for one being reaped.
 func checkNoPerf(t *testing.T) {
 	t.Helper()
 	var left []int
 	for try := 0; try < 20; try++ {
-		if left = perfChildren(t); len(left) == 0 {
+		if left = testenv.ChildrenNamed("perf"); len(left) == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -309,7 +275,7 @@ func TestBenchPerfDies(t *testing.T) {
 	o.Runs, o.Duration = 3, 100*time.Millisecond
 	o.Progress = func(done, total int, what string) {
 		if done == 1 {
-			for _, pid := range perfChildren(t) {
+			for _, pid := range testenv.ChildrenNamed("perf") {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
