@@ -83,7 +83,7 @@ func init() {
 	engine.Register(enginetest.FailAfter(pread, "test-midway", 256<<10, errors.New("injected failure midway")))
 }
 
-func testFile(t *testing.T, size int) string {
+func testFile(t testing.TB, size int) string {
 	t.Helper()
 	b := make([]byte, size)
 	rand.Read(b)

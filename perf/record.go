@@ -19,8 +19,8 @@ import (
 // DefaultFreq is the sampling frequency iopath records at, per CPU: a
 // quarter of perf's own default (4000 Hz). Each cpu-clock sample costs
 // the sampled program a timer interrupt and two stack walks; on this
-// project's 2-vCPU VM (AMD EPYC, Linux 6.18) that took 6–11% off a warm
-// read's GiB/s at 4000 Hz and 0–4.5% at 1000 Hz (8 alternated runs each,
+// project's 2-vCPU VM (AMD EPYC, Linux 6.18) that took 6–13% off a warm
+// read's GiB/s at 4000 Hz and 0–4.5% at 1000 Hz (BenchmarkPerfOverhead,
 // docs/perf.md), and on bare metal with a PMU it costs less. A
 // one-second run still gives about 1000 samples.
 const DefaultFreq = 1000
