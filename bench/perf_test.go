@@ -100,9 +100,11 @@ func TestPerfAndTrace(t *testing.T) {
 		if r.Perf == nil || *r.Perf != *run.Perf || r.Flame == nil || r.Flame.Value != run.Perf.Samples {
 			t.Errorf("%s row: perf %+v, flame %v", r.Engine, r.Perf, r.Flame != nil)
 		}
-		// The kernel's copy is most of a cached read's CPU (75% here), less
-		// under the race detector, which slows the user side many times.
-		if r.Perf.Copy < 0.05 || r.Perf.KernelShare() < 0.15 {
+		// The kernel's copy is most of a cached read's CPU (64–75% of a 1 GiB
+		// file here; 25% and more of this small one, read again and again);
+		// under the race detector, which slows the user side many times,
+		// only that there is one.
+		if r.Perf.Copy < 0.1 && !raceEnabled || r.Perf.Copy == 0 {
 			t.Errorf("%s reading a cached file: %+v", r.Engine, r.Perf)
 		}
 		// io_uring's own share is small (3% here, less under the race

@@ -160,9 +160,9 @@ func TestWrap(t *testing.T) {
 		}
 	}
 	b := s.Breakdown()
-	// The copy is most of it (70% here), less under the race detector,
-	// which slows the user side many times.
-	if b.Copy < 0.05 || b.KernelShare() < 0.15 {
+	// The copy is most of it (70% here); under the race detector, which
+	// slows the user side many times, only that there is one.
+	if min := 0.3; b.Copy < min && !raceEnabled || b.Copy == 0 {
 		t.Errorf("reading a cached file spent %.0f%% in kernel copies, %.0f%% in the kernel: %+v", 100*b.Copy, 100*b.KernelShare(), b)
 	}
 	checkProfile(t, s)
