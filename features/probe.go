@@ -62,6 +62,10 @@ type Report struct {
 	// MachineProfile is the state of the machine profile ("iopath tune")
 	// a new process would read, set by `iopath features`.
 	MachineProfile string `json:"machine_profile,omitempty"`
+	// Perf says whether --perf can record here (package perf's Probe):
+	// "perf VERSION: kernel and Go frames" or why not and how to allow
+	// it; set by `iopath features`.
+	Perf string `json:"perf,omitempty"`
 }
 
 // HasOp reports whether the kernel supports the opcode called name ("READ_FIXED").

@@ -61,6 +61,9 @@ func FeaturesDoc(r *features.Report) *Doc {
 	if r.MachineProfile != "" {
 		d.Header = append(d.Header, Field{"machine profile", r.MachineProfile})
 	}
+	if r.Perf != "" {
+		d.Header = append(d.Header, Field{"perf (--perf)", r.Perf})
+	}
 	d.Columns = []Column{
 		{Key: "name", Title: "feature", Left: true},
 		{Key: "supported", Title: "supported", Left: true},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/perf"
 	"github.com/iopath/iopath/report"
 )
 
@@ -35,7 +36,9 @@ place their buffers within a page: the skew is measured on this machine
 since the best one differs between CPUs; IOPATH_BUFFER_SKEW=N sets it;
 the routine that copies out of a mapping, measured the same way (memmove
 against REP MOVSB); IOPATH_MAPPED_COPY=memmove|rep-movsb sets it;
-and the machine profile Auto reads (iopath tune makes it).
+the machine profile Auto reads (iopath tune makes it), and whether
+--perf can record here (perf installed, perf_event_paranoid, kptr_restrict,
+a seccomp profile), or how to allow it.
 IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +51,11 @@ IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 			mc := features.MappedCopy()
 			r.MappedCopy = &mc
 			r.MachineProfile = profile.Look().Status
+			if info, err := perf.Probe(); err != nil {
+				r.Perf = strings.TrimPrefix(err.Error(), perf.ErrUnavailable.Error()+": ")
+			} else {
+				r.Perf = "perf " + info.Version + ": kernel and Go frames"
+			}
 			return report.WriteFeatures(stdout, o.format, &r)
 		},
 	}

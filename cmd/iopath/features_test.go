@@ -54,3 +54,25 @@ func TestFeaturesJSON(t *testing.T) {
 		t.Errorf("--format xml: err %v, want a usage error", err)
 	}
 }
+
+// features says whether --perf can record here, and why not.
+func TestFeaturesPerf(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"features"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "perf (--perf)") {
+		t.Errorf("output lacks perf's line:\n%s", out.String())
+	}
+	t.Setenv("PATH", t.TempDir())
+	out.Reset()
+	if err := run(context.Background(), []string{"features", "--format", "json"}, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Perf string `json:"perf"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Perf != "perf is not installed (Debian: apt-get install linux-perf)" {
+		t.Errorf("without perf on PATH: %q (%v)", v.Perf, err)
+	}
+}
