@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/iopath/iopath/internal/testenv"
 	"io/fs"
 	"maps"
 	"os"
@@ -16,18 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
+	"github.com/iopath/iopath/internal/testenv"
+	"github.com/iopath/iopath/perf/perftest"
 
 	"github.com/iopath/iopath/perf"
 )
-
-// needPerf skips a test when perf cannot record here, saying why.
-func needPerf(t *testing.T) {
-	t.Helper()
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
-}
 
 // perfLeftovers says what a recording left behind: perf processes this
 // process started, and recording directories under tmp (the TMPDIR the
@@ -70,7 +62,7 @@ func (d *trackDirs) list() []string {
 // breakdown of real samples and a profile pprof reads, with kernel and Go
 // frames; nothing of perf is left.
 func TestRunPerf(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	data := t.TempDir()
 	writeFiles(t, data, map[string]int{"big": 4 << 20})
 	out := filepath.Join(t.TempDir(), "profiles") // made by Run
@@ -147,15 +139,7 @@ func TestRunPerf(t *testing.T) {
 // Go frame of iopath.
 func checkPprof(t *testing.T, path string, samples int64) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("%s: pprof cannot read it: %v", path, err)
-	}
+	p := perftest.Read(t, path)
 	if int64(len(p.Sample)) != samples {
 		t.Errorf("%s: %d samples, the breakdown counts %d", path, len(p.Sample), samples)
 	}
@@ -172,7 +156,7 @@ func checkPprof(t *testing.T, path string, samples int64) {
 // A profile's name that exists is refused before the trial, and the
 // file is left as it was; with PerfReplace it is replaced.
 func TestRunPerfExisting(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	data := t.TempDir()
 	writeFiles(t, data, map[string]int{"big": 1 << 20})
 	out := t.TempDir()
@@ -200,7 +184,7 @@ func TestRunPerfExisting(t *testing.T) {
 
 // Cancelling Run during the trial stops perf and removes its recording.
 func TestRunPerfCancel(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	data := t.TempDir()
 	writeFiles(t, data, map[string]int{"big": 4 << 20})
 	out := t.TempDir()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/perf/perftest"
+
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/internal/stats"
 	"github.com/iopath/iopath/perf"
@@ -24,9 +26,7 @@ import (
 //
 //	go test -run '^$' -bench PerfOverhead -benchtime 8x ./bench
 func BenchmarkPerfOverhead(b *testing.B) {
-	if _, err := perf.Probe(); err != nil {
-		b.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(b)
 	freq := perf.DefaultFreq
 	if v := os.Getenv("IOPATH_PERF_FREQ"); v != "" {
 		if _, err := fmt.Sscan(v, &freq); err != nil || freq < 1 {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/iopath/iopath/perf/perftest"
+
 	"strings"
 	"sync"
 	"testing"
@@ -19,13 +21,6 @@ import (
 	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/perf"
 )
-
-func needPerf(t *testing.T) {
-	t.Helper()
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
-}
 
 // trackDirs records the temporary directories a Measure tracks, and
 // whether each was forgotten again.
@@ -66,7 +61,7 @@ func (d *trackDirs) check(t *testing.T, want int) {
 // go tool pprof reads, a breakdown and a flame tree per row, a trace per
 // run, the runtime's figures always, and nothing temporary left.
 func TestPerfAndTrace(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	path := testFile(t, 8<<20)
 	out := t.TempDir()
 	var dirs trackDirs
@@ -156,7 +151,7 @@ func TestRuntimeFigures(t *testing.T) {
 
 // bench --tree --perf: the pool engine's threads, recorded.
 func TestTreePerf(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	dir := t.TempDir()
 	for i := range 200 {
 		os.WriteFile(filepath.Join(dir, "f"+string(rune('a'+i%26))+strings.Repeat("x", i/26)), bytes.Repeat([]byte{byte(i)}, 4096), 0o644)

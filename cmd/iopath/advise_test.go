@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/iopath/iopath/internal/testenv"
 	"io"
 	"io/fs"
 	"os"
@@ -17,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
+	"github.com/iopath/iopath/internal/testenv"
+	"github.com/iopath/iopath/perf/perftest"
 
 	"github.com/iopath/iopath/advise"
 	"github.com/iopath/iopath/bench"
-	"github.com/iopath/iopath/perf"
 	"github.com/iopath/iopath/report"
 )
 
@@ -370,9 +369,7 @@ func TestAdvisePermissionDenied(t *testing.T) {
 // each breakdown in the JSON (valid against the schema) and in the
 // table; nothing of perf left; the same names refused the second time.
 func TestAdvisePerf(t *testing.T) {
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(t)
 	_, _, big := adviseTree(t)
 	dir := filepath.Join(t.TempDir(), "perf")
 	tmp := t.TempDir() // the recording's TMPDIR, this test's alone
@@ -397,15 +394,7 @@ func TestAdvisePerf(t *testing.T) {
 			t.Errorf("%s %s: breakdown %+v, profile %q (want %q)", m.Label, m.Cache, m.Perf, m.PerfProfile, want)
 			continue
 		}
-		f, err := os.Open(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := profile.Parse(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", want, err)
-		}
+		p := perftest.Read(t, want)
 		var kernel, gofn bool
 		for _, fn := range p.Function {
 			kernel = kernel || strings.HasPrefix(fn.Filename, "[kernel")
@@ -474,9 +463,7 @@ func TestAdvisePerfUnavailable(t *testing.T) {
 // perf process, no temporary directory and no profile; so does a second
 // Ctrl-C that ends it at once.
 func TestAdvisePerfInterrupted(t *testing.T) {
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(t)
 	_, _, big := adviseTree(t)
 	for _, signals := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d signals", signals), func(t *testing.T) {

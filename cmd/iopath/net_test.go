@@ -20,11 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/perf/perftest"
+
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/netbench"
 	"github.com/iopath/iopath/netio/netresult"
-	"github.com/iopath/iopath/perf"
 )
 
 func TestNetBadFlags(t *testing.T) {
@@ -630,9 +631,7 @@ func TestNetBenchPerf(t *testing.T) {
 		t.Fatalf("the file changed: %q, %v", b, err)
 	}
 
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(t)
 	out, errOut, code := runCLIProcess(t, nil, append(slices.Clone(args), "--force", "--format", "json")...)
 	if code != 0 {
 		t.Fatalf("with --force: exit %d: %s", code, errOut)

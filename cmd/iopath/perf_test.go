@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/iopath/iopath/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iopath/iopath/internal/testenv"
+	"github.com/iopath/iopath/perf/perftest"
+
 	"github.com/iopath/iopath/perf"
 )
 
 // bench --perf DIR: a recording per run, the breakdown in the JSON, and
 // the same names refused the second time without --force.
 func TestBenchPerf(t *testing.T) {
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(t)
 	path := benchFile(t, 4<<20)
 	dir := filepath.Join(t.TempDir(), "perf")
 	args := []string{"bench", path, "--engines", "pread", "--cache", "warm", "--runs", "1", "--min-time", "100ms", "--perf", dir, "--perf-freq", "2000", "--format", "json"}
@@ -106,9 +106,7 @@ func TestBenchObserveFlagsBad(t *testing.T) {
 // leaves no perf process, no recorded child, no temporary directory and
 // no partial file; so does a second Ctrl-C that ends it at once.
 func TestBenchPerfInterrupted(t *testing.T) {
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
+	perftest.Need(t)
 	path := benchFile(t, 8<<20)
 	for _, signals := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d signals", signals), func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/perf/perftest"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/iopath/iopath/batch"
@@ -19,7 +21,6 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/netresult"
-	"github.com/iopath/iopath/perf"
 )
 
 // schemaDir holds one schema per kind, <kind>.schema.json, and the
@@ -176,9 +177,7 @@ func TestSchemas(t *testing.T) {
 	t.Run("perf", func(t *testing.T) {
 		// --perf adds a breakdown per run and row, each run's recording
 		// and a row's call tree (recursive), and --trace a trace per run.
-		if _, err := perf.Probe(); err != nil {
-			t.Skipf("perf cannot record here: %v", err)
-		}
+		perftest.Need(t)
 		file := cli(t, "bench", benchFile(t, 1<<20), "--runs", "1", "--min-time", "50ms", "--cache", "warm", "--engines", "pread",
 			"--perf", filepath.Join(t.TempDir(), "perf"), "--trace", filepath.Join(t.TempDir(), "trace"), "--format", "json")
 		validate(t, "file", file)

@@ -3,7 +3,6 @@ package netbench
 import (
 	"context"
 	"errors"
-	"github.com/iopath/iopath/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
-	"github.com/iopath/iopath/perf"
+	"github.com/iopath/iopath/internal/testenv"
+	"github.com/iopath/iopath/perf/perftest"
 )
 
 // The tests of --perf run the real thing: the iopath command, built once,
@@ -62,14 +60,6 @@ func iopathCommand(t *testing.T) func(args ...string) *exec.Cmd {
 		t.Fatalf("building iopath: %v", b.err)
 	}
 	return func(args ...string) *exec.Cmd { return exec.Command(b.path, args...) }
-}
-
-// needPerf skips the test when perf cannot record here, saying why.
-func needPerf(t *testing.T) {
-	t.Helper()
-	if _, err := perf.Probe(); err != nil {
-		t.Skipf("perf cannot record here: %v", err)
-	}
 }
 
 // tracker records what Bench tracks (TrackTemp, TrackTempDir), and
@@ -157,7 +147,7 @@ func perfOptions(t *testing.T, tr *tracker, engines ...string) Options {
 // the network stack in it, and every point its merged breakdown and call
 // tree; no perf process, recording or temporary file is left.
 func TestBenchPerf(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	var tr tracker
 	o := perfOptions(t, &tr, "epoll", "io_uring")
 	rep, err := Bench(context.Background(), o)
@@ -214,15 +204,7 @@ func TestBenchPerf(t *testing.T) {
 // the network path and a Go frame in it.
 func checkProfile(t *testing.T, path string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p, err := profile.Parse(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	p := perftest.Read(t, path)
 	var kernel, goFrame string
 	for _, fn := range p.Function {
 		n := fn.Name
@@ -241,7 +223,7 @@ func checkProfile(t *testing.T, path string) {
 // TestBenchPerfInterrupted: a bench cancelled while perf samples a
 // window leaves no perf process, no recording and no file.
 func TestBenchPerfInterrupted(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	var tr tracker
 	o := perfOptions(t, &tr, "epoll")
 	o.Duration = 500 * time.Millisecond
@@ -269,7 +251,7 @@ func TestBenchPerfInterrupted(t *testing.T) {
 // TestBenchPerfDies: perf killed in the middle of the bench costs the
 // runs their profiles, which say why, not the bench its figures.
 func TestBenchPerfDies(t *testing.T) {
-	needPerf(t)
+	perftest.Need(t)
 	var tr tracker
 	o := perfOptions(t, &tr, "epoll")
 	o.Runs, o.Duration = 3, 100*time.Millisecond
@@ -338,7 +320,7 @@ func TestPerfNames(t *testing.T) {
 		}
 		seen[f] = true
 	}
-	needPerf(t)
+	perftest.Need(t)
 	if err := os.WriteFile(files[5], []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
