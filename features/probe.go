@@ -66,6 +66,10 @@ type Report struct {
 	// "perf VERSION: kernel and Go frames" or why not and how to allow
 	// it; set by `iopath features`.
 	Perf string `json:"perf,omitempty"`
+	// Loss says whether net bench --loss can make its namespaces here
+	// (root, ip and nft): "available" or why not; set by `iopath
+	// features`.
+	Loss string `json:"loss,omitempty"`
 }
 
 // HasOp reports whether the kernel supports the opcode called name ("READ_FIXED").

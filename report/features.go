@@ -64,6 +64,9 @@ func FeaturesDoc(r *features.Report) *Doc {
 	if r.Perf != "" {
 		d.Header = append(d.Header, Field{"perf (--perf)", r.Perf})
 	}
+	if r.Loss != "" {
+		d.Header = append(d.Header, Field{"packet loss (--loss)", r.Loss})
+	}
 	d.Columns = []Column{
 		{Key: "name", Title: "feature", Left: true},
 		{Key: "supported", Title: "supported", Left: true},

@@ -91,13 +91,31 @@ func decodeNet(d *jsondoc.Doc) (*netresult.Report, error) {
 type netKey struct {
 	conns, size int
 	mode        string
+	loss        float64
+	lossSet     bool
+	lossWindow  int64 // ns: --recovery
 }
 
-func keyOf(p *netresult.Point) netKey { return netKey{p.Conns, p.Size, p.Mode} }
+func keyOf(p *netresult.Point) netKey {
+	return netKey{p.Conns, p.Size, p.Mode, p.Loss, p.LossSet, p.LossWindowNs}
+}
 
-// label is "1000 conns × 64B × pingpong".
+// label is "1000 conns × 64B × pingpong", and "× 10% loss" after it for a
+// point run under packet loss (net bench --loss).
 func (k netKey) label() string {
-	return fmt.Sprintf("%s × %s × %s", plural(k.conns, "conn"), units.FormatSize(int64(k.size)), k.mode)
+	l := fmt.Sprintf("%s × %s × %s", plural(k.conns, "conn"), units.FormatSize(int64(k.size)), k.mode)
+	if k.lossSet {
+		l += " × " + lossName(k.loss) + " loss"
+	}
+	if k.lossWindow > 0 {
+		l += " for " + time.Duration(k.lossWindow).String()
+	}
+	return l
+}
+
+// lossName is a share of packets dropped as a percentage: 0%, 1%, 0.5%.
+func lossName(f float64) string {
+	return strconv.FormatFloat(100*f, 'f', -1, 64) + "%"
 }
 
 // netPoints orders r's points as every output shows them: a group per
@@ -116,7 +134,7 @@ func netPoints(r *netresult.Report) (engines []string, groups [][]*netresult.Poi
 	engines, modes = uniq(engines), uniq(modes)
 	slices.SortStableFunc(ps, func(a, b *netresult.Point) int {
 		return cmp.Or(cmp.Compare(slices.Index(modes, a.Mode), slices.Index(modes, b.Mode)), cmp.Compare(a.Size, b.Size),
-			cmp.Compare(a.Conns, b.Conns), cmp.Compare(slices.Index(engines, a.Engine), slices.Index(engines, b.Engine)))
+			cmp.Compare(a.Conns, b.Conns), cmp.Compare(a.Loss, b.Loss), cmp.Compare(slices.Index(engines, a.Engine), slices.Index(engines, b.Engine)))
 	})
 	for i, p := range ps {
 		if i == 0 || keyOf(p) != keyOf(ps[i-1]) {

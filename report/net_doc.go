@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/iopath/iopath/netio/netresult"
 	"github.com/iopath/iopath/perf"
@@ -79,6 +80,32 @@ func NetDoc(r *netresult.Report) *Doc {
 	for i, ref := range refs {
 		d.Columns = append(d.Columns, Column{Key: "server_cpu_vs_" + ref, Title: "vs " + ref, Unit: "×", Better: Lower, Prec: 2, Wide: i > 0})
 	}
+	// Under packet loss (--loss): the TCP retransmissions per 1,000
+	// requests.
+	// With a 0% level beside the others, QPS and P99 over the same
+	// engine's at 0% loss.
+	lossy := slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossSet })
+	vsNoLoss := lossy && slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossSet && p.Loss == 0 }) &&
+		slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossSet && p.Loss > 0 })
+	if vsNoLoss {
+		d.Columns = append(d.Columns,
+			Column{Key: "qps_vs_no_loss", Title: "QPS vs 0%", Unit: "×", Better: Higher, Prec: 2},
+			Column{Key: "p99_vs_no_loss", Title: "P99 vs 0%", Unit: "×", Better: Lower, Prec: 1})
+	}
+	// With --recovery: the QPS before and during the loss window, and
+	// the time QPS took to come back.
+	recovery := slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossWindowNs > 0 })
+	if recovery {
+		d.Columns = append(d.Columns,
+			Column{Key: "qps_before_loss", Title: "QPS before", Unit: "1/s", Better: Higher},
+			Column{Key: "qps_during_loss", Title: "QPS during", Unit: "1/s", Better: Higher},
+			Column{Key: "recovery_ms", Title: "recovery ms", Unit: "ms", Better: Lower, Headline: true})
+	}
+	if lossy {
+		d.Columns = append(d.Columns,
+			Column{Key: "retrans_per_1k_req", Title: "retrans/1k", Unit: "1/1k", Better: Lower, Prec: 1},
+			Column{Key: "dial_retries", Title: "dial retries", Better: Lower, Wide: true})
+	}
 	// Where the server's CPU went (--perf): the kinds some point has.
 	kinds := netPerfKinds(r)
 	for _, k := range kinds {
@@ -131,6 +158,33 @@ func NetDoc(r *netresult.Report) *Doc {
 				}
 				cells = append(cells, c)
 			}
+			if vsNoLoss {
+				qps, p99 := TextCell(""), TextCell("") // blank at 0% itself, or without a 0% row
+				if base := noLoss(r, p); base != nil && p.Loss > 0 {
+					qps, p99 = ratioCell(p.QPS, base.QPS), ratioCell(float64(p.P99Ns), float64(base.P99Ns))
+				}
+				cells = append(cells, qps, p99)
+			}
+			if recovery {
+				// The point's median, in which a run that did not
+				// recover counts as the longest.
+				rec := Figure(float64(p.RecoveryNs) / 1e6)
+				if !p.Recovered {
+					rec = TextCell(fmt.Sprintf("> %v", time.Duration(recoveryAfterOf(p)).Round(time.Second)))
+				}
+				cells = append(cells,
+					netRuns(p, func(r *netresult.Run) float64 { return r.QPSBeforeLoss }, false),
+					netRuns(p, func(r *netresult.Run) float64 { return r.QPSDuringLoss }, false),
+					rec)
+			}
+			if lossy {
+				cells = append(cells, netRuns(p, func(r *netresult.Run) float64 {
+					if r.Requests == 0 {
+						return 0
+					}
+					return float64(r.Retransmits) * 1000 / float64(r.Requests)
+				}, false), netRuns(p, func(r *netresult.Run) float64 { return float64(r.DialRetries) }, false))
+			}
 			for _, k := range kinds {
 				c := Runs(nil) // "–": this point was not recorded
 				if p.Perf != nil && p.Perf.Samples > 0 {
@@ -160,6 +214,21 @@ func NetDoc(r *netresult.Report) *Doc {
 	if len(refs) > 0 {
 		d.Legend = append(d.Legend, Field{"vs " + refs[0], "CPU µs/req divided by " + refs[0] + "'s at the same point: below 1.00 costs less CPU"})
 	}
+	if vsNoLoss {
+		d.Legend = append(d.Legend,
+			Field{"QPS vs 0%", "QPS over the same engine's at the same point with no packet dropped (--loss 0): below 1.00 is slower"},
+			Field{"P99 vs 0%", "P99 over the same engine's with no packet dropped: above 1.0 is slower"})
+	}
+	if recovery {
+		d.Legend = append(d.Legend,
+			Field{"QPS before", "QPS with no packet dropped, in the seconds before the loss window (--recovery)"},
+			Field{"QPS during", "QPS while the share of packets was dropped"},
+			Field{"recovery ms", "from the end of the loss to the start of the first 500 ms whose QPS is back to 90% of QPS before; > N: not within the N the run waited"})
+	}
+	if lossy {
+		d.Legend = append(d.Legend, Field{"retrans/1k", "TCP segments retransmitted per 1,000 requests, both directions, in the point's network namespace with that share of its loopback's packets dropped (--loss; the run's dial and warm-up included)"})
+		d.Legend = append(d.Legend, Field{"dial retries", "connection attempts of the dial ramp that failed (timed out as SYNs were lost, or refused) and were tried again"})
+	}
 	if len(kinds) > 0 {
 		d.Legend = append(d.Legend, Field{netPerfTitle(kinds[0]) + " … " + netPerfTitle(kinds[len(kinds)-1]),
 			"where the server process's CPU went in the measured windows, every run together: shares of perf's samples (--perf)"})
@@ -173,6 +242,28 @@ func NetDoc(r *netresult.Report) *Doc {
 	d.Legend = append(d.Legend,
 		Field{"integrity", "ok: every echoed byte matched what was sent, none was lost and no connection failed, in every run"})
 	return d
+}
+
+// recoveryAfterOf is how long p's runs waited for QPS after the loss:
+// the end of the timeline after the loss ended.
+func recoveryAfterOf(p *netresult.Point) int64 {
+	var after int64
+	for _, r := range p.Runs {
+		after = max(after, int64(len(r.Timeline))*r.TimelineNs-r.LossOffNs)
+	}
+	return after
+}
+
+// noLoss is the point of r that is p's engine, connections, size and
+// mode with no packet dropped (a --loss 0 level), measured; nil if none.
+func noLoss(r *netresult.Report, p *netresult.Point) *netresult.Point {
+	for i := range r.Points {
+		q := &r.Points[i]
+		if q.LossSet && q.Loss == 0 && q.Err == "" && q.Engine == p.Engine && q.Conns == p.Conns && q.Size == p.Size && q.Mode == p.Mode {
+			return q
+		}
+	}
+	return nil
 }
 
 // netPerfKinds lists the kinds of CPU (perf.Kinds, in their order) that

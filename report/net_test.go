@@ -601,7 +601,9 @@ func TestNetFormatHelpers(t *testing.T) {
 		{netPinLine(netresult.Config{ServerCPUs: []int{0}, ClientCPUs: []int{1, 2, 3}}), "server on CPU 0, load generator on CPUs 1-3"},
 		{netPinLine(netresult.Config{ServerCPUs: []int{3}}), "server on CPU 3, load generator not pinned"},
 		{netPinLine(netresult.Config{PinNote: "1 CPU"}), "not pinned: 1 CPU"},
-		{netKey{1, 1024, "pipeline:8"}.label(), "1 conn × 1KiB × pipeline:8"},
+		{netKey{conns: 1, size: 1024, mode: "pipeline:8"}.label(), "1 conn × 1KiB × pipeline:8"},
+		{netKey{conns: 10, size: 64, mode: "pingpong", loss: 0.1, lossSet: true}.label(), "10 conns × 64B × pingpong × 10% loss"},
+		{netKey{conns: 10, size: 64, mode: "pingpong", lossSet: true}.label(), "10 conns × 64B × pingpong × 0% loss"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

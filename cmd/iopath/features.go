@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/profile"
 	"github.com/iopath/iopath/perf"
 	"github.com/iopath/iopath/report"
@@ -55,6 +56,10 @@ IOPATH_DISABLE_IO_URING=1 makes io_uring unavailable to iopath.`,
 				r.Perf = strings.TrimPrefix(err.Error(), perf.ErrUnavailable.Error()+": ")
 			} else {
 				r.Perf = "perf " + info.Version + ": kernel and Go frames"
+			}
+			r.Loss = "available: root, ip and nft"
+			if err := netns.Check(); err != nil {
+				r.Loss = strings.TrimPrefix(err.Error(), netns.ErrUnavailable.Error()+": ")
 			}
 			return report.WriteFeatures(stdout, o.format, &r)
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -55,14 +56,17 @@ func TestFeaturesJSON(t *testing.T) {
 	}
 }
 
-// features says whether --perf can record here, and why not.
+// features says whether --perf can record here, and --loss make its
+// namespaces, and why not.
 func TestFeaturesPerf(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), []string{"features"}, nil, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "perf (--perf)") {
-		t.Errorf("output lacks perf's line:\n%s", out.String())
+	for _, line := range []string{"perf (--perf)", "packet loss (--loss)"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("output lacks the line %q:\n%s", line, out.String())
+		}
 	}
 	t.Setenv("PATH", t.TempDir())
 	out.Reset()
@@ -71,8 +75,12 @@ func TestFeaturesPerf(t *testing.T) {
 	}
 	var v struct {
 		Perf string `json:"perf"`
+		Loss string `json:"loss"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Perf != "perf is not installed (Debian: apt-get install linux-perf)" {
 		t.Errorf("without perf on PATH: %q (%v)", v.Perf, err)
+	}
+	if want := "ip is not installed (Debian: apt-get install iproute2)"; os.Geteuid() == 0 && v.Loss != want {
+		t.Errorf("without ip on PATH: loss %q, want %q", v.Loss, want)
 	}
 }

@@ -5,17 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/netio"
@@ -242,6 +245,10 @@ type netLoadOptions struct {
 	// windowSync: net bench records the server during the window
 	// (netbench.WindowSyncFlag).
 	windowSync bool
+	// lossy: the network drops packets (net bench --loss; load.Config.Lossy).
+	lossy bool
+	// timeline: requests per interval into the JSON (load.Config.Timeline).
+	timeline time.Duration
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -292,6 +299,9 @@ from when each message was meant to go.`,
 	f.BoolVar(&o.windowSync, strings.TrimPrefix(netbench.WindowSyncFlag, "--"), false,
 		"net bench's child: say where the measured window starts and ends on fd 3 and wait for an answer on stdin")
 	f.MarkHidden(strings.TrimPrefix(netbench.WindowSyncFlag, "--"))
+	f.DurationVar(&o.timeline, "timeline", 0, fmt.Sprintf("also count the requests completed in each interval of this length (%v to the duration) into the JSON's timeline: QPS over time", load.MinTimeline))
+	f.BoolVar(&o.lossy, strings.TrimPrefix(netbench.LossyFlag, "--"), false,
+		"the network drops packets: wait for TCP's retransmissions (a drain of up to a minute, dials of up to a minute)")
 	return cmd
 }
 
@@ -313,6 +323,7 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	cfg := load.Config{
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
 		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
+		Lossy: o.lossy, Timeline: o.timeline,
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("net load: %v", err)
@@ -369,6 +380,9 @@ type netBenchOptions struct {
 	json     string
 	force    bool           // overwrite the --html and --json files, and --perf's
 	observe  observeOptions // --perf
+	loss     []string       // --loss: shares of packets dropped, "10%"
+	rtoMax   time.Duration  // --rto-max
+	recovery time.Duration  // --recovery
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -409,10 +423,29 @@ tool pprof -http :8080 FILE), and the table gains where the server's CPU
 went: shares of user code, the Go runtime, syscall entry/exit, kernel
 copies, page faults, io_uring, the network stack and the rest of the
 kernel. A profile that exists is not overwritten without --force. Not with
---serve-file or --writev.`,
+--serve-file or --writev.
+
+Packet loss: --loss 0,1%,10%,30% runs the whole matrix once per loss level,
+each in a network namespace of its own that net bench makes and always
+removes (also on Ctrl-C and failure), its loopback dropping that share of
+packets with an nftables rule (requests and echoes alike); the servers and
+load generators run inside it, so nothing outside is touched. The table
+gains retrans/1k, the TCP segments the namespace retransmitted per 1,000
+requests, and every echoed byte is still verified. It needs root and the
+ip (iproute2) and nft (nftables) commands. Not with --perf. In the
+namespaces TCP's retransmission timeout is capped at --rto-max (1s;
+120s is the kernel's default), so that a connection is not left waiting
+minutes between tries, longer than a run can wait for its bytes.
+
+Recovery: --loss 30% --recovery 5s runs each point with no loss for 3s,
+30% loss for 5s, then no loss for 10s (twice the window when that is
+longer), and reports the QPS before and during the loss and how long
+after it QPS took to come back to 90% of its level before (over 500ms).`,
 		Example: `  iopath net bench
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --runs 5
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --perf prof
+  iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 0,1%,10%,30% --runs 3
+  iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 30% --recovery 5s --runs 3
   iopath net bench --format json > net.json --html net.html
   iopath net bench --serve-file --runs 5
   iopath net bench --writev`,
@@ -422,6 +455,12 @@ kernel. A profile that exists is not overwritten without --force. Not with
 			switch {
 			case o.serveFile && o.writev:
 				return usagef("net bench: --serve-file and --writev are separate benchmarks: pick one")
+			case len(o.loss) > 0 && (o.serveFile || o.writev):
+				return usagef("net bench: --loss applies to the echo servers; it cannot be used with --serve-file or --writev")
+			case cmd.Flags().Changed("rto-max") && len(o.loss) == 0:
+				return usagef("net bench: --rto-max applies to the namespaces of --loss: give --loss too")
+			case o.recovery != 0 && cmd.Flags().Changed("duration"):
+				return usagef("net bench: --recovery sets each run's window itself (%v for --recovery 5s): drop --duration", netbench.RecoveryDuration(5*time.Second))
 			case o.observe.perf != "" && (o.serveFile || o.writev):
 				return usagef("net bench: --perf records the echo servers only; it cannot be used with --serve-file or --writev")
 			case o.serveFile:
@@ -446,6 +485,9 @@ kernel. A profile that exists is not overwritten without --force. Not with
 	f.StringVar(&o.json, "json", "", "also write this run's JSON report to this file, whatever --format prints")
 	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files, and --perf's profiles, if they exist")
 	o.observe.addPerfFlag(f, "the echo servers (the server process, during the measured windows)")
+	f.StringSliceVar(&o.loss, "loss", nil, "shares of packets dropped, comma-separated (0, 1%, 10%, 30%): the matrix once per level, each in a network namespace of its own (root; ip and nft)")
+	f.DurationVar(&o.recovery, "recovery", 0, fmt.Sprintf("with --loss: drop packets for this long in the middle of each run only (%v to %v), and measure how long QPS takes to come back", netbench.MinRecovery, netbench.MaxRecovery))
+	f.DurationVar(&o.rtoMax, "rto-max", netbench.DefaultRTOMax, fmt.Sprintf("with --loss: cap on TCP's retransmission timeout in the namespaces, %v to %v (the kernel's default)", netbench.MinRTOMax, netbench.MaxRTOMax))
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
 	f.Var(sizeListValue{&o.fileSizes}, "file-sizes", "with --serve-file: file sizes, comma-separated, each 1B to "+units.FormatSize(maxServeFileSize)+" (default 4KiB,64KiB,1MiB,64MiB)")
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
@@ -619,7 +661,19 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 
 		PerfDir: o.observe.perf, PerfReplace: o.force, PerfFreq: o.observe.perfFreq,
 		TrackTemp: cleanups.removeOnExit, TrackTempDir: cleanups.removeTreeOnExit,
+		TrackNS: cleanups.removeNetnsOnExit,
 	}
+	for _, l := range o.loss {
+		v, err := parseLoss(l)
+		if err != nil {
+			return usagef("net bench: --loss %q: %v", l, err)
+		}
+		opts.Loss = append(opts.Loss, v)
+	}
+	if len(opts.Loss) > 0 {
+		opts.RTOMax = o.rtoMax
+	}
+	opts.Recovery = o.recovery
 	for _, s := range o.sizes {
 		opts.Sizes = append(opts.Sizes, int(s))
 	}
@@ -744,4 +798,21 @@ func integrityFailures(r *netresult.Report) string {
 		msg = append(msg, fmt.Sprintf("%d points not measured (first: %s)", len(failed), failed[0]))
 	}
 	return strings.Join(msg, "; ")
+}
+
+// parseLoss reads a share of packets: "10%" (or "0"), returned as 0.1.
+func parseLoss(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	if t == "0" {
+		return 0, nil
+	}
+	num, ok := strings.CutSuffix(t, "%")
+	if !ok {
+		return 0, errors.New("want a percentage, as 10%")
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || v < 0 || v > 100*netns.MaxLoss {
+		return 0, fmt.Errorf("want 0%% to %v%%", 100*netns.MaxLoss)
+	}
+	return v / 100, nil
 }

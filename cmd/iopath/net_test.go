@@ -82,6 +82,18 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--writev", "--parts", "0"}, "want 1 to 1024"},
 		{[]string{"net", "bench", "--writev", "--parts", "1025"}, "want 1 to 1024"},
 		{[]string{"net", "bench", "--writev", "--runs", "0"}, "want 1 to 100"},
+		{[]string{"net", "bench", "--loss", "10"}, "want a percentage, as 10%"},
+		{[]string{"net", "bench", "--loss", "200%"}, "want 0% to 95%"},
+		{[]string{"net", "bench", "--loss", "10%,10%"}, "given twice"},
+		{[]string{"net", "bench", "--rto-max", "2s"}, "give --loss too"},
+		{[]string{"net", "bench", "--loss", "10%", "--rto-max", "500ms"}, "want 1s to 2m0s"},
+		{[]string{"net", "bench", "--loss", "10%", "--serve-file"}, "cannot be used with --serve-file"},
+		{[]string{"net", "bench", "--loss", "10%", "--perf", "p"}, "--perf and --loss"},
+		{[]string{"net", "bench", "--recovery", "5s"}, "give --loss too"},
+		{[]string{"net", "bench", "--loss", "0,30%", "--recovery", "5s"}, "nothing to recover from"},
+		{[]string{"net", "bench", "--loss", "30%", "--recovery", "500ms"}, "want 1s to 1m0s"},
+		{[]string{"net", "bench", "--loss", "30%", "--recovery", "5s", "--duration", "1s"}, "drop --duration"},
+		{[]string{"net", "load", "--timeline", "1ms"}, "want 0 (none) or 10ms to the duration"},
 	} {
 		args := c.args
 		// A flag that should have been refused may start a server or a

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/internal/units"
 )
@@ -144,6 +145,7 @@ func quotePath(p string) string { return units.QuotePath(p) }
 type cleanupSet struct {
 	mu    sync.Mutex
 	files map[string]bool // path -> remove the whole tree under it
+	netns map[string]bool // network namespaces (net bench --loss)
 	// added, when set (by tests), is called with each path registered,
 	// as it is registered: the moment a temporary file exists.
 	added func(path string)
@@ -179,11 +181,35 @@ func (c *cleanupSet) add(path string, tree bool) (forget func()) {
 	}
 }
 
-// run removes every registered file and tree. It is called by main on the
-// way out.
+// removeNetnsOnExit registers a network namespace for removal if the
+// process is stopped at once; the returned function forgets it.
+func (c *cleanupSet) removeNetnsOnExit(name string) (forget func()) {
+	c.mu.Lock()
+	if c.netns == nil {
+		c.netns = map[string]bool{}
+	}
+	c.netns[name] = true
+	added := c.added
+	c.mu.Unlock()
+	if added != nil {
+		added(name)
+	}
+	return func() {
+		c.mu.Lock()
+		delete(c.netns, name)
+		c.mu.Unlock()
+	}
+}
+
+// run removes every registered file, tree and network namespace. It is
+// called by main on the way out.
 func (c *cleanupSet) run() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for name := range c.netns {
+		(&netns.NS{Name: name}).Close()
+	}
+	c.netns = nil
 	for p, tree := range c.files {
 		if tree {
 			os.RemoveAll(p)

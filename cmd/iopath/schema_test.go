@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iopath/iopath/internal/netns"
+
 	"github.com/iopath/iopath/perf/perftest"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -223,6 +225,19 @@ func TestSchemas(t *testing.T) {
 	t.Run("net-echo", func(t *testing.T) {
 		validate(t, "net-echo", cliProcess(t, "net", "bench", "--conns", "2", "--sizes", "64", "--modes", "pingpong",
 			"--duration", "50ms", "--warmup", "0s", "--format", "json"))
+	})
+	t.Run("net-echo-loss", func(t *testing.T) {
+		if err := netns.Check(); err != nil {
+			t.Skipf("--loss: %v", err)
+		}
+		out := cliProcess(t, "net", "bench", "--conns", "2", "--sizes", "64", "--modes", "pingpong", "--engines", "epoll",
+			"--duration", "100ms", "--warmup", "0s", "--loss", "0,5%", "--format", "json")
+		validate(t, "net-echo", out)
+		for _, field := range []string{`"loss":[0,0.05]`, `"rto_max_ms":1000`, `"loss_set":true`, `"retransmits":`} {
+			if !strings.Contains(strings.Join(strings.Fields(string(out)), ""), field) {
+				t.Errorf("no %s in the --loss JSON", field)
+			}
+		}
 	})
 	t.Run("file-serve", func(t *testing.T) {
 		validate(t, "file-serve", cliProcess(t, "net", "bench", "--serve-file", "--file-sizes", "4KiB", "--runs", "1",

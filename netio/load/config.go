@@ -14,8 +14,16 @@ const (
 	MaxConns    = 1_000_000
 	MaxSize     = 64 << 20
 	MaxDuration = 24 * time.Hour
+	// MinTimeline bounds Config.Timeline from below, and
+	// maxTimelineSamples the samples of a window.
+	MinTimeline        = 10 * time.Millisecond
+	maxTimelineSamples = 1_000_000
 	// MaxDrain bounds Config.Drain, and is its default.
 	MaxDrain = 2 * time.Second
+	// The bounds of a run with Config.Lossy.
+	LossyDrain       = 60 * time.Second
+	LossyDialTimeout = 60 * time.Second
+	LossyEchoWait    = 30 * time.Second
 	// MaxRate bounds Config.Rate (messages per second in all).
 	MaxRate = 1e9
 	// MaxDialRate bounds Config.DialRate (connections per second).
@@ -62,6 +70,11 @@ type Config struct {
 	// each connection starting at a random phase of its interval.
 	// 0 is closed loop. Stream has no rate.
 	Rate float64
+	// Timeline, when above 0, samples the clean messages completed in
+	// the measured window every Timeline (at least MinTimeline) into
+	// netresult.Load.Timeline: QPS over time, as while a network drops
+	// packets for a while and recovers (net bench --recovery).
+	Timeline time.Duration
 	// DialRate is the number of connections dialled per second while
 	// ramping up (0: as fast as the server's listen backlog takes them,
 	// with at most 256 dials in flight).
@@ -83,6 +96,13 @@ type Config struct {
 	// before it counts what is still owed as lost and closes the
 	// connections (0: MaxDrain, 2 s; at most MaxDrain).
 	Drain time.Duration
+	// Lossy says the network drops packets (net bench --loss): TCP then
+	// holds an echo or a handshake for seconds while it retransmits, with
+	// its backoff doubling, which is slowness, not loss. Drain may then be
+	// up to LossyDrain (and is LossyDrain when 0), a dial attempt waits up
+	// to LossyDialTimeout, and a connection has LossyEchoWait for its first
+	// echo before it is called unserved.
+	Lossy bool
 	// Progress, when set, is called during the dial ramp with phase
 	// "dial" (done and total are connections), and during the run with
 	// "warmup" and "run" (milliseconds elapsed and in all) and "drain"
@@ -135,8 +155,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("duration %v: want above 0 and at most %v", c.Duration, MaxDuration)
 	case c.Warmup < 0 || c.Warmup > MaxDuration:
 		return fmt.Errorf("warmup %v: want 0 to %v", c.Warmup, MaxDuration)
-	case c.Drain < 0 || c.Drain > MaxDrain:
+	case c.Drain < 0 || c.Drain > MaxDrain && !c.Lossy:
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, MaxDrain, MaxDrain)
+	case c.Drain > LossyDrain:
+		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, LossyDrain, LossyDrain)
+	case c.Timeline != 0 && (c.Timeline < MinTimeline || c.Timeline > c.Duration || c.Duration/c.Timeline > maxTimelineSamples):
+		return fmt.Errorf("timeline %v: want 0 (none) or %v to the duration, at most %d samples", c.Timeline, MinTimeline, maxTimelineSamples)
 	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:
 		return fmt.Errorf("rate %v: want 0 (closed loop) to %g messages per second", c.Rate, float64(MaxRate))
 	case c.DialRate < 0 || c.DialRate > MaxDialRate:

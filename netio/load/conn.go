@@ -66,6 +66,7 @@ type runner struct {
 	size     int64 // message size
 	depth    int64 // messages in flight per connection, 0 for stream
 	split    bool  // a writer and a reader goroutine per connection
+	timeline bool  // Config.Timeline: count completions per shard
 	open     bool  // open loop
 	interval int64 // open loop: ns between one connection's messages
 	window   int64 // split: the most bytes a writer stays ahead
@@ -103,7 +104,10 @@ type runner struct {
 type shard struct {
 	mu sync.Mutex
 	h  *metrics.Histogram
-	_  [48]byte // one shard per 64-byte cache line: no false sharing
+	// done counts the clean messages its connections completed in the
+	// window, for Config.Timeline's sampler (0 without it).
+	done atomic.Int64
+	_    [40]byte // one shard per 64-byte cache line: no false sharing
 }
 
 // conn is one connection's state. The fields under "reader" are touched
@@ -468,6 +472,9 @@ func (c *conn) complete(k int64, phase int32) {
 		k--
 	}
 	c.reqs += k
+	if c.r.timeline && k > 0 {
+		c.shard.done.Add(k)
+	}
 	if c.stamps == nil || k == 0 {
 		return
 	}

@@ -25,6 +25,12 @@ const (
 	// retransmitted its SYN, and the server is not answering.
 	dialTries   = 4
 	dialBackoff = 10 * time.Millisecond
+	// lossyDialTries is dialTries on a lossy network (Config.Lossy),
+	// where a timed-out attempt is tried again too: at 30% loss a SYN
+	// and its SYN-ACK both get through about half the time, so about 1
+	// attempt in 100 runs out of SYN retransmissions; 6 in a row, 1 in
+	// 10^12.
+	lossyDialTries = 6
 	// dialTimeout bounds one attempt: long enough for two SYN
 	// retransmissions (1 s, then 2 s more) when the backlog drops SYNs.
 	dialTimeout = 5 * time.Second
@@ -66,7 +72,9 @@ func checkNofile(conns int) error {
 // the epoll client, bare non-blocking descriptors taken over from the
 // connections (takeOver), and no net.Conns. On any failure it closes what
 // it opened and returns the error.
-func dialAll(ctx context.Context, cfg Config, takeFds bool) ([]*net.TCPConn, []int, error) {
+//
+// retries counts the attempts that failed and were tried again.
+func dialAll(ctx context.Context, cfg Config, takeFds bool, retries *atomic.Int64) ([]*net.TCPConn, []int, error) {
 	n := cfg.Conns
 	var conns []*net.TCPConn
 	var fds []int
@@ -105,6 +113,10 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool) ([]*net.TCPConn, []i
 			// No keep-alive: it would only add a setsockopt per dial
 			// and timers to a connection that is never idle.
 			d := net.Dialer{Timeout: dialTimeout, KeepAlive: -1}
+			tries := dialTries
+			if cfg.Lossy {
+				d.Timeout, tries = LossyDialTimeout, lossyDialTries
+			}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n || ctx.Err() != nil {
@@ -116,7 +128,7 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool) ([]*net.TCPConn, []i
 						return
 					}
 				}
-				c, err := dialRetry(ctx, &d, cfg.Addr)
+				c, err := dialRetry(ctx, &d, cfg.Addr, tries, cfg.Lossy, retries)
 				if err != nil {
 					if ctx.Err() == nil {
 						cancel(fmt.Errorf("load: dial connection %d of %d: %w", i+1, n, err))
@@ -220,9 +232,12 @@ func closeFds(fds []int) {
 	}
 }
 
-// dialRetry dials addr, again after a short backoff when the error may
-// come from a ramp that outruns the server's accept loop.
-func dialRetry(ctx context.Context, d *net.Dialer, addr string) (*net.TCPConn, error) {
+// dialRetry dials addr, up to tries times, again after a short backoff
+// when the error may come from a ramp that outruns the server's accept
+// loop; on a lossy network (Config.Lossy) also when the attempt timed out
+// (every SYN or SYN-ACK lost), or was reset. retries counts the attempts
+// tried again.
+func dialRetry(ctx context.Context, d *net.Dialer, addr string, tries int, lossy bool, retries *atomic.Int64) (*net.TCPConn, error) {
 	backoff := dialBackoff
 	for try := 1; ; try++ {
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -233,7 +248,7 @@ func dialRetry(ctx context.Context, d *net.Dialer, addr string) (*net.TCPConn, e
 			return nil, fmt.Errorf("%w: out of local ports: every connection to one address needs its own, "+
 				"see net.ipv4.ip_local_port_range (and connections still in TIME_WAIT)", err)
 		}
-		if try >= dialTries || ctx.Err() != nil || !retryable(err) {
+		if try >= tries || ctx.Err() != nil || !(retryable(err) || lossy && timedOut(err)) {
 			if try > 1 {
 				return nil, fmt.Errorf("%w (after %d tries)", err, try)
 			}
@@ -243,7 +258,17 @@ func dialRetry(ctx context.Context, d *net.Dialer, addr string) (*net.TCPConn, e
 			return nil, ctx.Err()
 		}
 		backoff *= 2
+		if retries != nil {
+			retries.Add(1)
+		}
 	}
+}
+
+// timedOut says the dial got no answer in time: the kernel's SYN
+// retransmissions ran out (ETIMEDOUT) or the Dialer's Timeout did.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, syscall.ETIMEDOUT) || errors.As(err, &ne) && ne.Timeout()
 }
 
 func retryable(err error) bool {

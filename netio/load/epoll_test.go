@@ -85,7 +85,7 @@ func TestTakeOver(t *testing.T) {
 	defer ln.Close()
 	before := testenv.OpenFDs(t)
 	const n = 20
-	ncs, fds, err := dialAll(context.Background(), Config{Addr: ln.Addr().String(), Conns: n}, true)
+	ncs, fds, err := dialAll(context.Background(), Config{Addr: ln.Addr().String(), Conns: n}, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func BenchmarkPingPongEpoll(b *testing.B) {
 		b.Run(strconv.Itoa(size)+"B", func(b *testing.B) {
 			addr := echoServer(b)
 			cfg := Config{Addr: addr, Conns: 1, Size: size, Mode: Mode{Kind: PingPong, Depth: 1}, Duration: time.Second}
-			_, fds, err := dialAll(context.Background(), cfg, true)
+			_, fds, err := dialAll(context.Background(), cfg, true, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

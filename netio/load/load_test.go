@@ -664,3 +664,47 @@ func loadGoroutines() []string {
 	}
 	return left
 }
+
+// Timeline counts the clean messages of each whole interval of the
+// window, with both clients and in stream mode: no more than the window's
+// requests, none in an interval cut short, and the window's start on the
+// clock other processes read.
+func TestTimeline(t *testing.T) {
+	checkFds(t)
+	addr := echoServer(t)
+	for _, c := range []struct{ client, mode string }{{ClientEpoll, "pingpong"}, {ClientNet, "pingpong"}, {ClientNet, "stream"}} {
+		t.Run(c.client+"/"+c.mode, func(t *testing.T) {
+			before := metrics.Nanotime()
+			res, err := Run(context.Background(), Config{
+				Addr: addr, Conns: 4, Size: 64, Mode: mustMode(t, c.mode), Client: c.client,
+				Duration: 250 * time.Millisecond, Timeline: 50 * time.Millisecond,
+			})
+			clean(t, res, err)
+			if n := len(res.Timeline); n < 4 || n > 5 {
+				t.Errorf("%d samples of 50ms in a window of %v, want 4 or 5", n, res.Elapsed)
+			}
+			var sum int64
+			for _, k := range res.Timeline {
+				sum += k
+			}
+			if sum <= 0 || sum > res.Requests {
+				t.Errorf("timeline %v sums to %d, the window has %d requests", res.Timeline, sum, res.Requests)
+			}
+			if res.TimelineNs != 50*time.Millisecond || res.WindowStartNs < before || res.WindowStartNs > metrics.Nanotime() {
+				t.Errorf("timeline every %v from %d (run began at %d)", res.TimelineNs, res.WindowStartNs, before)
+			}
+		})
+	}
+	// Without it, nothing is counted.
+	res, err := Run(context.Background(), Config{Addr: addr, Conns: 2, Size: 64, Mode: mustMode(t, "pingpong"), Duration: 50 * time.Millisecond})
+	clean(t, res, err)
+	if res.Timeline != nil || res.WindowStartNs != 0 {
+		t.Errorf("a run without Timeline has %v from %d", res.Timeline, res.WindowStartNs)
+	}
+	for _, bad := range []time.Duration{time.Millisecond, time.Second} {
+		err := (&Config{Addr: addr, Conns: 1, Size: 64, Mode: mustMode(t, "pingpong"), Duration: 500 * time.Millisecond, Timeline: bad}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "want 0 (none) or 10ms to the duration") {
+			t.Errorf("Timeline %v: %v", bad, err)
+		}
+	}
+}

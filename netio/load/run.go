@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ func Run(ctx context.Context, cfg Config) (*netresult.Load, error) {
 	}
 	if cfg.Drain == 0 {
 		cfg.Drain = MaxDrain
+		if cfg.Lossy {
+			cfg.Drain = LossyDrain
+		}
 	}
 	var serverCPU func() (time.Duration, error)
 	var cpuSource string
@@ -54,7 +58,8 @@ func Run(ctx context.Context, cfg Config) (*netresult.Load, error) {
 	}
 	client := cfg.client()
 	t0 := time.Now()
-	ncs, fds, err := dialAll(ctx, cfg, client == ClientEpoll)
+	var retries atomic.Int64
+	ncs, fds, err := dialAll(ctx, cfg, client == ClientEpoll, &retries)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +71,7 @@ func Run(ctx context.Context, cfg Config) (*netresult.Load, error) {
 		Rate:            cfg.Rate,
 		Client:          client,
 		DialTime:        time.Since(t0),
+		DialRetries:     retries.Load(),
 		ServerCPUSource: cpuSource,
 	}
 	r := newRunner(cfg, cfg.Conns)
@@ -109,6 +115,47 @@ func (r *runner) checkServerCPU(res *netresult.Load, err error) error {
 		r.cfg.ServerPID, src, r.cfg.Addr, res.Requests)
 }
 
+// startTimeline samples the clean messages completed every
+// Config.Timeline from w0 (Nanotime) on, until the returned function is
+// called; it returns the counts of the whole intervals (the last, cut
+// short by the window's end, is left out), and nil on a second call.
+func (r *runner) startTimeline(w0 int64) (stop func() []int64) {
+	quit := make(chan struct{})
+	out := make(chan []int64, 1)
+	every := int64(r.cfg.Timeline)
+	go func() {
+		var samples []int64
+		var last int64
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		for i := int64(1); ; i++ {
+			// Deadlines from w0: a late wake-up shifts one sample, not
+			// every one after it.
+			t.Reset(time.Duration(w0 + i*every - metrics.Nanotime()))
+			select {
+			case <-quit:
+				out <- samples
+				return
+			case <-t.C:
+			}
+			var n int64
+			for s := range r.shards {
+				n += r.shards[s].done.Load()
+			}
+			samples = append(samples, n-last)
+			last = n
+		}
+	}()
+	var once sync.Once
+	return func() (s []int64) {
+		once.Do(func() {
+			close(quit)
+			s = <-out
+		})
+		return s
+	}
+}
+
 // newRunner prepares a run over n connections.
 func newRunner(cfg Config, n int) *runner {
 	r := &runner{
@@ -119,6 +166,7 @@ func newRunner(cfg Config, n int) *runner {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	r.timeline = cfg.Timeline > 0
 	r.period = periodFor(r.size)
 	r.pat = pattern(r.period)
 	r.split = r.depth == 0 || r.depth*r.size > syncMax || (r.open && r.depth > 1)
@@ -210,6 +258,9 @@ func (r *runner) drive(ctx context.Context, res *netresult.Load, abort func()) e
 	var err error
 	r.began = metrics.Nanotime()
 	echoWait := max(cfg.Warmup, minEchoWait)
+	if cfg.Lossy {
+		echoWait = max(echoWait, LossyEchoWait)
+	}
 	noEcho := time.AfterFunc(echoWait, func() { r.checkNoEcho(metrics.Nanotime()) })
 	defer noEcho.Stop()
 	if cfg.Warmup > 0 {
@@ -220,9 +271,17 @@ func (r *runner) drive(ctx context.Context, res *netresult.Load, abort func()) e
 		s0, serr := r.readServerCPU()
 		w0 := metrics.Nanotime()
 		r.phase.Store(phaseMeasure)
+		stopTimeline := func() []int64 { return nil }
+		if cfg.Timeline > 0 {
+			stopTimeline = r.startTimeline(w0)
+			defer stopTimeline() // a panic in Progress: the sampler ends too
+		}
 		err = r.wait(ctx, cfg.Duration, "run")
 		r.windowEnd = metrics.Nanotime()
 		r.phase.Store(phaseStop)
+		if cfg.Timeline > 0 {
+			res.Timeline, res.TimelineNs, res.WindowStartNs = stopTimeline(), cfg.Timeline, w0
+		}
 		noEcho.Stop()
 		if err == nil && time.Duration(r.windowEnd-r.began) >= echoWait {
 			// The window ended as the check was due: its timer may

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/load"
@@ -56,6 +58,35 @@ type Options struct {
 	PerfReplace bool
 	// PerfFreq is perf's sampling frequency, Hz; 0 is perf.DefaultFreq.
 	PerfFreq int
+	// Loss, when set, runs the whole matrix once per share of packets
+	// dropped (0 to netns.MaxLoss), each level in a network namespace of
+	// its own that Bench makes and always removes, with that loss on its
+	// loopback (package internal/netns: root, ip and nft are needed):
+	// the servers and load generators run inside it, and each run counts
+	// the namespace's TCP retransmissions. TrackNS, when set, is told each
+	// namespace as it is made and returns the function that forgets it:
+	// a caller that can be stopped at once removes what is still tracked.
+	Loss    []float64
+	TrackNS func(name string) (forget func())
+	// RTOMax, with Loss, caps TCP's retransmission timeout in each
+	// namespace (net.ipv4.tcp_rto_max_ms, Linux 6.15 and later), from
+	// 1 s to 120 s (the kernel's default); 0 leaves the kernel's. Under
+	// heavy loss the default backoff leaves a few connections in 1,000
+	// waiting minutes between tries, longer than a run can wait to
+	// verify their bytes.
+	RTOMax time.Duration
+	// Recovery, with Loss, makes each run a recovery measurement: no
+	// packet dropped for a few seconds, each level's share dropped for
+	// Recovery (MinRecovery to MaxRecovery), then none again; each run
+	// reports the QPS before and during the loss and how long QPS took
+	// to come back to 90% of its level before (RecoveryDuration is the
+	// window; Duration is not used). Every level must be above 0.
+	Recovery time.Duration
+	// ns is the namespace this matrix runs in (one level of Loss),
+	// level that level's loss, recovery the Recovery it runs with.
+	ns       *netns.NS
+	level    float64
+	recovery time.Duration
 	// TrackTemp, when set, is told each temporary file Bench makes (a
 	// profile being written, renamed into place when whole) and returns
 	// the function that forgets it again; TrackTempDir the same for a
@@ -135,6 +166,33 @@ func (o *Options) Validate() error {
 	}
 	if o.Command == nil {
 		return errors.New("netbench: no Command to start children with")
+	}
+	for i, l := range o.Loss {
+		if l < 0 || l > netns.MaxLoss || math.IsNaN(l) {
+			return fmt.Errorf("loss %v%%: want 0%% to %v%%", 100*l, 100*netns.MaxLoss)
+		}
+		if slices.Contains(o.Loss[:i], l) {
+			return fmt.Errorf("loss %v%% given twice", 100*l)
+		}
+	}
+	if o.RTOMax != 0 && (o.RTOMax < MinRTOMax || o.RTOMax > MaxRTOMax) {
+		return fmt.Errorf("rto-max %v: want %v to %v", o.RTOMax, MinRTOMax, MaxRTOMax)
+	}
+	if o.Recovery != 0 {
+		switch {
+		case len(o.Loss) == 0:
+			return errors.New("--recovery measures a window of --loss: give --loss too")
+		case o.Recovery < MinRecovery || o.Recovery > MaxRecovery:
+			return fmt.Errorf("recovery %v: want %v to %v", o.Recovery, MinRecovery, MaxRecovery)
+		case slices.Contains(o.Loss, 0):
+			return errors.New("--recovery: a loss level of 0% has nothing to recover from: give levels above 0")
+		}
+	}
+	if o.RTOMax != 0 && len(o.Loss) == 0 {
+		return errors.New("--rto-max applies to the namespaces of --loss: give --loss too")
+	}
+	if len(o.Loss) > 0 && o.PerfDir != "" {
+		return errors.New("--perf and --loss cannot be used together: each loss level would write the same profiles")
 	}
 	return nil
 }
@@ -321,6 +379,9 @@ func (t *tailBuffer) last() string {
 func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if len(o.Loss) > 0 {
+		return benchLoss(ctx, o)
 	}
 	logf := o.Log
 	if logf == nil {
@@ -528,13 +589,31 @@ const windowTries = 3
 // the window whose figures are the run's.
 func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size int, mode string) (*netresult.Run, span, error) {
 	d := o.Duration
+	if o.recovery > 0 {
+		d = RecoveryDuration(o.recovery)
+	}
+	var retrans0 int64
+	if o.ns != nil {
+		retrans0, _ = netns.Retransmits(s.pid)
+	}
 	for try := 1; ; try++ {
 		res, sp, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
 		if err != nil {
 			return nil, span{}, err
 		}
 		if res.Requests > 0 {
-			return toRun(res), sp, nil
+			r := toRun(res)
+			if o.ns != nil {
+				if n, err := netns.Retransmits(s.pid); err == nil {
+					r.Retransmits = n - retrans0
+				}
+			}
+			if o.recovery > 0 {
+				if err := recoveryOf(r, res, sp.lossOn, sp.lossOff); err != nil {
+					return nil, span{}, err
+				}
+			}
+			return r, sp, nil
 		}
 		if sp.perfFailed {
 			// The next window would not be recorded either.
@@ -557,6 +636,9 @@ type span struct {
 	t0, t1     int64
 	err        error
 	perfFailed bool
+	// With recovery: when the loss began and ended (CLOCK_MONOTONIC ns,
+	// 0 if it did not).
+	lossOn, lossOff int64
 }
 
 // loadWindow runs one window of d in a load-generator child; when s's
@@ -570,8 +652,14 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 		"--size", strconv.Itoa(size), "--mode", mode,
 		"--duration", d.String(), "--warmup", o.Warmup.String(),
 		"--server-pid", strconv.Itoa(s.pid), "--format", "json"}
-	if s.perf.usable() {
+	if s.perf.usable() || o.recovery > 0 {
 		args = append(args, WindowSyncFlag)
+	}
+	if o.level > 0 {
+		args = append(args, LossyFlag)
+	}
+	if o.recovery > 0 {
+		args = append(args, "--timeline", recoveryTimeline.String())
 	}
 	cmd := o.Command(args...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gmp))
@@ -580,9 +668,19 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	cmd.Stdout = &out
 	cmd.Stderr = errb
 	var sync *windowSync
-	if s.perf.usable() {
+	var lw *lossWindow
+	if s.perf.usable() || o.recovery > 0 {
+		var on, off func() (int64, error)
+		if o.recovery > 0 {
+			// --perf and --loss do not go together (Validate).
+			lw = &lossWindow{ns: o.ns, loss: o.level, before: recoveryBefore, window: o.recovery}
+			on, off = lw.start, lw.stop
+			defer lw.stop() // the loss is off, whatever happened
+		} else {
+			on, off = s.perf.rec.Enable, s.perf.rec.Disable
+		}
 		var err error
-		if sync, err = newWindowSync(cmd, s.perf.rec); err != nil {
+		if sync, err = newWindowSync(cmd, on, off); err != nil {
 			return nil, span{}, fmt.Errorf("start load generator: %w", err)
 		}
 	}
@@ -594,16 +692,26 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	if sync != nil {
 		sync.started()
-		// Interrupted, the bench keeps nothing of the recording: it is
-		// closed at once, which also ends a switch that waits for a perf
-		// already stopping (on ctx) to answer.
-		defer context.AfterFunc(ctx, s.closePerf)()
+		if lw == nil {
+			// Interrupted, the bench keeps nothing of the recording:
+			// it is closed at once, which also ends a switch that
+			// waits for a perf already stopping (on ctx) to answer.
+			defer context.AfterFunc(ctx, s.closePerf)()
+		}
 	}
 	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d)
 	var sp span
 	if sync != nil {
-		// The child has exited: sampling is off whatever happened.
+		// The child has exited: sampling (or the loss) is off whatever
+		// happened.
 		sp = sync.wait()
+	}
+	if lw != nil {
+		if _, lerr := lw.stop(); lerr != nil && err == nil {
+			err = fmt.Errorf("--recovery: %w", lerr)
+		}
+		// The span is perf's; the loss's errors are the run's.
+		sp = span{lossOn: lw.on, lossOff: lw.off}
 	}
 	return res, sp, err
 }
@@ -613,8 +721,13 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *strings.Builder, errb *tailBuffer, d time.Duration) (*netresult.Load, error) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	// The child bounds itself; this is a backstop for a hung child.
+	// The child bounds itself; this is a backstop for a hung child. On a
+	// lossy network the child's own bounds are minutes: dials tried
+	// again after TCP's SYN retransmissions ran out, and the drain.
 	limit := o.Warmup + d + time.Minute
+	if o.level > 0 {
+		limit = o.Warmup + d + load.LossyDrain + lossyDialBound
+	}
 	var werr error
 	select {
 	case werr = <-waited:
@@ -664,6 +777,7 @@ func toRun(r *netresult.Load) *netresult.Run {
 		ConnErrors:  r.ConnErrors,
 		NoEcho:      r.NoEcho,
 		DialNs:      int64(r.DialTime),
+		DialRetries: r.DialRetries,
 		Client:      r.Client,
 	}
 	if r.Requests > 0 {

@@ -2,6 +2,7 @@ package netresult
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/iopath/iopath/features"
@@ -68,6 +69,13 @@ type Config struct {
 	// PerfDir is where the server's perf profiles went (--perf), one per
 	// run; "" when the servers were not recorded.
 	PerfDir string `json:"perf_dir,omitempty"`
+	// Loss lists the shares of packets dropped (--loss, 0 to 1): each
+	// level ran in a network namespace of its own with that loss on its
+	// loopback; empty when the bench ran on the machine's loopback.
+	Loss []float64 `json:"loss,omitempty"`
+	// RTOMaxMs is the cap on TCP's retransmission timeout in those
+	// namespaces, ms (--rto-max); 0 when it was the kernel's.
+	RTOMaxMs int64 `json:"rto_max_ms,omitempty"`
 }
 
 // Skip is an engine that could not run, and why.
@@ -83,7 +91,21 @@ type Point struct {
 	Conns  int    `json:"conns"`
 	Size   int    `json:"size_bytes"`
 	Mode   string `json:"mode"`
-	Runs   []Run  `json:"runs"`
+	// Loss is the share of packets dropped in the point's namespace
+	// (--loss), 0 to 1; LossSet says the point ran in one (0% included).
+	Loss    float64 `json:"loss,omitempty"`
+	LossSet bool    `json:"loss_set,omitempty"`
+	// RetransPer1kReq is the TCP segments retransmitted in the
+	// namespace per 1,000 requests, median over the runs (--loss).
+	RetransPer1kReq float64 `json:"retrans_per_1k_req,omitempty"`
+	// LossWindowNs, with --recovery, is how long the loss lasted in each
+	// run (the rest of the run dropped nothing); RecoveryNs is the median
+	// of the runs' recovery times, a run that did not recover counting
+	// as the longest, and Recovered says that median recovered.
+	LossWindowNs int64 `json:"loss_window_ns,omitempty"`
+	RecoveryNs   int64 `json:"recovery_ns,omitempty"`
+	Recovered    bool  `json:"recovered,omitempty"`
+	Runs         []Run `json:"runs"`
 	// Median over runs.
 	QPS               float64 `json:"qps"`
 	MBps              float64 `json:"mb_per_s"`
@@ -134,6 +156,26 @@ type Run struct {
 	ConnErrors        int64   `json:"conn_errors"`
 	NoEcho            int64   `json:"no_echo_conns,omitempty"`
 	DialNs            int64   `json:"dial_ns"`
+	// DialRetries counts connection attempts that failed and were tried
+	// again (load.Load.DialRetries).
+	DialRetries int64 `json:"dial_retries,omitempty"`
+	// Retransmits is the TCP segments the namespace retransmitted during
+	// the run (its dial and warm-up included), both directions (--loss).
+	Retransmits int64 `json:"retransmits,omitempty"`
+	// With --recovery: the QPS before the loss and during it, and
+	// whether QPS came back to 90% of its level before, over 500 ms, and
+	// how long after the loss ended it did (RecoveryNs; 0 and Recovered
+	// false when it did not by the window's end). Timeline is the clean
+	// requests of each TimelineNs of the window; the loss began LossOnNs
+	// and ended LossOffNs after the window's start.
+	QPSBeforeLoss float64 `json:"qps_before_loss,omitempty"`
+	QPSDuringLoss float64 `json:"qps_during_loss,omitempty"`
+	Recovered     bool    `json:"recovered,omitempty"`
+	RecoveryNs    int64   `json:"recovery_ns,omitempty"`
+	Timeline      []int64 `json:"timeline,omitempty"`
+	TimelineNs    int64   `json:"timeline_ns,omitempty"`
+	LossOnNs      int64   `json:"loss_on_ns,omitempty"`
+	LossOffNs     int64   `json:"loss_off_ns,omitempty"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
 	// Perf is where the server process's CPU went during the window, from
@@ -151,7 +193,7 @@ type Run struct {
 // PerfError; Flame is left as it is). A point without runs gets zeros
 // (and has Err set by whoever could not measure it).
 func (p *Point) Summarize() {
-	var qps, mbps, srv, cli, p50, p99, p999, mx []float64
+	var qps, mbps, srv, cli, p50, p99, p999, mx, retrans []float64
 	p.Corrupted, p.Lost, p.ConnErrors, p.NoEcho = 0, 0, 0, 0
 	p.Perf, p.PerfError = nil, ""
 	perfErrs, firstErr := 0, ""
@@ -176,6 +218,9 @@ func (p *Point) Summarize() {
 		p99 = append(p99, float64(r.P99Ns))
 		p999 = append(p999, float64(r.P999Ns))
 		mx = append(mx, float64(r.MaxNs))
+		if r.Requests > 0 {
+			retrans = append(retrans, float64(r.Retransmits)*1000/float64(r.Requests))
+		}
 		p.Corrupted += r.Corrupted
 		p.Lost += r.Lost
 		p.ConnErrors += r.ConnErrors
@@ -191,4 +236,22 @@ func (p *Point) Summarize() {
 	p.ServerCPUPerReqUs, p.ClientCPUPerReqUs = stats.Median(srv), stats.Median(cli)
 	p.P50Ns, p.P99Ns = int64(stats.Median(p50)), int64(stats.Median(p99))
 	p.P999Ns, p.MaxNs = int64(stats.Median(p999)), int64(stats.Median(mx))
+	p.RetransPer1kReq = 0
+	if p.LossSet {
+		p.RetransPer1kReq = stats.Median(retrans)
+	}
+	p.RecoveryNs, p.Recovered = 0, false
+	if p.LossWindowNs > 0 && len(p.Runs) > 0 {
+		rec := make([]float64, 0, len(p.Runs))
+		for _, r := range p.Runs {
+			if r.Recovered {
+				rec = append(rec, float64(r.RecoveryNs))
+			} else {
+				rec = append(rec, math.Inf(1))
+			}
+		}
+		if m := stats.Median(rec); !math.IsInf(m, 1) {
+			p.RecoveryNs, p.Recovered = int64(m), true
+		}
+	}
 }

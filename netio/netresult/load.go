@@ -124,6 +124,18 @@ type Load struct {
 	ServerCPUPerReqUs float64 `json:"server_cpu_us_per_req"`
 	// DialTime is how long the dial ramp took.
 	DialTime time.Duration `json:"dial_ns"`
+	// DialRetries counts the connection attempts of the dial ramp that
+	// failed and were tried again: refused or reset by a server whose
+	// accept queue was full, or, on a lossy network (net bench --loss),
+	// timed out.
+	DialRetries int64 `json:"dial_retries,omitempty"`
+	// Timeline, with load.Config.Timeline, counts the clean messages
+	// completed in each interval of TimelineNs of the window, from
+	// WindowStartNs (CLOCK_MONOTONIC, comparable with other processes'
+	// clocks on the machine); the last interval, cut short, is left out.
+	Timeline      []int64       `json:"timeline,omitempty"`
+	TimelineNs    time.Duration `json:"timeline_ns,omitempty"`
+	WindowStartNs int64         `json:"window_start_ns,omitempty"`
 }
 
 // Err says what went wrong in the run, or nil when every byte came back
