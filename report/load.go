@@ -78,6 +78,15 @@ func LoadDoc(l Load) *Doc {
 	} else {
 		d.Notes = append(d.Notes, "server CPU not measured: give the server's pid with --server-pid")
 	}
+	if r.Refused > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d connections refused by the server (closed or reset before any echo: over its connection limit); the figures are the other connections'", r.Refused))
+	}
+	if r.Resets > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d connections reset themselves mid-request (SO_LINGER 0), as asked; what they were owed is not counted lost", r.Resets))
+	}
+	if r.DialRetries > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d connection attempts failed and were tried again in the dial ramp", r.DialRetries))
+	}
 	if r.OpenLoop && r.Unfinished > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("%d messages due in the window had not come back by its end; they are in the latencies with the time they had waited", r.Unfinished))
 	}

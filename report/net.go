@@ -152,8 +152,8 @@ func netPoints(r *netresult.Report) (engines []string, groups [][]*netresult.Poi
 // lost a byte or had a connection fail.
 func netVerdict(groups [][]*netresult.Point) (lines []string, clean bool) {
 	var runs, badRuns, errRuns, failed int
-	var corrupted, lost, connErrors int64
-	var bad, errs []string
+	var corrupted, lost, connErrors, leaked int64
+	var bad, errs, leaks []string
 	for _, g := range groups {
 		for _, p := range g {
 			if p.Err != "" {
@@ -180,6 +180,10 @@ func netVerdict(groups [][]*netresult.Point) (lines []string, clean bool) {
 				connErrors, errRuns = connErrors+p.ConnErrors, errRuns+max(nErr, 1)
 				errs = append(errs, fmt.Sprintf("%s: %d", at, p.ConnErrors))
 			}
+			if p.LeakedFDs > 0 {
+				leaked += p.LeakedFDs
+				leaks = append(leaks, fmt.Sprintf("%s: %d", at, p.LeakedFDs))
+			}
 		}
 	}
 	switch {
@@ -195,10 +199,14 @@ func netVerdict(groups [][]*netresult.Point) (lines []string, clean bool) {
 		lines = append(lines, fmt.Sprintf("%d CONNECTION ERRORS in %d of %s: %s", connErrors, errRuns,
 			plural(runs, "run"), strings.Join(errs, "; ")))
 	}
+	if leaked > 0 {
+		lines = append(lines, fmt.Sprintf("%d DESCRIPTORS LEAKED by the servers (held after the runs' connections had closed): %s",
+			leaked, strings.Join(leaks, "; ")))
+	}
 	if failed > 0 {
 		lines = append(lines, fmt.Sprintf("%s not measured (error): not verified", plural(failed, "point")))
 	}
-	return lines, runs > 0 && corrupted == 0 && lost == 0 && connErrors == 0
+	return lines, runs > 0 && corrupted == 0 && lost == 0 && connErrors == 0 && leaked == 0
 }
 
 // --- header

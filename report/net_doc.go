@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -101,6 +102,18 @@ func NetDoc(r *netresult.Report) *Doc {
 			Column{Key: "qps_during_loss", Title: "QPS during", Unit: "1/s", Better: Higher},
 			Column{Key: "recovery_ms", Title: "recovery ms", Unit: "ms", Better: Lower, Headline: true})
 	}
+	// Overload (--max-conns under the connections) and resets (--reset):
+	// what was refused and reset, and what the server held after.
+	robust := slices.ContainsFunc(r.Points, func(p netresult.Point) bool {
+		return slices.ContainsFunc(p.Runs, func(r netresult.Run) bool { return r.ServerFDsBefore > 0 })
+	})
+	if robust {
+		d.Columns = append(d.Columns,
+			Column{Key: "refused_conns", Title: "refused"},
+			Column{Key: "resets", Title: "resets"},
+			Column{Key: "leaked_fds", Title: "fds Δ", Better: Lower},
+			Column{Key: "server_rss_delta_mb", Title: "RSS Δ MB", Unit: "MB", Better: Lower, Prec: 1})
+	}
 	if lossy {
 		d.Columns = append(d.Columns,
 			Column{Key: "retrans_per_1k_req", Title: "retrans/1k", Unit: "1/1k", Better: Lower, Prec: 1},
@@ -177,6 +190,17 @@ func NetDoc(r *netresult.Report) *Doc {
 					netRuns(p, func(r *netresult.Run) float64 { return r.QPSDuringLoss }, false),
 					rec)
 			}
+			if robust {
+				// The runs' sums, and the median growth of the server's
+				// resident memory over a run (10^6 bytes).
+				rss := netRuns(p, func(r *netresult.Run) float64 {
+					if r.ServerFDsBefore == 0 {
+						return math.NaN()
+					}
+					return float64(r.ServerRSSAfter-r.ServerRSSBefore) / 1e6
+				}, false)
+				cells = append(cells, Figure(float64(p.Refused)), Figure(float64(p.Resets)), Figure(float64(p.LeakedFDs)), rss)
+			}
 			if lossy {
 				cells = append(cells, netRuns(p, func(r *netresult.Run) float64 {
 					if r.Requests == 0 {
@@ -193,7 +217,7 @@ func NetDoc(r *netresult.Report) *Doc {
 				cells = append(cells, c)
 			}
 			integrity := "ok"
-			if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 {
+			if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 || p.LeakedFDs != 0 {
 				integrity = "BAD"
 			}
 			cells = append(cells,
@@ -219,6 +243,13 @@ func NetDoc(r *netresult.Report) *Doc {
 			Field{"QPS vs 0%", "QPS over the same engine's at the same point with no packet dropped (--loss 0): below 1.00 is slower"},
 			Field{"P99 vs 0%", "P99 over the same engine's with no packet dropped: above 1.0 is slower"})
 	}
+	if robust {
+		d.Legend = append(d.Legend,
+			Field{"refused", "connections the server refused, over its --max-conns (closed before any echo), summed over the runs"},
+			Field{"resets", "connections that reset themselves mid-request (--reset: SO_LINGER 0), summed over the runs"},
+			Field{"fds Δ", "descriptors the server held once a run's connections had closed (within 2 s) beyond what it held before the run, summed: above 0 is a leak"},
+			Field{"RSS Δ MB", "growth of the server's resident memory over a run, median"})
+	}
 	if recovery {
 		d.Legend = append(d.Legend,
 			Field{"QPS before", "QPS with no packet dropped, in the seconds before the loss window (--recovery)"},
@@ -240,7 +271,7 @@ func NetDoc(r *netresult.Report) *Doc {
 		d.Legend = append(d.Legend, Field{"(min–max)", "over the runs; the figures are medians"})
 	}
 	d.Legend = append(d.Legend,
-		Field{"integrity", "ok: every echoed byte matched what was sent, none was lost and no connection failed, in every run"})
+		Field{"integrity", "ok: every echoed byte matched what was sent, none was lost, no connection failed and no descriptor leaked, in every run"})
 	return d
 }
 

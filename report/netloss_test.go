@@ -117,3 +117,51 @@ func TestNetJSONLoss(t *testing.T) {
 		}
 	}
 }
+
+// Overload and resets: the table gains what was refused and reset and
+// what the server held after, and a leaked descriptor fails the point and
+// the verdict.
+func TestNetDocOverload(t *testing.T) {
+	r := netSample()
+	r.Skipped = nil
+	r.Points = slices.DeleteFunc(r.Points, func(p netresult.Point) bool { return p.Size != 64 })
+	for i := range r.Points {
+		p := &r.Points[i]
+		for j := range p.Runs {
+			run := &p.Runs[j]
+			run.Refused, run.Resets = 500, 40
+			run.ServerFDsBefore, run.ServerFDsAfter = 12, 12
+			run.ServerRSSBefore, run.ServerRSSAfter = 20e6, 21e6
+			if p.Engine == "net" && j == 0 {
+				run.ServerFDsAfter = 15
+			}
+		}
+		p.Summarize()
+	}
+	d := NetDoc(r)
+	const g = "1000 conns × 64B × pingpong"
+	for _, c := range []struct {
+		engine, key string
+		want        float64
+	}{
+		{"epoll", "refused_conns", 1000}, {"epoll", "resets", 80}, {"epoll", "leaked_fds", 0},
+		{"net", "leaked_fds", 3}, {"io_uring", "server_rss_delta_mb", 1},
+	} {
+		if cell, _ := docCell(t, d, g, c.engine, c.key); cell.Value != c.want {
+			t.Errorf("%s %s = %v, want %v", c.engine, c.key, cell.Value, c.want)
+		}
+	}
+	if cell, _ := docCell(t, d, g, "net", "integrity"); cell.Text != "BAD" {
+		t.Errorf("net's integrity with 3 descriptors leaked: %q", cell.Text)
+	}
+	if cell, _ := docCell(t, d, g, "epoll", "integrity"); cell.Text != "ok" {
+		t.Errorf("epoll's integrity: %q", cell.Text)
+	}
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "3 DESCRIPTORS LEAKED by the servers") {
+		t.Errorf("notes: %q", d.Notes)
+	}
+	// Without either, no such column.
+	if slices.ContainsFunc(NetDoc(netSample()).Columns, func(c Column) bool { return c.Key == "refused_conns" }) {
+		t.Error("a refused column without --max-conns or --reset")
+	}
+}

@@ -249,6 +249,9 @@ type netLoadOptions struct {
 	lossy bool
 	// timeline: requests per interval into the JSON (load.Config.Timeline).
 	timeline time.Duration
+	// refusals, reset: load.Config.Refusals and ResetShare ("10%").
+	refusals bool
+	reset    string
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -299,6 +302,8 @@ from when each message was meant to go.`,
 	f.BoolVar(&o.windowSync, strings.TrimPrefix(netbench.WindowSyncFlag, "--"), false,
 		"net bench's child: say where the measured window starts and ends on fd 3 and wait for an answer on stdin")
 	f.MarkHidden(strings.TrimPrefix(netbench.WindowSyncFlag, "--"))
+	f.BoolVar(&o.refusals, "refusals", false, "count connections the server closes or resets before any echo (over its --max-conns) as refused, not failed")
+	f.StringVar(&o.reset, "reset", "", "share of connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request, in the window; pingpong or pipeline:K")
 	f.DurationVar(&o.timeline, "timeline", 0, fmt.Sprintf("also count the requests completed in each interval of this length (%v to the duration) into the JSON's timeline: QPS over time", load.MinTimeline))
 	f.BoolVar(&o.lossy, strings.TrimPrefix(netbench.LossyFlag, "--"), false,
 		"the network drops packets: wait for TCP's retransmissions (a drain of up to a minute, dials of up to a minute)")
@@ -323,7 +328,14 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	cfg := load.Config{
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
 		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
-		Lossy: o.lossy, Timeline: o.timeline,
+		Lossy: o.lossy, Timeline: o.timeline, Refusals: o.refusals,
+	}
+	if o.reset != "" {
+		v, err := parsePercent(o.reset, 1)
+		if err != nil {
+			return usagef("net load: --reset %q: %v", o.reset, err)
+		}
+		cfg.ResetShare = v
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("net load: %v", err)
@@ -383,6 +395,8 @@ type netBenchOptions struct {
 	loss     []string       // --loss: shares of packets dropped, "10%"
 	rtoMax   time.Duration  // --rto-max
 	recovery time.Duration  // --recovery
+	maxConns int            // --max-conns: the servers' limit
+	reset    string         // --reset: share of connections reset mid-request, "10%"
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -437,6 +451,15 @@ namespaces TCP's retransmission timeout is capped at --rto-max (1s;
 120s is the kernel's default), so that a connection is not left waiting
 minutes between tries, longer than a run can wait for its bytes.
 
+Overload and resets: --max-conns 500 --conns 1000 gives the servers a
+limit of 500 connections and offers them 1000: the servers refuse the
+rest (accept and close them), the load generator counts them as refused,
+not failed, and the table gains refused, resets, fds Δ (descriptors the
+server still held once the run's connections had closed: above 0 is a
+leak, and fails the run) and RSS Δ MB. --reset 10% makes a tenth of each
+run's connections reset themselves (SO_LINGER 0) once, in the middle of a
+request; the others' bytes are verified as ever.
+
 Recovery: --loss 30% --recovery 5s runs each point with no loss for 3s,
 30% loss for 5s, then no loss for 10s (twice the window when that is
 longer), and reports the QPS before and during the loss and how long
@@ -446,6 +469,7 @@ after it QPS took to come back to 90% of its level before (over 500ms).`,
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --perf prof
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 0,1%,10%,30% --runs 3
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 30% --recovery 5s --runs 3
+  iopath net bench --conns 1000 --sizes 64 --modes pingpong --max-conns 500 --reset 10%
   iopath net bench --format json > net.json --html net.html
   iopath net bench --serve-file --runs 5
   iopath net bench --writev`,
@@ -486,6 +510,8 @@ after it QPS took to come back to 90% of its level before (over 500ms).`,
 	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files, and --perf's profiles, if they exist")
 	o.observe.addPerfFlag(f, "the echo servers (the server process, during the measured windows)")
 	f.StringSliceVar(&o.loss, "loss", nil, "shares of packets dropped, comma-separated (0, 1%, 10%, 30%): the matrix once per level, each in a network namespace of its own (root; ip and nft)")
+	f.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("the servers' connection limit, 1 to %d (0: the most --conns plus 100); a point with more connections is an overload point: the servers refuse the rest", netio.MaxMaxConns))
+	f.StringVar(&o.reset, "reset", "", "share of each run's connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request; pingpong and pipeline modes")
 	f.DurationVar(&o.recovery, "recovery", 0, fmt.Sprintf("with --loss: drop packets for this long in the middle of each run only (%v to %v), and measure how long QPS takes to come back", netbench.MinRecovery, netbench.MaxRecovery))
 	f.DurationVar(&o.rtoMax, "rto-max", netbench.DefaultRTOMax, fmt.Sprintf("with --loss: cap on TCP's retransmission timeout in the namespaces, %v to %v (the kernel's default)", netbench.MinRTOMax, netbench.MaxRTOMax))
 	f.BoolVar(&o.serveFile, "serve-file", false, "benchmark serving a file four ways instead (read+write, sendfile, splice, io_uring)")
@@ -674,6 +700,14 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 		opts.RTOMax = o.rtoMax
 	}
 	opts.Recovery = o.recovery
+	opts.MaxConns = o.maxConns
+	if o.reset != "" {
+		v, err := parsePercent(o.reset, 1)
+		if err != nil {
+			return usagef("net bench: --reset %q: %v", o.reset, err)
+		}
+		opts.ResetShare = v
+	}
 	for _, s := range o.sizes {
 		opts.Sizes = append(opts.Sizes, int(s))
 	}
@@ -780,8 +814,11 @@ func integrityFailures(r *netresult.Report) string {
 	for _, p := range r.Points {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)
 		switch {
-		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0:
+		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 || p.LeakedFDs != 0:
 			msg := fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors)
+			if p.LeakedFDs > 0 {
+				msg += fmt.Sprintf(", %d descriptors leaked by the server", p.LeakedFDs)
+			}
 			if p.NoEcho > 0 {
 				msg += fmt.Sprintf(" (%d left unserved: no echo within the warm-up)", p.NoEcho)
 			}
@@ -801,7 +838,11 @@ func integrityFailures(r *netresult.Report) string {
 }
 
 // parseLoss reads a share of packets: "10%" (or "0"), returned as 0.1.
-func parseLoss(s string) (float64, error) {
+func parseLoss(s string) (float64, error) { return parsePercent(s, netns.MaxLoss) }
+
+// parsePercent reads a share as a percentage, "10%" (or "0"), returned
+// as 0.1, from 0 to max.
+func parsePercent(s string, max float64) (float64, error) {
 	t := strings.TrimSpace(s)
 	if t == "0" {
 		return 0, nil
@@ -811,8 +852,8 @@ func parseLoss(s string) (float64, error) {
 		return 0, errors.New("want a percentage, as 10%")
 	}
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(v) || v < 0 || v > 100*netns.MaxLoss {
-		return 0, fmt.Errorf("want 0%% to %v%%", 100*netns.MaxLoss)
+	if err != nil || math.IsNaN(v) || v < 0 || v > 100*max {
+		return 0, fmt.Errorf("want 0%% to %v%%", 100*max)
 	}
 	return v / 100, nil
 }

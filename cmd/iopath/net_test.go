@@ -93,7 +93,14 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--loss", "0,30%", "--recovery", "5s"}, "nothing to recover from"},
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "500ms"}, "want 1s to 1m0s"},
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "5s", "--duration", "1s"}, "drop --duration"},
+		{[]string{"net", "bench", "--max-conns", "-1"}, "want 1 to 1000000"},
+		{[]string{"net", "bench", "--max-conns", "1000001"}, "want 1 to 1000000"},
+		{[]string{"net", "bench", "--reset", "150%"}, "want 0% to 100%"},
+		{[]string{"net", "bench", "--reset", "10%", "--modes", "stream"}, "not in stream mode"},
 		{[]string{"net", "load", "--timeline", "1ms"}, "want 0 (none) or 10ms to the duration"},
+		{[]string{"net", "load", "--reset", "10"}, "want a percentage, as 10%"},
+		{[]string{"net", "load", "--reset", "101%"}, "want 0% to 100%"},
+		{[]string{"net", "load", "--reset", "10%", "--mode", "stream"}, "resets mid-request need closed-loop"},
 	} {
 		args := c.args
 		// A flag that should have been refused may start a server or a

@@ -144,6 +144,27 @@ func TestSchemas(t *testing.T) {
 			validate(t, "net-load", cli(t, "net", "load", "--addr", s.Addr().String(), "--conns", "2",
 				"--duration", "100ms", "--warmup", "0s", "--mode", mode, "--format", "json"))
 		}
+		// What --timeline, --reset and --refusals add.
+		limited, err := netio.Listen("epoll", netio.Config{Loops: 1, MaxConns: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer limited.Close()
+		out := cli(t, "net", "load", "--addr", limited.Addr().String(), "--conns", "6", "--duration", "200ms", "--warmup", "0s",
+			"--timeline", "50ms", "--refusals", "--format", "json")
+		out2 := cli(t, "net", "load", "--addr", s.Addr().String(), "--conns", "6", "--duration", "200ms", "--warmup", "0s",
+			"--reset", "34%", "--format", "json")
+		for _, o := range [][]byte{out, out2} {
+			validate(t, "net-load", o)
+		}
+		for _, key := range []string{`"timeline":`, `"refused_conns": 3`, `"window_start_ns":`} {
+			if !strings.Contains(string(out), key) {
+				t.Errorf("no %s in\n%s", key, out)
+			}
+		}
+		if !strings.Contains(string(out2), `"resets": 2`) {
+			t.Errorf("no \"resets\": 2 in\n%s", out2)
+		}
 	})
 
 	var file, file2 []byte
@@ -225,6 +246,16 @@ func TestSchemas(t *testing.T) {
 	t.Run("net-echo", func(t *testing.T) {
 		validate(t, "net-echo", cliProcess(t, "net", "bench", "--conns", "2", "--sizes", "64", "--modes", "pingpong",
 			"--duration", "50ms", "--warmup", "0s", "--format", "json"))
+	})
+	t.Run("net-echo-overload", func(t *testing.T) {
+		out := cliProcess(t, "net", "bench", "--conns", "8", "--max-conns", "4", "--reset", "25%", "--sizes", "64", "--modes", "pingpong",
+			"--engines", "epoll", "--duration", "100ms", "--warmup", "0s", "--format", "json")
+		validate(t, "net-echo", out)
+		for _, field := range []string{`"max_conns":4`, `"refused_conns":4`, `"server_fds_before":`, `"server_rss_after_bytes":`} {
+			if !strings.Contains(strings.Join(strings.Fields(string(out)), ""), field) {
+				t.Errorf("no %s in the JSON", field)
+			}
+		}
 	})
 	t.Run("net-echo-loss", func(t *testing.T) {
 		if err := netns.Check(); err != nil {

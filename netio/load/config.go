@@ -70,6 +70,19 @@ type Config struct {
 	// each connection starting at a random phase of its interval.
 	// 0 is closed loop. Stream has no rate.
 	Rate float64
+	// Refusals says the server may refuse connections (accept and close
+	// them at once, over its connection limit): a connection closed or
+	// reset by the server before any byte came back is counted in
+	// netresult.Load.Refused instead of failing the run. One closed
+	// after an echo still fails it.
+	Refusals bool
+	// ResetShare, 0 to 1, is the share of connections that reset
+	// themselves once, in the middle of a request, during the window:
+	// the request sent, SO_LINGER set to 0 and the socket closed, so
+	// that the server gets a RST with its echo owed (netresult.Load.Resets;
+	// what they were owed is not lost). Closed-loop pingpong or pipeline
+	// within 32 KiB in flight, on the net client.
+	ResetShare float64
 	// Timeline, when above 0, samples the clean messages completed in
 	// the measured window every Timeline (at least MinTimeline) into
 	// netresult.Load.Timeline: QPS over time, as while a network drops
@@ -124,7 +137,7 @@ func (c *Config) client() string {
 	if c.Client != "" {
 		return c.Client
 	}
-	if c.Rate == 0 && c.Mode.Kind != Stream && int64(c.Mode.Depth)*int64(c.Size) <= syncMax {
+	if c.Rate == 0 && c.ResetShare == 0 && c.Mode.Kind != Stream && int64(c.Mode.Depth)*int64(c.Size) <= syncMax {
 		return ClientEpoll
 	}
 	return ClientNet
@@ -159,6 +172,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, MaxDrain, MaxDrain)
 	case c.Drain > LossyDrain:
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, LossyDrain, LossyDrain)
+	case math.IsNaN(c.ResetShare) || c.ResetShare < 0 || c.ResetShare > 1:
+		return fmt.Errorf("reset share %v: want 0 to 1", c.ResetShare)
+	case c.ResetShare > 0 && (c.Mode.Kind == Stream || c.Rate > 0 || int64(c.Mode.Depth)*int64(c.Size) > syncMax):
+		return fmt.Errorf("reset share %v: resets mid-request need closed-loop pingpong or pipeline:K with at most %d bytes in flight", c.ResetShare, syncMax)
+	case c.ResetShare > 0 && c.Client == ClientEpoll:
+		return errors.New("reset share: the net client resets connections, not the epoll client; use client net (or leave it unset)")
 	case c.Timeline != 0 && (c.Timeline < MinTimeline || c.Timeline > c.Duration || c.Duration/c.Timeline > maxTimelineSamples):
 		return fmt.Errorf("timeline %v: want 0 (none) or %v to the duration, at most %d samples", c.Timeline, MinTimeline, maxTimelineSamples)
 	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > MaxRate:

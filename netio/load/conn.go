@@ -134,6 +134,10 @@ type conn struct {
 	firstEcho atomic.Int64
 	noEcho    atomic.Bool
 	live      atomic.Int32
+	// resetAt, when set, is when the connection resets itself
+	// (Config.ResetShare; Nanotime), and reset says it has.
+	resetAt   int64
+	reset     atomic.Bool
 	next      int64 // open loop: when the next message is due (Nanotime)
 	first     int64 // open loop: when message 0 was due
 	timer     *time.Timer
@@ -166,6 +170,14 @@ func (c *conn) fail(err error) {
 		c.err = err
 	}
 	close(c.dead)
+	c.nc.Close()
+}
+
+// resetMidRequest ends the connection with a RST, its request sent and
+// its echo owed (Config.ResetShare).
+func (c *conn) resetMidRequest() {
+	c.nc.SetLinger(0)
+	c.reset.Store(true)
 	c.nc.Close()
 }
 
@@ -241,6 +253,10 @@ func (c *conn) runSync(limit int64) {
 					return
 				}
 				issued += n
+				if c.resetAt != 0 && r.phase.Load() == phaseMeasure && metrics.Nanotime() >= c.resetAt {
+					c.resetMidRequest()
+					return
+				}
 			}
 		}
 		owed := sent - c.recv

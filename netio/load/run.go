@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/metrics"
@@ -220,7 +221,13 @@ func (r *runner) start(ncs []*net.TCPConn) {
 	}
 	r.left.Store(int64(n))
 	now := metrics.Nanotime()
-	for _, c := range r.conns {
+	share := r.cfg.ResetShare
+	for i, c := range r.conns {
+		if share > 0 && int(float64(i+1)*share) > int(float64(i)*share) {
+			// Its reset comes in the middle three fifths of the window.
+			w := int64(r.cfg.Duration)
+			c.resetAt = now + int64(r.cfg.Warmup) + w/5 + rand.Int64N(max(1, 3*w/5))
+		}
 		if r.open {
 			c.next = now + rand.Int64N(r.interval)
 			c.first = c.next
@@ -459,6 +466,14 @@ func (r *runner) collect(res *netresult.Load) {
 		if c.okBytes > 0 {
 			res.Carried++
 		}
+		if c.reset.Load() {
+			res.Resets++ // what it was owed went with it
+			continue
+		}
+		if r.cfg.Refusals && c.err != nil && c.recv == 0 && closedByPeer(c.err) {
+			res.Refused++
+			continue
+		}
 		owed := c.sent.Load() - c.recv
 		var cerr error
 		noEcho := false
@@ -537,6 +552,12 @@ func nBytes(n int64) string {
 }
 
 // describe words a connection error for netresult.Load.FirstError.
+// closedByPeer says err is the server's closing or resetting the
+// connection.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
 func describe(err error) string {
 	if errors.Is(err, io.EOF) {
 		return "the server closed the connection (EOF)"

@@ -82,6 +82,17 @@ type Options struct {
 	// to come back to 90% of its level before (RecoveryDuration is the
 	// window; Duration is not used). Every level must be above 0.
 	Recovery time.Duration
+	// MaxConns is the servers' connection limit (net serve --max-conns;
+	// 0: the most connections of the matrix plus 100). A point with more
+	// connections than it is an overload point: the servers refuse the
+	// rest (accept and close them), the load generator counts them as
+	// refused, and the servers' descriptors and memory are read before
+	// and after each run.
+	MaxConns int
+	// ResetShare, 0 to 1, is the share of each run's connections that
+	// reset themselves mid-request (load.Config.ResetShare); the servers'
+	// descriptors and memory are read before and after each run.
+	ResetShare float64
 	// ns is the namespace this matrix runs in (one level of Loss),
 	// level that level's loss, recovery the Recovery it runs with.
 	ns       *netns.NS
@@ -178,6 +189,19 @@ func (o *Options) Validate() error {
 	if o.RTOMax != 0 && (o.RTOMax < MinRTOMax || o.RTOMax > MaxRTOMax) {
 		return fmt.Errorf("rto-max %v: want %v to %v", o.RTOMax, MinRTOMax, MaxRTOMax)
 	}
+	if o.MaxConns < 0 || o.MaxConns > netio.MaxMaxConns {
+		return fmt.Errorf("max conns %d: want 1 to %d (0: the most connections of the matrix plus 100)", o.MaxConns, netio.MaxMaxConns)
+	}
+	if math.IsNaN(o.ResetShare) || o.ResetShare < 0 || o.ResetShare > 1 {
+		return fmt.Errorf("reset share %v: want 0 to 1", o.ResetShare)
+	}
+	if o.ResetShare > 0 {
+		for _, m := range o.Modes {
+			if md, _ := load.ParseMode(m); md.Kind == load.Stream {
+				return fmt.Errorf("--reset: connections reset mid-request in pingpong or pipeline:K, not in %s mode", m)
+			}
+		}
+	}
 	if o.Recovery != 0 {
 		switch {
 		case len(o.Loss) == 0:
@@ -223,7 +247,13 @@ type server struct {
 	stderr  *tailBuffer
 	// perf is the child's perf recording (Options.PerfDir), else nil.
 	perf *recording
+	// maxConns is its connection limit (--max-conns; 0: not an echo
+	// server).
+	maxConns int
 }
+
+// over says conns connections overload the server: it refuses some.
+func (s *server) over(conns int) bool { return s.maxConns > 0 && conns > s.maxConns }
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 
@@ -237,7 +267,11 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	cmd := o.Command("net", "serve", "-e", engine, "--addr", "127.0.0.1:0",
 		"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
-	return launch(ctx, cmd, engine, engine+" server", cpus)
+	s, err := launch(ctx, cmd, engine, engine+" server", cpus)
+	if s != nil {
+		s.maxConns = maxConns
+	}
+	return s, err
 }
 
 // launch starts cmd, a server child (what, in errors), pinned to cpus,
@@ -404,14 +438,25 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
 			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
-			PerfDir: o.PerfDir,
+			PerfDir: o.PerfDir, MaxConns: o.MaxConns, ResetShare: o.ResetShare,
 		},
+	}
+	if o.MaxConns > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--max-conns %d: the servers served at most %d connections at once and refused (accepted and closed) the rest; "+
+			"the load generator counted those as refused, not failed", o.MaxConns, o.MaxConns))
+	}
+	if o.ResetShare > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--reset: %g%% of each run's connections reset themselves (SO_LINGER 0) once, mid-request, on the net client; "+
+			"what they were owed is not counted lost", 100*o.ResetShare))
 	}
 	if perfNote != "" {
 		rep.Notes = append(rep.Notes, perfNote)
 	}
 	ps := &perfState{o: &o, flames: map[key]*perf.Flame{}, logf: logf}
-	maxConn := slices.Max(o.Conns)
+	maxConn := slices.Max(o.Conns) + 100
+	if o.MaxConns > 0 {
+		maxConn = o.MaxConns
+	}
 	servers := map[string]*server{}
 	defer func() {
 		// Whatever ended the bench, no server, perf process or recording
@@ -422,7 +467,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		}
 	}()
 	start := func(e string) (*server, error) {
-		s, err := startServer(ctx, &o, e, srvCPUs, maxConn+100)
+		s, err := startServer(ctx, &o, e, srvCPUs, maxConn)
 		if err != nil || o.PerfDir == "" {
 			return s, err
 		}
@@ -596,6 +641,15 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 	if o.ns != nil {
 		retrans0, _ = netns.Retransmits(s.pid)
 	}
+	// Overload and resets: what the server holds before and after.
+	checkUse := s.over(conns) || o.ResetShare > 0
+	var use0 serverUse
+	if checkUse {
+		var err error
+		if use0, err = readUse(s.pid); err != nil {
+			return nil, span{}, fmt.Errorf("the %s server's descriptors and memory: %w", s.engine, err)
+		}
+	}
 	for try := 1; ; try++ {
 		res, sp, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
 		if err != nil {
@@ -612,6 +666,14 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 				if err := recoveryOf(r, res, sp.lossOn, sp.lossOff); err != nil {
 					return nil, span{}, err
 				}
+			}
+			if checkUse {
+				use1, err := settledUse(ctx, s.pid, use0.fds)
+				if err != nil {
+					return nil, span{}, fmt.Errorf("the %s server's descriptors and memory: %w", s.engine, err)
+				}
+				r.ServerFDsBefore, r.ServerFDsAfter = use0.fds, use1.fds
+				r.ServerRSSBefore, r.ServerRSSAfter = use0.rss, use1.rss
 			}
 			return r, sp, nil
 		}
@@ -660,6 +722,12 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	if o.recovery > 0 {
 		args = append(args, "--timeline", recoveryTimeline.String())
+	}
+	if s.over(conns) {
+		args = append(args, "--refusals")
+	}
+	if o.ResetShare > 0 {
+		args = append(args, "--reset", strconv.FormatFloat(100*o.ResetShare, 'f', -1, 64)+"%")
 	}
 	cmd := o.Command(args...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(gmp))
@@ -778,6 +846,8 @@ func toRun(r *netresult.Load) *netresult.Run {
 		NoEcho:      r.NoEcho,
 		DialNs:      int64(r.DialTime),
 		DialRetries: r.DialRetries,
+		Refused:     r.Refused,
+		Resets:      r.Resets,
 		Client:      r.Client,
 	}
 	if r.Requests > 0 {

@@ -76,6 +76,11 @@ type Config struct {
 	// RTOMaxMs is the cap on TCP's retransmission timeout in those
 	// namespaces, ms (--rto-max); 0 when it was the kernel's.
 	RTOMaxMs int64 `json:"rto_max_ms,omitempty"`
+	// MaxConns is the servers' connection limit when it was set
+	// (--max-conns), ResetShare the share of connections that reset
+	// themselves mid-request (--reset).
+	MaxConns   int     `json:"max_conns,omitempty"`
+	ResetShare float64 `json:"reset_share,omitempty"`
 }
 
 // Skip is an engine that could not run, and why.
@@ -103,9 +108,15 @@ type Point struct {
 	// of the runs' recovery times, a run that did not recover counting
 	// as the longest, and Recovered says that median recovered.
 	LossWindowNs int64 `json:"loss_window_ns,omitempty"`
-	RecoveryNs   int64 `json:"recovery_ns,omitempty"`
-	Recovered    bool  `json:"recovered,omitempty"`
-	Runs         []Run `json:"runs"`
+	// Refused and Resets are the runs' sums; LeakedFDs the descriptors
+	// the server held after the runs that it did not before, summed
+	// (more than 0 fails the point, as corrupted bytes do).
+	Refused    int64 `json:"refused_conns,omitempty"`
+	Resets     int64 `json:"resets,omitempty"`
+	LeakedFDs  int64 `json:"leaked_fds,omitempty"`
+	RecoveryNs int64 `json:"recovery_ns,omitempty"`
+	Recovered  bool  `json:"recovered,omitempty"`
+	Runs       []Run `json:"runs"`
 	// Median over runs.
 	QPS               float64 `json:"qps"`
 	MBps              float64 `json:"mb_per_s"`
@@ -168,14 +179,25 @@ type Run struct {
 	// false when it did not by the window's end). Timeline is the clean
 	// requests of each TimelineNs of the window; the loss began LossOnNs
 	// and ended LossOffNs after the window's start.
-	QPSBeforeLoss float64 `json:"qps_before_loss,omitempty"`
-	QPSDuringLoss float64 `json:"qps_during_loss,omitempty"`
-	Recovered     bool    `json:"recovered,omitempty"`
-	RecoveryNs    int64   `json:"recovery_ns,omitempty"`
-	Timeline      []int64 `json:"timeline,omitempty"`
-	TimelineNs    int64   `json:"timeline_ns,omitempty"`
-	LossOnNs      int64   `json:"loss_on_ns,omitempty"`
-	LossOffNs     int64   `json:"loss_off_ns,omitempty"`
+	// Refused counts the connections the server refused (over
+	// --max-conns), Resets those that reset themselves mid-request
+	// (--reset); neither is a failure. With either, the server's open
+	// descriptors and resident memory (bytes) before the run and once it
+	// had closed the run's connections (at most 2 s after).
+	Refused         int64   `json:"refused_conns,omitempty"`
+	Resets          int64   `json:"resets,omitempty"`
+	ServerFDsBefore int     `json:"server_fds_before,omitempty"`
+	ServerFDsAfter  int     `json:"server_fds_after,omitempty"`
+	ServerRSSBefore int64   `json:"server_rss_before_bytes,omitempty"`
+	ServerRSSAfter  int64   `json:"server_rss_after_bytes,omitempty"`
+	QPSBeforeLoss   float64 `json:"qps_before_loss,omitempty"`
+	QPSDuringLoss   float64 `json:"qps_during_loss,omitempty"`
+	Recovered       bool    `json:"recovered,omitempty"`
+	RecoveryNs      int64   `json:"recovery_ns,omitempty"`
+	Timeline        []int64 `json:"timeline,omitempty"`
+	TimelineNs      int64   `json:"timeline_ns,omitempty"`
+	LossOnNs        int64   `json:"loss_on_ns,omitempty"`
+	LossOffNs       int64   `json:"loss_off_ns,omitempty"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
 	// Perf is where the server process's CPU went during the window, from
@@ -195,6 +217,7 @@ type Run struct {
 func (p *Point) Summarize() {
 	var qps, mbps, srv, cli, p50, p99, p999, mx, retrans []float64
 	p.Corrupted, p.Lost, p.ConnErrors, p.NoEcho = 0, 0, 0, 0
+	p.Refused, p.Resets, p.LeakedFDs = 0, 0, 0
 	p.Perf, p.PerfError = nil, ""
 	perfErrs, firstErr := 0, ""
 	for i, r := range p.Runs {
@@ -223,6 +246,11 @@ func (p *Point) Summarize() {
 		}
 		p.Corrupted += r.Corrupted
 		p.Lost += r.Lost
+		p.Refused += r.Refused
+		p.Resets += r.Resets
+		if r.ServerFDsBefore > 0 {
+			p.LeakedFDs += int64(max(0, r.ServerFDsAfter-r.ServerFDsBefore))
+		}
 		p.ConnErrors += r.ConnErrors
 		p.NoEcho += r.NoEcho
 	}

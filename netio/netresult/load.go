@@ -68,6 +68,14 @@ type Load struct {
 	// descriptors, say) fails them, even if it serves them later, rather
 	// than pass with its QPS from the few it served.
 	NoEcho int64 `json:"no_echo_conns"`
+	// Refused counts, with load.Config.Refusals, the connections the
+	// server closed or reset before echoing any byte: refused over its
+	// connection limit. Not in ConnErrors.
+	Refused int64 `json:"refused_conns,omitempty"`
+	// Resets counts the connections that reset themselves mid-request
+	// (load.Config.ResetShare). Not in ConnErrors; what they were owed
+	// is not in Lost.
+	Resets int64 `json:"resets,omitempty"`
 	// NoEchoWait is the time the no-echo check allowed: the warm-up, or
 	// 1 s from the start if that is later (0: the run was shorter, and
 	// not checked).
