@@ -136,11 +136,11 @@ type conn struct {
 	live      atomic.Int32
 	// resetAt, when set, is when the connection resets itself
 	// (Config.ResetShare; Nanotime), and reset says it has.
-	resetAt   int64
-	reset     atomic.Bool
-	next      int64 // open loop: when the next message is due (Nanotime)
-	first     int64 // open loop: when message 0 was due
-	timer     *time.Timer
+	resetAt int64
+	reset   atomic.Bool
+	next    int64 // open loop: when the next message is due (Nanotime)
+	first   int64 // open loop: when message 0 was due
+	timer   *time.Timer
 
 	// reader
 	recv       int64 // bytes read and checked
