@@ -8,8 +8,10 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/netio/internal/accepts"
 )
 
@@ -37,10 +39,21 @@ type netServer struct {
 }
 
 func listenNet(cfg Config, ap netip.AddrPort) (Server, error) {
-	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(ap))
+	var lc net.ListenConfig
+	if cfg.SharePort {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) { serr = sys.SetReusePort(int(fd)) }); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	l, err := lc.Listen(context.Background(), "tcp", net.TCPAddrFromAddrPort(ap).String())
 	if err != nil {
 		return nil, err
 	}
+	ln := l.(*net.TCPListener)
 	s := &netServer{
 		cfg:   cfg,
 		ln:    ln,

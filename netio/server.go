@@ -53,6 +53,13 @@ type Config struct {
 	// BufSize bounds the bytes each connection holds between receiving
 	// and echoing them (0: DefaultBufSize).
 	BufSize int
+	// SharePort makes the server's listeners join the SO_REUSEPORT group
+	// on Addr's port, which other processes of the same user share (a
+	// group of server processes, as net bench runs past one process's
+	// descriptors): the kernel spreads connections over every listener
+	// of the group. Without it a port in use is an error, so that no
+	// server shares its connections with another by accident.
+	SharePort bool
 	// SQPoll asks io_uring for a kernel submission-polling thread per
 	// ring (opt-in: it burns a core while busy).
 	SQPoll bool
@@ -348,7 +355,7 @@ type shell struct {
 // listen opens the loops' listeners, one SO_REUSEPORT socket per
 // cfg.Loops on ap, and sets the shell up for them.
 func (s *shell) listen(engine string, cfg Config, ap netip.AddrPort) ([]int, error) {
-	lfds, bound, err := sys.ListenTCPGroup(ap, cfg.Loops, Backlog)
+	lfds, bound, err := sys.ListenTCPGroup(ap, cfg.Loops, Backlog, cfg.SharePort)
 	if err != nil {
 		return nil, fmt.Errorf("%s server: %w", engine, err)
 	}

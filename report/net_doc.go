@@ -107,6 +107,16 @@ func NetDoc(r *netresult.Report) *Doc {
 	robust := slices.ContainsFunc(r.Points, func(p netresult.Point) bool {
 		return slices.ContainsFunc(p.Runs, func(r netresult.Run) bool { return r.ServerFDsBefore > 0 })
 	})
+	// Heartbeats (--heartbeat): what a held connection costs.
+	held := slices.ContainsFunc(r.Points, func(p netresult.Point) bool {
+		return slices.ContainsFunc(p.Runs, func(r netresult.Run) bool { return r.ServerRSSHeld > 0 })
+	})
+	if held {
+		d.Columns = append(d.Columns,
+			Column{Key: "server_cpu_pct", Title: "CPU %", Unit: "%", Better: Lower, Prec: 1},
+			Column{Key: "server_rss_per_conn_kb", Title: "RSS/conn KB", Unit: "KiB", Better: Lower, Prec: 2},
+			Column{Key: "tcp_mem_per_conn_kb", Title: "TCP KB/conn", Unit: "KiB", Better: Lower, Prec: 2})
+	}
 	if robust {
 		d.Columns = append(d.Columns,
 			Column{Key: "refused_conns", Title: "refused"},
@@ -190,6 +200,25 @@ func NetDoc(r *netresult.Report) *Doc {
 					netRuns(p, func(r *netresult.Run) float64 { return r.QPSDuringLoss }, false),
 					rec)
 			}
+			if held {
+				perConn := func(f func(r *netresult.Run) int64) Cell {
+					return netRuns(p, func(r *netresult.Run) float64 {
+						if r.ServerRSSHeld == 0 {
+							return math.NaN()
+						}
+						return float64(f(r)) / float64(p.Conns) / 1024
+					}, false)
+				}
+				cells = append(cells,
+					netRuns(p, func(r *netresult.Run) float64 {
+						if r.ElapsedNs <= 0 {
+							return math.NaN()
+						}
+						return 100 * float64(r.ServerCPUNs) / float64(r.ElapsedNs)
+					}, false),
+					perConn(func(r *netresult.Run) int64 { return r.ServerRSSHeld - r.ServerRSSIdle }),
+					perConn(func(r *netresult.Run) int64 { return r.TCPMemHeld - r.TCPMemIdle }))
+			}
 			if robust {
 				// The runs' sums, and the median growth of the server's
 				// resident memory over a run (10^6 bytes).
@@ -242,6 +271,12 @@ func NetDoc(r *netresult.Report) *Doc {
 		d.Legend = append(d.Legend,
 			Field{"QPS vs 0%", "QPS over the same engine's at the same point with no packet dropped (--loss 0): below 1.00 is slower"},
 			Field{"P99 vs 0%", "P99 over the same engine's with no packet dropped: above 1.0 is slower"})
+	}
+	if held {
+		d.Legend = append(d.Legend,
+			Field{"CPU %", "the server's CPU time per second of the window, every thread (100% is one core)"},
+			Field{"RSS/conn KB", "the server's resident memory while the connections were held, beyond what it was before they were dialled, per connection (KiB)"},
+			Field{"TCP KB/conn", "the kernel's TCP socket-buffer memory (sockstat's mem) while held, beyond before, per connection: both ends of a loopback connection (KiB)"})
 	}
 	if robust {
 		d.Legend = append(d.Legend,

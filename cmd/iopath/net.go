@@ -103,6 +103,7 @@ type netServeOptions struct {
 	bufSize    int64
 	sqpoll     bool
 	fixedFiles bool
+	sharePort  bool
 	drain      time.Duration
 }
 
@@ -139,6 +140,7 @@ the start when the limit allows fewer connections than --max-conns (or than
 	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them, 1B to "+units.FormatSize(netio.MaxBufSize))
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: a kernel thread polls each ring's submissions (burns a core while busy)")
 	f.BoolVar(&o.fixedFiles, "fixed-files", false, "io_uring: registered (direct) descriptors for connections")
+	f.BoolVar(&o.sharePort, "share-port", false, "share --addr's port with other servers started with --share-port (SO_REUSEPORT): the kernel spreads connections over them all")
 	f.DurationVar(&o.drain, "drain", 300*time.Millisecond, fmt.Sprintf("on SIGINT/SIGTERM, how long to wait for clients to close before closing them, 0 to %v", maxNetDrain))
 	return cmd
 }
@@ -181,7 +183,7 @@ func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Write
 	stderr = &lockedWriter{w: stderr}
 	srv, err := netio.Listen(o.engine, netio.Config{
 		Addr: o.addr, Loops: o.loops, MaxConns: o.maxConns, BufSize: int(o.bufSize),
-		SQPoll: o.sqpoll, FixedFiles: o.fixedFiles,
+		SQPoll: o.sqpoll, FixedFiles: o.fixedFiles, SharePort: o.sharePort,
 		Log: func(msg string) { fmt.Fprintf(stderr, "iopath net serve: %s\n", msg) },
 	})
 	if err != nil {
@@ -252,6 +254,8 @@ type netLoadOptions struct {
 	// refusals, reset: load.Config.Refusals and ResetShare ("10%").
 	refusals bool
 	reset    string
+	// source: the local address to connect from (load.Config.Source).
+	source string
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -302,6 +306,7 @@ from when each message was meant to go.`,
 	f.BoolVar(&o.windowSync, strings.TrimPrefix(netbench.WindowSyncFlag, "--"), false,
 		"net bench's child: say where the measured window starts and ends on fd 3 and wait for an answer on stdin")
 	f.MarkHidden(strings.TrimPrefix(netbench.WindowSyncFlag, "--"))
+	f.StringVar(&o.source, "source", "", "local IP address to connect from (127.0.0.2, ...): each has its own ephemeral ports, so several load generators can hold more connections to one port")
 	f.BoolVar(&o.refusals, "refusals", false, "count connections the server closes or resets before any echo (over its --max-conns) as refused, not failed")
 	f.StringVar(&o.reset, "reset", "", "share of connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request, in the window; pingpong or pipeline:K")
 	f.DurationVar(&o.timeline, "timeline", 0, fmt.Sprintf("also count the requests completed in each interval of this length (%v to the duration) into the JSON's timeline: QPS over time", load.MinTimeline))
@@ -328,7 +333,7 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 	cfg := load.Config{
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
 		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
-		Lossy: o.lossy, Timeline: o.timeline, Refusals: o.refusals,
+		Lossy: o.lossy, Timeline: o.timeline, Refusals: o.refusals, Source: o.source,
 	}
 	if o.reset != "" {
 		v, err := parsePercent(o.reset, 1)
@@ -379,24 +384,25 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 }
 
 type netBenchOptions struct {
-	engines  []string
-	conns    []int
-	sizes    []int64
-	modes    []string
-	duration time.Duration
-	warmup   time.Duration
-	runs     int
-	format   string
-	wide     bool
-	html     string
-	json     string
-	force    bool           // overwrite the --html and --json files, and --perf's
-	observe  observeOptions // --perf
-	loss     []string       // --loss: shares of packets dropped, "10%"
-	rtoMax   time.Duration  // --rto-max
-	recovery time.Duration  // --recovery
-	maxConns int            // --max-conns: the servers' limit
-	reset    string         // --reset: share of connections reset mid-request, "10%"
+	engines   []string
+	conns     []int
+	sizes     []int64
+	modes     []string
+	duration  time.Duration
+	warmup    time.Duration
+	runs      int
+	format    string
+	wide      bool
+	html      string
+	json      string
+	force     bool           // overwrite the --html and --json files, and --perf's
+	observe   observeOptions // --perf
+	loss      []string       // --loss: shares of packets dropped, "10%"
+	rtoMax    time.Duration  // --rto-max
+	recovery  time.Duration  // --recovery
+	maxConns  int            // --max-conns: the servers' limit
+	heartbeat time.Duration  // --heartbeat
+	reset     string         // --reset: share of connections reset mid-request, "10%"
 	// The other two benchmarks.
 	serveFile bool
 	fileSizes []int64
@@ -460,6 +466,23 @@ leak, and fails the run) and RSS Δ MB. --reset 10% makes a tenth of each
 run's connections reset themselves (SO_LINGER 0) once, in the middle of a
 request; the others' bytes are verified as ever.
 
+Past one process: a point with more connections than one process may
+hold (its hard RLIMIT_NOFILE, less 200) runs each engine as a group of
+server processes sharing the port (net serve --share-port: SO_REUSEPORT)
+and the load as several generators, each connecting from its own source
+address (127.0.0.2, 127.0.0.3, ...: each address has its own ephemeral
+ports), their measured windows started together; the server figures are
+the group's. --conns 100000 --heartbeat 5s --duration 60s holds 100,000
+connections for a minute.
+
+Held connections: --heartbeat 3s --conns 1000,5000,10000,18000 --modes
+pingpong holds each point's connections with one message each every 3s
+(open loop) and reports what a held connection costs each server: CPU %
+(per second of the window), RSS/conn KB (the server's resident memory
+beyond what it was before the dial) and TCP KB/conn (the kernel's socket
+buffers in its network namespace: add --loss 0 for a namespace of its
+own, where no other socket counts).
+
 Recovery: --loss 30% --recovery 5s runs each point with no loss for 3s,
 30% loss for 5s, then no loss for 10s (twice the window when that is
 longer), and reports the QPS before and during the loss and how long
@@ -470,6 +493,8 @@ after it QPS took to come back to 90% of its level before (over 500ms).`,
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 0,1%,10%,30% --runs 3
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --loss 30% --recovery 5s --runs 3
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --max-conns 500 --reset 10%
+  iopath net bench --conns 1000,5000,10000,18000 --sizes 64 --modes pingpong --heartbeat 3s --loss 0
+  iopath net bench --conns 100000 --sizes 64 --modes pingpong --heartbeat 5s --duration 60s --engines epoll,io_uring
   iopath net bench --format json > net.json --html net.html
   iopath net bench --serve-file --runs 5
   iopath net bench --writev`,
@@ -510,6 +535,7 @@ after it QPS took to come back to 90% of its level before (over 500ms).`,
 	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files, and --perf's profiles, if they exist")
 	o.observe.addPerfFlag(f, "the echo servers (the server process, during the measured windows)")
 	f.StringSliceVar(&o.loss, "loss", nil, "shares of packets dropped, comma-separated (0, 1%, 10%, 30%): the matrix once per level, each in a network namespace of its own (root; ip and nft)")
+	f.DurationVar(&o.heartbeat, "heartbeat", 0, fmt.Sprintf("hold the connections with one message each every interval (%v to %v, pingpong, open loop) and report what a held connection costs the server: CPU %%, memory per connection", netbench.MinHeartbeat, netbench.MaxHeartbeat))
 	f.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("the servers' connection limit, 1 to %d (0: the most --conns plus 100); a point with more connections is an overload point: the servers refuse the rest", netio.MaxMaxConns))
 	f.StringVar(&o.reset, "reset", "", "share of each run's connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request; pingpong and pipeline modes")
 	f.DurationVar(&o.recovery, "recovery", 0, fmt.Sprintf("with --loss: drop packets for this long in the middle of each run only (%v to %v), and measure how long QPS takes to come back", netbench.MinRecovery, netbench.MaxRecovery))
@@ -701,6 +727,7 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	}
 	opts.Recovery = o.recovery
 	opts.MaxConns = o.maxConns
+	opts.Heartbeat = o.heartbeat
 	if o.reset != "" {
 		v, err := parsePercent(o.reset, 1)
 		if err != nil {

@@ -94,6 +94,8 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "500ms"}, "want 1s to 1m0s"},
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "5s", "--duration", "1s"}, "drop --duration"},
 		{[]string{"net", "bench", "--max-conns", "-1"}, "want 1 to 1000000"},
+		{[]string{"net", "bench", "--heartbeat", "1ms"}, "want 100ms to 1m0s"},
+		{[]string{"net", "bench", "--heartbeat", "1s", "--modes", "stream"}, "pingpong mode only"},
 		{[]string{"net", "bench", "--max-conns", "1000001"}, "want 1 to 1000000"},
 		{[]string{"net", "bench", "--reset", "150%"}, "want 0% to 100%"},
 		{[]string{"net", "bench", "--reset", "10%", "--modes", "stream"}, "not in stream mode"},

@@ -251,6 +251,14 @@ func TestSchemas(t *testing.T) {
 		out := cliProcess(t, "net", "bench", "--conns", "8", "--max-conns", "4", "--reset", "25%", "--sizes", "64", "--modes", "pingpong",
 			"--engines", "epoll", "--duration", "100ms", "--warmup", "0s", "--format", "json")
 		validate(t, "net-echo", out)
+		hb := cliProcess(t, "net", "bench", "--conns", "4", "--heartbeat", "100ms", "--sizes", "64", "--modes", "pingpong",
+			"--engines", "epoll", "--duration", "300ms", "--warmup", "0s", "--format", "json")
+		validate(t, "net-echo", hb)
+		for _, field := range []string{`"heartbeat_ns":100000000`, `"server_rss_held_bytes":`, `"tcp_sockets_held":`} {
+			if !strings.Contains(strings.Join(strings.Fields(string(hb)), ""), field) {
+				t.Errorf("no %s in the --heartbeat JSON", field)
+			}
+		}
 		for _, field := range []string{`"max_conns":4`, `"refused_conns":4`, `"server_fds_before":`, `"server_rss_after_bytes":`} {
 			if !strings.Contains(strings.Join(strings.Fields(string(out)), ""), field) {
 				t.Errorf("no %s in the JSON", field)

@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // ErrUnavailable is wrapped by Check's errors: no root, no ip, no nft.
@@ -158,7 +158,7 @@ func (ns *NS) sysctl(key, value string) error {
 		return fmt.Errorf("netns: %w", err)
 	}
 	defer f.Close()
-	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+	if err := sys.EnterNetns(int(f.Fd())); err != nil {
 		return fmt.Errorf("netns: enter %s: %w", ns.Name, err)
 	}
 	if err := os.WriteFile("/proc/sys/"+key, []byte(value), 0); err != nil {

@@ -132,6 +132,18 @@ func SetNoDelay(fd int) error {
 	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 }
 
+// EnterNetns moves the calling thread into the network namespace fd
+// names (an open /run/netns/NAME). The caller must have locked the
+// thread (runtime.LockOSThread) and must never unlock it: the thread is
+// then ended with its goroutine, and no other goroutine runs in the
+// namespace.
+func EnterNetns(fd int) error { return unix.Setns(fd, unix.CLONE_NEWNET) }
+
+// SetReusePort sets SO_REUSEPORT on a socket not yet bound.
+func SetReusePort(fd int) error {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+}
+
 // SetLingerZero makes close(2) reset the connection (SO_LINGER 0).
 func SetLingerZero(fd int) error {
 	return unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
@@ -274,9 +286,11 @@ func SetProcessAffinity(pid int, cpus []int) error {
 // connections among them. SO_REUSEPORT alone would also let an unrelated
 // server of the same user join the group and steal connections, so a
 // port already in use is refused first by a probe bind without it. With
-// port 0 the first socket picks the port and the others join it.
-func ListenTCPGroup(ap netip.AddrPort, n, backlog int) ([]int, netip.AddrPort, error) {
-	if ap.Port() != 0 {
+// port 0 the first socket picks the port and the others join it. With
+// share, the probe is skipped: the sockets join a group other processes
+// (of the same user) made or will make on the port, on purpose.
+func ListenTCPGroup(ap netip.AddrPort, n, backlog int, share bool) ([]int, netip.AddrPort, error) {
+	if ap.Port() != 0 && !share {
 		fd, _, err := ListenTCP(ap, false, 1)
 		if err != nil {
 			return nil, netip.AddrPort{}, err

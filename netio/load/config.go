@@ -70,6 +70,12 @@ type Config struct {
 	// each connection starting at a random phase of its interval.
 	// 0 is closed loop. Stream has no rate.
 	Rate float64
+	// Source, when set, is the local IP address the connections are made
+	// from (bound before connect): each address has its own range of
+	// ephemeral ports, so several load generators on 127.0.0.2,
+	// 127.0.0.3, ... together hold more connections to one server port
+	// than one address allows.
+	Source string
 	// Refusals says the server may refuse connections (accept and close
 	// them at once, over its connection limit): a connection closed or
 	// reset by the server before any byte came back is counted in
@@ -172,6 +178,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, MaxDrain, MaxDrain)
 	case c.Drain > LossyDrain:
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, LossyDrain, LossyDrain)
+	case c.Source != "" && net.ParseIP(c.Source) == nil:
+		return fmt.Errorf("source %q: want an IP address, such as 127.0.0.2", c.Source)
 	case math.IsNaN(c.ResetShare) || c.ResetShare < 0 || c.ResetShare > 1:
 		return fmt.Errorf("reset share %v: want 0 to 1", c.ResetShare)
 	case c.ResetShare > 0 && (c.Mode.Kind == Stream || c.Rate > 0 || int64(c.Mode.Depth)*int64(c.Size) > syncMax):

@@ -113,6 +113,9 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool, retries *atomic.Int6
 			// No keep-alive: it would only add a setsockopt per dial
 			// and timers to a connection that is never idle.
 			d := net.Dialer{Timeout: dialTimeout, KeepAlive: -1}
+			if cfg.Source != "" {
+				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(cfg.Source)}
+			}
 			tries := dialTries
 			if cfg.Lossy {
 				d.Timeout, tries = LossyDialTimeout, lossyDialTries

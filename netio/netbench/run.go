@@ -93,6 +93,16 @@ type Options struct {
 	// reset themselves mid-request (load.Config.ResetShare); the servers'
 	// descriptors and memory are read before and after each run.
 	ResetShare float64
+	// Heartbeat, when above 0, holds each point's connections with a
+	// heartbeat: pingpong open loop, one 64-byte (Sizes) message per
+	// connection every Heartbeat (MinHeartbeat to MaxHeartbeat), and
+	// reads what the held connections cost the server: its resident
+	// memory and the kernel's TCP memory beyond what they were before
+	// the dial, and its CPU per second.
+	Heartbeat time.Duration
+	// perProcess, when set (tests), is the most connections one process
+	// holds (processConns).
+	perProcess int
 	// ns is the namespace this matrix runs in (one level of Loss),
 	// level that level's loss, recovery the Recovery it runs with.
 	ns       *netns.NS
@@ -202,6 +212,25 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
+	if per := o.perProcessConns(); slices.Max(o.Conns) > per {
+		switch {
+		case o.PerfDir != "" || o.Recovery != 0 || o.ResetShare != 0 || o.MaxConns != 0:
+			return fmt.Errorf("conns %d: past %d connections (one process's RLIMIT_NOFILE) the servers and load generators run as groups of processes, "+
+				"which --perf, --recovery, --reset and --max-conns do not support", slices.Max(o.Conns), per)
+		case slices.Max(o.Conns) > maxGroup*per*3/4:
+			return fmt.Errorf("conns %d: at most %d (%d processes of %d connections)", slices.Max(o.Conns), maxGroup*per*3/4, maxGroup, per*3/4)
+		}
+	}
+	if o.Heartbeat != 0 {
+		switch {
+		case o.Heartbeat < MinHeartbeat || o.Heartbeat > MaxHeartbeat:
+			return fmt.Errorf("heartbeat %v: want %v to %v", o.Heartbeat, MinHeartbeat, MaxHeartbeat)
+		case slices.ContainsFunc(o.Modes, func(m string) bool { return m != "pingpong" }):
+			return errors.New("--heartbeat holds connections with one message each every interval: pingpong mode only (--modes pingpong)")
+		case o.Recovery != 0 || o.ResetShare != 0 || o.PerfDir != "":
+			return errors.New("--heartbeat measures held connections alone: not with --recovery, --reset or --perf")
+		}
+	}
 	if o.Recovery != 0 {
 		switch {
 		case len(o.Loss) == 0:
@@ -248,8 +277,11 @@ type server struct {
 	// perf is the child's perf recording (Options.PerfDir), else nil.
 	perf *recording
 	// maxConns is its connection limit (--max-conns; 0: not an echo
-	// server).
+	// server), per process of its group.
 	maxConns int
+	// peers are the other processes of its group, sharing its port
+	// (points past one process's connections: scale.go).
+	peers []*server
 }
 
 // over says conns connections overload the server: it refuses some.
@@ -264,14 +296,27 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	if len(cpus) == 0 {
 		loops = runtime.NumCPU()
 	}
-	cmd := o.Command("net", "serve", "-e", engine, "--addr", "127.0.0.1:0",
-		"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
+	// Past one process's descriptors, a group of processes shares the
+	// port (scale.go).
+	n := 1
+	args := []string{"net", "serve", "-e", engine, "--addr", "127.0.0.1:0", "--loops", strconv.Itoa(loops)}
+	if per := o.perProcessConns(); maxConns > per {
+		n = serverGroup(maxConns, per)
+		maxConns = per
+		args = append(args, "--share-port")
+	}
+	cmd := o.Command(append(args, "--max-conns", strconv.Itoa(maxConns))...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
 	s, err := launch(ctx, cmd, engine, engine+" server", cpus)
-	if s != nil {
-		s.maxConns = maxConns
+	if err != nil {
+		return nil, err
 	}
-	return s, err
+	s.maxConns = maxConns
+	if err := startPeers(ctx, o, s, n, cpus, maxConns); err != nil {
+		s.stop(ctx)
+		return nil, err
+	}
+	return s, nil
 }
 
 // launch starts cmd, a server child (what, in errors), pinned to cpus,
@@ -320,6 +365,9 @@ func launch(ctx context.Context, cmd *exec.Cmd, engine, what string, cpus []int)
 // kills it at once: there is nothing left to measure, and the bench must
 // be gone within a second.
 func (s *server) stop(ctx context.Context) {
+	for _, p := range s.peers {
+		p.stop(ctx)
+	}
 	if ctx.Err() != nil {
 		s.cmd.Process.Kill()
 		<-s.exited
@@ -335,6 +383,11 @@ func (s *server) stop(ctx context.Context) {
 }
 
 func (s *server) alive() bool {
+	for _, p := range s.peers {
+		if !p.alive() {
+			return false
+		}
+	}
 	select {
 	case <-s.exited:
 		return false
@@ -438,12 +491,28 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
 			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
-			PerfDir: o.PerfDir, MaxConns: o.MaxConns, ResetShare: o.ResetShare,
+			PerfDir: o.PerfDir, MaxConns: o.MaxConns, ResetShare: o.ResetShare, HeartbeatNs: int64(o.Heartbeat),
 		},
 	}
 	if o.MaxConns > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--max-conns %d: the servers served at most %d connections at once and refused (accepted and closed) the rest; "+
 			"the load generator counted those as refused, not failed", o.MaxConns, o.MaxConns))
+	}
+	if per := o.perProcessConns(); slices.Max(o.Conns) > per {
+		var parts []string
+		for _, c := range o.Conns {
+			if c > per {
+				m := loadGroup(c, per)
+				parts = append(parts, fmt.Sprintf("%d conns: %d load generators (%s to %s)", c, m, sourceAddr(0), sourceAddr(m-1)))
+			}
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("past %d connections a process (RLIMIT_NOFILE), each engine ran as %d server processes sharing the port (SO_REUSEPORT), "+
+			"and the load as several generators, each from a source address of its own, their windows started together: %s",
+			per, serverGroup(slices.Max(o.Conns), per), strings.Join(parts, "; ")))
+	}
+	if o.Heartbeat > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--heartbeat %v: each connection sent one message every %v (open loop), and the servers' memory was read "+
+			"before the dial and while the connections were held; TCP memory is the kernel's socket buffers (sockstat's mem) for both ends of each loopback connection", o.Heartbeat, o.Heartbeat))
 	}
 	if o.ResetShare > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--reset: %g%% of each run's connections reset themselves (SO_LINGER 0) once, mid-request, on the net client; "+
@@ -651,7 +720,16 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 		}
 	}
 	for try := 1; ; try++ {
-		res, sp, err := loadWindow(ctx, o, s, cpus, conns, size, mode, d)
+		var res *netresult.Load
+		var sp span
+		var err error
+		if per := o.perProcessConns(); conns > per {
+			var h *heldUse
+			res, h, err = runGroupLoad(ctx, o, s, cpus, conns, size, mode, d, loadGroup(conns, per))
+			sp.held = h
+		} else {
+			res, sp, err = loadWindow(ctx, o, s, cpus, conns, size, mode, d)
+		}
 		if err != nil {
 			return nil, span{}, err
 		}
@@ -664,6 +742,11 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 			}
 			if o.recovery > 0 {
 				if err := recoveryOf(r, res, sp.lossOn, sp.lossOff); err != nil {
+					return nil, span{}, err
+				}
+			}
+			if sp.held != nil {
+				if err := sp.held.fill(r); err != nil {
 					return nil, span{}, err
 				}
 			}
@@ -701,6 +784,8 @@ type span struct {
 	// With recovery: when the loss began and ended (CLOCK_MONOTONIC ns,
 	// 0 if it did not).
 	lossOn, lossOff int64
+	// With heartbeats: what the server held.
+	held *heldUse
 }
 
 // loadWindow runs one window of d in a load-generator child; when s's
@@ -714,8 +799,12 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 		"--size", strconv.Itoa(size), "--mode", mode,
 		"--duration", d.String(), "--warmup", o.Warmup.String(),
 		"--server-pid", strconv.Itoa(s.pid), "--format", "json"}
-	if s.perf.usable() || o.recovery > 0 {
+	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 {
 		args = append(args, WindowSyncFlag)
+	}
+	if o.Heartbeat > 0 {
+		rate := float64(conns) / o.Heartbeat.Seconds()
+		args = append(args, "--rate", strconv.FormatFloat(rate, 'g', -1, 64))
 	}
 	if o.level > 0 {
 		args = append(args, LossyFlag)
@@ -737,14 +826,23 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	cmd.Stderr = errb
 	var sync *windowSync
 	var lw *lossWindow
-	if s.perf.usable() || o.recovery > 0 {
+	var held *heldUse
+	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 {
 		var on, off func() (int64, error)
-		if o.recovery > 0 {
+		switch {
+		case o.Heartbeat > 0:
+			// Not with --perf or --recovery (Validate).
+			var err error
+			if held, err = newHeldUse(s.pid); err != nil {
+				return nil, span{}, fmt.Errorf("the %s server's memory before the run: %w", s.engine, err)
+			}
+			on, off = held.on, held.off
+		case o.recovery > 0:
 			// --perf and --loss do not go together (Validate).
 			lw = &lossWindow{ns: o.ns, loss: o.level, before: recoveryBefore, window: o.recovery}
 			on, off = lw.start, lw.stop
 			defer lw.stop() // the loss is off, whatever happened
-		} else {
+		default:
 			on, off = s.perf.rec.Enable, s.perf.rec.Disable
 		}
 		var err error
@@ -760,14 +858,14 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	if sync != nil {
 		sync.started()
-		if lw == nil {
+		if s.perf.usable() && lw == nil && held == nil {
 			// Interrupted, the bench keeps nothing of the recording:
 			// it is closed at once, which also ends a switch that
 			// waits for a perf already stopping (on ctx) to answer.
 			defer context.AfterFunc(ctx, s.closePerf)()
 		}
 	}
-	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d)
+	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d, true)
 	var sp span
 	if sync != nil {
 		// The child has exited: sampling (or the loss) is off whatever
@@ -781,12 +879,19 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 		// The span is perf's; the loss's errors are the run's.
 		sp = span{lossOn: lw.on, lossOff: lw.off}
 	}
+	if held != nil {
+		sp = span{held: held}
+	}
 	return res, sp, err
 }
 
 // waitLoad waits for the load-generator child cmd (started) to exit, and
 // reads its result.
-func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *strings.Builder, errb *tailBuffer, d time.Duration) (*netresult.Load, error) {
+//
+// serverCPU says the child measured the server's CPU (--server-pid): a
+// window with requests and no server CPU means the server died. (A
+// group's children do not: the bench reads the group's.)
+func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *strings.Builder, errb *tailBuffer, d time.Duration, serverCPU bool) (*netresult.Load, error) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	// The child bounds itself; this is a backstop for a hung child. On a
@@ -820,7 +925,7 @@ func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *st
 		// the Result counts): the window is not to be trusted.
 		return nil, fmt.Errorf("load generator: %v: %s", werr, errb.last())
 	}
-	if !s.alive() || (res.Requests > 0 && res.ServerCPU <= 0) {
+	if !s.alive() || (serverCPU && res.Requests > 0 && res.ServerCPU <= 0) {
 		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
 	}
 	return &res, nil

@@ -79,8 +79,11 @@ type Config struct {
 	// MaxConns is the servers' connection limit when it was set
 	// (--max-conns), ResetShare the share of connections that reset
 	// themselves mid-request (--reset).
-	MaxConns   int     `json:"max_conns,omitempty"`
-	ResetShare float64 `json:"reset_share,omitempty"`
+	MaxConns int `json:"max_conns,omitempty"`
+	// HeartbeatNs is the interval of --heartbeat: each connection sent
+	// one message every HeartbeatNs (open loop).
+	HeartbeatNs int64   `json:"heartbeat_ns,omitempty"`
+	ResetShare  float64 `json:"reset_share,omitempty"`
 }
 
 // Skip is an engine that could not run, and why.
@@ -184,20 +187,31 @@ type Run struct {
 	// (--reset); neither is a failure. With either, the server's open
 	// descriptors and resident memory (bytes) before the run and once it
 	// had closed the run's connections (at most 2 s after).
-	Refused         int64   `json:"refused_conns,omitempty"`
-	Resets          int64   `json:"resets,omitempty"`
-	ServerFDsBefore int     `json:"server_fds_before,omitempty"`
-	ServerFDsAfter  int     `json:"server_fds_after,omitempty"`
-	ServerRSSBefore int64   `json:"server_rss_before_bytes,omitempty"`
-	ServerRSSAfter  int64   `json:"server_rss_after_bytes,omitempty"`
-	QPSBeforeLoss   float64 `json:"qps_before_loss,omitempty"`
-	QPSDuringLoss   float64 `json:"qps_during_loss,omitempty"`
-	Recovered       bool    `json:"recovered,omitempty"`
-	RecoveryNs      int64   `json:"recovery_ns,omitempty"`
-	Timeline        []int64 `json:"timeline,omitempty"`
-	TimelineNs      int64   `json:"timeline_ns,omitempty"`
-	LossOnNs        int64   `json:"loss_on_ns,omitempty"`
-	LossOffNs       int64   `json:"loss_off_ns,omitempty"`
+	Refused         int64 `json:"refused_conns,omitempty"`
+	Resets          int64 `json:"resets,omitempty"`
+	ServerFDsBefore int   `json:"server_fds_before,omitempty"`
+	ServerFDsAfter  int   `json:"server_fds_after,omitempty"`
+	ServerRSSBefore int64 `json:"server_rss_before_bytes,omitempty"`
+	ServerRSSAfter  int64 `json:"server_rss_after_bytes,omitempty"`
+	// With --heartbeat: the server's resident memory (bytes) before the
+	// run's connections were dialled and while they were held (the
+	// window's start and end averaged), and the same of the kernel's TCP
+	// socket memory in the server's network namespace (sockstat's mem,
+	// both ends of every connection on loopback), with the TCP sockets
+	// in use there.
+	ServerRSSIdle  int64   `json:"server_rss_idle_bytes,omitempty"`
+	ServerRSSHeld  int64   `json:"server_rss_held_bytes,omitempty"`
+	TCPMemIdle     int64   `json:"tcp_mem_idle_bytes,omitempty"`
+	TCPMemHeld     int64   `json:"tcp_mem_held_bytes,omitempty"`
+	TCPSocketsHeld int64   `json:"tcp_sockets_held,omitempty"`
+	QPSBeforeLoss  float64 `json:"qps_before_loss,omitempty"`
+	QPSDuringLoss  float64 `json:"qps_during_loss,omitempty"`
+	Recovered      bool    `json:"recovered,omitempty"`
+	RecoveryNs     int64   `json:"recovery_ns,omitempty"`
+	Timeline       []int64 `json:"timeline,omitempty"`
+	TimelineNs     int64   `json:"timeline_ns,omitempty"`
+	LossOnNs       int64   `json:"loss_on_ns,omitempty"`
+	LossOffNs      int64   `json:"loss_off_ns,omitempty"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
 	// Perf is where the server process's CPU went during the window, from
