@@ -139,6 +139,16 @@ func SetNoDelay(fd int) error {
 // namespace.
 func EnterNetns(fd int) error { return unix.Setns(fd, unix.CLONE_NEWNET) }
 
+// SetBindNoPort sets IP_BIND_ADDRESS_NO_PORT on a socket to be bound to
+// an address before it connects: the port is then chosen at connect, for
+// the 4-tuple, not at bind for the address alone, so that one source
+// address holds as many connections as the ephemeral range allows per
+// destination, and TIME_WAIT sockets of earlier connections (reusable on
+// loopback, net.ipv4.tcp_tw_reuse) do not take ports from it.
+func SetBindNoPort(fd int) error {
+	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+}
+
 // SetReusePort sets SO_REUSEPORT on a socket not yet bound.
 func SetReusePort(fd int) error {
 	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)

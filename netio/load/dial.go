@@ -115,6 +115,17 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool, retries *atomic.Int6
 			d := net.Dialer{Timeout: dialTimeout, KeepAlive: -1}
 			if cfg.Source != "" {
 				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(cfg.Source)}
+				// The port is chosen at connect (sys.SetBindNoPort): a
+				// run after another finds the address's ports held by
+				// the last one's TIME_WAIT sockets otherwise, and its
+				// dials time out.
+				d.Control = func(_, _ string, c syscall.RawConn) error {
+					var serr error
+					if err := c.Control(func(fd uintptr) { serr = sys.SetBindNoPort(int(fd)) }); err != nil {
+						return err
+					}
+					return serr
+				}
 			}
 			tries := dialTries
 			if cfg.Lossy {

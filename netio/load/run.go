@@ -629,6 +629,17 @@ func serverCPUReader(pid int) (func() (time.Duration, error), string, error) {
 	return proc, "proc", nil
 }
 
+// ProcessCPU is the CPU time process pid has used so far, every thread,
+// exited ones included: the kernel's process CPU clock (nanoseconds), or
+// /proc/PID/stat's ticks (10 ms) where the clock cannot be read.
+func ProcessCPU(pid int) (time.Duration, error) {
+	read, _, err := serverCPUReader(pid)
+	if err != nil {
+		return 0, err
+	}
+	return read()
+}
+
 // readServerCPU reads the server's CPU time so far (0 without ServerPID).
 func (r *runner) readServerCPU() (time.Duration, error) {
 	if r.serverCPU == nil {

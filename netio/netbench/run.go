@@ -101,8 +101,10 @@ type Options struct {
 	// the dial, and its CPU per second.
 	Heartbeat time.Duration
 	// perProcess, when set (tests), is the most connections one process
-	// holds (processConns).
+	// holds (processConns); sources counts the source addresses group
+	// runs have taken (scale.go).
 	perProcess int
+	sources    int
 	// ns is the namespace this matrix runs in (one level of Loss),
 	// level that level's loss, recovery the Recovery it runs with.
 	ns       *netns.NS
@@ -282,10 +284,16 @@ type server struct {
 	// peers are the other processes of its group, sharing its port
 	// (points past one process's connections: scale.go).
 	peers []*server
+	// runs counts the runs made against it (with Heartbeat each run has
+	// a fresh server).
+	runs int
 }
 
-// over says conns connections overload the server: it refuses some.
-func (s *server) over(conns int) bool { return s.maxConns > 0 && conns > s.maxConns }
+// over says conns connections overload the server: it refuses some. (A
+// group has room for its points: Validate.)
+func (s *server) over(conns int) bool {
+	return s.maxConns > 0 && len(s.peers) == 0 && conns > s.maxConns
+}
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 
@@ -503,12 +511,12 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		for _, c := range o.Conns {
 			if c > per {
 				m := loadGroup(c, per)
-				parts = append(parts, fmt.Sprintf("%d conns: %d load generators (%s to %s)", c, m, sourceAddr(0), sourceAddr(m-1)))
+				parts = append(parts, fmt.Sprintf("%d conns: %d load generators", c, m))
 			}
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("past %d connections a process (RLIMIT_NOFILE), each engine ran as %d server processes sharing the port (SO_REUSEPORT), "+
-			"and the load as several generators, each from a source address of its own, their windows started together: %s",
-			per, serverGroup(slices.Max(o.Conns), per), strings.Join(parts, "; ")))
+			"and the load as several generators of at most %d connections, each from a source address of its own (127.0.0.2 on, fresh addresses for each run), their windows started together: %s",
+			per, serverGroup(slices.Max(o.Conns), per), maxPerSource, strings.Join(parts, "; ")))
 	}
 	if o.Heartbeat > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--heartbeat %v: each connection sent one message every %v (open loop), and the servers' memory was read "+
@@ -607,6 +615,29 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 							continue
 						}
 						s := servers[e]
+						if o.Heartbeat > 0 && s.alive() && s.runs > 0 {
+							// What held connections cost is read off a
+							// fresh server: one that served a point
+							// before keeps what it grew to (the Go heap,
+							// its tables) and hides the next point's.
+							s.stop(ctx)
+							if ctx.Err() != nil {
+								return interrupted()
+							}
+						}
+						if !s.alive() && s.runs > 0 && o.Heartbeat > 0 {
+							ns, err := start(e)
+							if err != nil {
+								if ctx.Err() != nil {
+									return interrupted()
+								}
+								p.Err = "could not start a fresh server: " + err.Error()
+								continue
+							}
+							servers[e] = ns
+							s = ns
+						}
+						s.runs++
 						if !s.alive() {
 							logf("%s server died (%s); restarting it", e, s.stderr.last())
 							// Its recording holds the windows of the runs
@@ -723,7 +754,9 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 		var res *netresult.Load
 		var sp span
 		var err error
-		if per := o.perProcessConns(); conns > per {
+		if per := o.perProcessConns(); conns > per || len(s.peers) > 0 {
+			// Past one process, or a smaller point against a group
+			// (whose CPU is every process's).
 			var h *heldUse
 			res, h, err = runGroupLoad(ctx, o, s, cpus, conns, size, mode, d, loadGroup(conns, per))
 			sp.held = h

@@ -63,12 +63,26 @@ func serverGroup(conns, per int) int {
 	return max(1, (conns+per*3/4-1)/(per*3/4))
 }
 
-// loadGroup is how many load generators hold conns connections.
-func loadGroup(conns, per int) int { return max(1, (conns+per-1)/per) }
+// maxPerSource is the most connections a load generator of a group makes
+// from its source address. One fresh address held 19,000 connections to
+// one port here; but an address whose last connections are still in
+// TIME_WAIT (60 s) ran out of ports at about 13,000, even with the port
+// chosen at connect. So a group's generators hold at most 12,000 each,
+// and each group run takes addresses no run of this bench used before
+// (Options.sources).
+const maxPerSource = 12_000
 
-// sourceAddr is the i-th load generator's source address: 127.0.0.2 on.
+// loadGroup is how many load generators hold conns connections.
+func loadGroup(conns, per int) int {
+	per = min(per, maxPerSource)
+	return max(1, (conns+per-1)/per)
+}
+
+// sourceAddr is the i-th source address a group's load generators use:
+// 127.0.0.2, 127.0.0.3, ..., 127.0.1.0, ... (all of 127/8 is loopback).
 func sourceAddr(i int) string {
-	return netip.AddrFrom4([4]byte{127, 0, byte((i + 2) >> 8), byte((i + 2) & 0xff)}).String()
+	n := i + 2
+	return netip.AddrFrom4([4]byte{127, byte(n >> 16), byte(n >> 8), byte(n)}).String()
 }
 
 // startPeers starts the n-1 other processes of s's group, sharing its
@@ -111,7 +125,7 @@ type groupReading struct {
 func readGroup(s *server) (groupReading, error) {
 	var g groupReading
 	for _, pid := range s.groupPIDs() {
-		u, sy, err := metrics.ProcessCPU(pid)
+		cpu, err := load.ProcessCPU(pid)
 		if err != nil {
 			return g, err
 		}
@@ -119,7 +133,7 @@ func readGroup(s *server) (groupReading, error) {
 		if err != nil {
 			return g, err
 		}
-		g.cpu += u + sy
+		g.cpu += cpu
 		g.rss += use.rss
 	}
 	var err error
@@ -207,6 +221,7 @@ func runGroupLoad(ctx context.Context, o *Options, s *server, cpus []int, conns,
 	}
 	kids := make([]child, m)
 	var wg sync.WaitGroup
+	defer func() { o.sources += m }() // the next group run takes fresh addresses
 	startErr := func(err error) (*netresult.Load, *heldUse, error) {
 		fail()
 		cancel()
@@ -223,8 +238,9 @@ func runGroupLoad(ctx context.Context, o *Options, s *server, cpus []int, conns,
 		if i < conns%m {
 			share++
 		}
+		src := sourceAddr(o.sources + i)
 		args := []string{"net", "load", "--addr", s.addr, "--conns", strconv.Itoa(share),
-			"--size", strconv.Itoa(size), "--mode", mode, "--source", sourceAddr(i),
+			"--size", strconv.Itoa(size), "--mode", mode, "--source", src,
 			"--duration", d.String(), "--warmup", o.Warmup.String(), "--format", "json", WindowSyncFlag}
 		if o.level > 0 {
 			args = append(args, LossyFlag)
@@ -250,7 +266,7 @@ func runGroupLoad(ctx context.Context, o *Options, s *server, cpus []int, conns,
 		wg.Go(func() {
 			res, err := waitLoad(gctx, o, s, cmd, out, errb, d+groupWait, false)
 			if err != nil {
-				err = fmt.Errorf("load generator %d of %d (%s): %w", i+1, m, sourceAddr(i), err)
+				err = fmt.Errorf("load generator %d of %d (%s): %w", i+1, m, src, err)
 				fail()
 			}
 			kids[i].res, kids[i].err = res, err
