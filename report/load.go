@@ -84,6 +84,9 @@ func LoadDoc(l Load) *Doc {
 	if r.Resets > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("%d connections reset themselves mid-request (SO_LINGER 0), as asked; what they were owed is not counted lost", r.Resets))
 	}
+	if r.Reconnects > 0 {
+		d.Notes = append(d.Notes, fmt.Sprintf("%d reconnects after failed connections; %d messages sent again on the new connections, and their echoes verified", r.Reconnects, r.Resent))
+	}
 	if r.DialRetries > 0 {
 		d.Notes = append(d.Notes, fmt.Sprintf("%d connection attempts failed and were tried again in the dial ramp", r.DialRetries))
 	}

@@ -95,12 +95,26 @@ func NetDoc(r *netresult.Report) *Doc {
 	}
 	// With --recovery: the QPS before and during the loss window, and
 	// the time QPS took to come back.
-	recovery := slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossWindowNs > 0 })
+	recovery := slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.LossWindowNs > 0 || p.Restart })
+	reconnects := slices.ContainsFunc(r.Points, func(p netresult.Point) bool {
+		return slices.ContainsFunc(p.Runs, func(r netresult.Run) bool { return r.Reconnects > 0 })
+	})
 	if recovery {
 		d.Columns = append(d.Columns,
-			Column{Key: "qps_before_loss", Title: "QPS before", Unit: "1/s", Better: Higher},
-			Column{Key: "qps_during_loss", Title: "QPS during", Unit: "1/s", Better: Higher},
+			Column{Key: "qps_before", Title: "QPS before", Unit: "1/s", Better: Higher},
+			Column{Key: "qps_during", Title: "QPS during", Unit: "1/s", Better: Higher},
 			Column{Key: "recovery_ms", Title: "recovery ms", Unit: "ms", Better: Lower, Headline: true})
+	}
+	restarts := slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.Restart })
+	if reconnects || restarts {
+		d.Columns = append(d.Columns,
+			Column{Key: "reconnects", Title: "reconnects"},
+			Column{Key: "resent", Title: "resent"})
+	}
+	if restarts {
+		d.Columns = append(d.Columns,
+			Column{Key: "failed_conns", Title: "failed", Better: Lower},
+			Column{Key: "lost_requests", Title: "lost req", Better: Lower})
 	}
 	// Overload (--max-conns under the connections) and resets (--reset):
 	// what was refused and reset, and what the server held after.
@@ -196,8 +210,8 @@ func NetDoc(r *netresult.Report) *Doc {
 					rec = TextCell(fmt.Sprintf("> %v", time.Duration(recoveryAfterOf(p)).Round(time.Second)))
 				}
 				cells = append(cells,
-					netRuns(p, func(r *netresult.Run) float64 { return r.QPSBeforeLoss }, false),
-					netRuns(p, func(r *netresult.Run) float64 { return r.QPSDuringLoss }, false),
+					netRuns(p, func(r *netresult.Run) float64 { return r.QPSBefore }, false),
+					netRuns(p, func(r *netresult.Run) float64 { return r.QPSDuring }, false),
 					rec)
 			}
 			if held {
@@ -230,6 +244,16 @@ func NetDoc(r *netresult.Report) *Doc {
 				}, false)
 				cells = append(cells, Figure(float64(p.Refused)), Figure(float64(p.Resets)), Figure(float64(p.LeakedFDs)), rss)
 			}
+			if reconnects || restarts {
+				var rc, rs int64
+				for _, r := range p.Runs {
+					rc, rs = rc+r.Reconnects, rs+r.Resent
+				}
+				cells = append(cells, Figure(float64(rc)), Figure(float64(rs)))
+			}
+			if restarts {
+				cells = append(cells, Figure(float64(p.ConnErrors)), Figure(float64((p.Lost+int64(p.Size)-1)/int64(max(1, p.Size)))))
+			}
 			if lossy {
 				cells = append(cells, netRuns(p, func(r *netresult.Run) float64 {
 					if r.Requests == 0 {
@@ -246,7 +270,7 @@ func NetDoc(r *netresult.Report) *Doc {
 				cells = append(cells, c)
 			}
 			integrity := "ok"
-			if p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 || p.LeakedFDs != 0 {
+			if p.Corrupted != 0 || p.LeakedFDs != 0 || !p.Restart && (p.Lost != 0 || p.ConnErrors != 0) {
 				integrity = "BAD"
 			}
 			cells = append(cells,
@@ -287,9 +311,19 @@ func NetDoc(r *netresult.Report) *Doc {
 	}
 	if recovery {
 		d.Legend = append(d.Legend,
-			Field{"QPS before", "QPS with no packet dropped, in the seconds before the loss window (--recovery)"},
-			Field{"QPS during", "QPS while the share of packets was dropped"},
-			Field{"recovery ms", "from the end of the loss to the start of the first 500 ms whose QPS is back to 90% of QPS before; > N: not within the N the run waited"})
+			Field{"QPS before", "QPS in the seconds before the loss window (--recovery) or the server's restart (--restart)"},
+			Field{"QPS during", "QPS while the packets were dropped, or while the server was down"},
+			Field{"recovery ms", "from the end of the loss (or the new server's listening) to the start of the first 500 ms whose QPS is back to 90% of QPS before; > N: not within the N the run waited"})
+	}
+	if restarts {
+		d.Legend = append(d.Legend,
+			Field{"failed", "connections that failed in the runs and did not reconnect (--restart: the restart's cost, not an integrity failure)"},
+			Field{"lost req", "requests never echoed, summed over the runs (--restart: lost with their connections)"})
+	}
+	if reconnects || restarts {
+		d.Legend = append(d.Legend,
+			Field{"reconnects", "the load generator's reconnects after failed connections (--reconnect), summed over the runs"},
+			Field{"resent", "messages sent again on a new connection because the old one failed before their echo came whole, each verified"})
 	}
 	if lossy {
 		d.Legend = append(d.Legend, Field{"retrans/1k", "TCP segments retransmitted per 1,000 requests, both directions, in the point's network namespace with that share of its loopback's packets dropped (--loss; the run's dial and warm-up included)"})
@@ -315,7 +349,7 @@ func NetDoc(r *netresult.Report) *Doc {
 func recoveryAfterOf(p *netresult.Point) int64 {
 	var after int64
 	for _, r := range p.Runs {
-		after = max(after, int64(len(r.Timeline))*r.TimelineNs-r.LossOffNs)
+		after = max(after, int64(len(r.Timeline))*r.TimelineNs-r.DisruptOffNs)
 	}
 	return after
 }

@@ -165,3 +165,51 @@ func TestNetDocOverload(t *testing.T) {
 		t.Error("a refused column without --max-conns or --reset")
 	}
 }
+
+// A restart's failed connections and lost requests are its columns, not
+// integrity failures; a corrupted byte still is one.
+func TestNetDocRestart(t *testing.T) {
+	r := netSample()
+	r.Skipped, r.Config.Restart, r.Config.Reconnect = nil, true, "none"
+	r.Points = slices.DeleteFunc(r.Points, func(p netresult.Point) bool { return p.Size != 64 })
+	for i := range r.Points {
+		p := &r.Points[i]
+		p.Restart = true
+		for j := range p.Runs {
+			run := &p.Runs[j]
+			run.ConnErrors, run.Lost = 1000, 64000
+			run.QPSBefore, run.QPSDuring = 150_000, 0
+			run.Timeline, run.TimelineNs, run.DisruptOnNs, run.DisruptOffNs = make([]int64, 130), 1e8, 3e9, 3.1e9
+			if p.Engine == "epoll" {
+				run.ConnErrors, run.Lost, run.Reconnects, run.Resent = 0, 0, 1000, 1000
+				run.Recovered, run.RecoveryNs = true, 50e6
+			}
+		}
+		p.Summarize()
+	}
+	d := NetDoc(r)
+	const g = "1000 conns × 64B × pingpong × server restarted"
+	for _, c := range []struct {
+		engine, key string
+		want        float64
+	}{
+		{"net", "failed_conns", 2000}, {"net", "lost_requests", 2000}, {"epoll", "reconnects", 2000}, {"epoll", "recovery_ms", 50},
+	} {
+		if cell, _ := docCell(t, d, g, c.engine, c.key); cell.Value != c.want {
+			t.Errorf("%s %s = %v, want %v", c.engine, c.key, cell.Value, c.want)
+		}
+	}
+	if cell, _ := docCell(t, d, g, "net", "recovery_ms"); cell.Text != "> 10s" {
+		t.Errorf("net's recovery: %+v, want > 10s", cell)
+	}
+	if cell, _ := docCell(t, d, g, "net", "integrity"); cell.Text != "ok" {
+		t.Errorf("net's integrity with its connections lost to the restart: %q", cell.Text)
+	}
+	if _, clean := netVerdict([][]*netresult.Point{{&r.Points[0], &r.Points[1]}}); !clean {
+		t.Error("a restart's failed connections made the verdict unclean")
+	}
+	r.Points[0].Corrupted = 1
+	if _, clean := netVerdict([][]*netresult.Point{{&r.Points[0]}}); clean {
+		t.Error("a corrupted byte in a restart run left the verdict clean")
+	}
+}

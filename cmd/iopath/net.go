@@ -256,6 +256,9 @@ type netLoadOptions struct {
 	reset    string
 	// source: the local address to connect from (load.Config.Source).
 	source string
+	// reconnect and its bounds (load.Config).
+	reconnect                                    string
+	connectTimeout, requestTimeout, reconnectFor time.Duration
 }
 
 func newNetLoadCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -306,6 +309,10 @@ from when each message was meant to go.`,
 	f.BoolVar(&o.windowSync, strings.TrimPrefix(netbench.WindowSyncFlag, "--"), false,
 		"net bench's child: say where the measured window starts and ends on fd 3 and wait for an answer on stdin")
 	f.MarkHidden(strings.TrimPrefix(netbench.WindowSyncFlag, "--"))
+	f.StringVar(&o.reconnect, "reconnect", load.ReconnectNone, "when a connection fails (reset, closed, or no echo within --request-timeout): none (it has failed), immediate (dial again at once) or backoff (dial again after 10ms, doubling to 1s, with jitter); a reconnected connection sends again what was not echoed, and verifies it")
+	f.DurationVar(&o.connectTimeout, "connect-timeout", load.DefaultConnectTimeout, fmt.Sprintf("with --reconnect: bound on each reconnect attempt, up to %v", load.MaxDuration))
+	f.DurationVar(&o.requestTimeout, "request-timeout", 0, fmt.Sprintf("a connection whose echo has not come within this long has failed (0: none, up to %v); pingpong and pipeline:K", load.MaxDuration))
+	f.DurationVar(&o.reconnectFor, "reconnect-for", load.DefaultReconnectFor, fmt.Sprintf("with --reconnect: how long a connection tries to reconnect before it has failed, up to %v", load.MaxDuration))
 	f.StringVar(&o.source, "source", "", "local IP address to connect from (127.0.0.2, ...): each has its own ephemeral ports, so several load generators can hold more connections to one port")
 	f.BoolVar(&o.refusals, "refusals", false, "count connections the server closes or resets before any echo (over its --max-conns) as refused, not failed")
 	f.StringVar(&o.reset, "reset", "", "share of connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request, in the window; pingpong or pipeline:K")
@@ -334,6 +341,7 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		Addr: o.addr, Conns: o.conns, Size: int(o.size), Duration: o.duration, Warmup: o.warmup,
 		Mode: mode, Rate: o.rate, DialRate: o.dialRate, ServerPID: o.serverPID, Client: client,
 		Lossy: o.lossy, Timeline: o.timeline, Refusals: o.refusals, Source: o.source,
+		Reconnect: o.reconnect, ConnectTimeout: o.connectTimeout, RequestTimeout: o.requestTimeout, ReconnectFor: o.reconnectFor,
 	}
 	if o.reset != "" {
 		v, err := parsePercent(o.reset, 1)
@@ -402,6 +410,8 @@ type netBenchOptions struct {
 	recovery  time.Duration  // --recovery
 	maxConns  int            // --max-conns: the servers' limit
 	heartbeat time.Duration  // --heartbeat
+	restart   bool           // --restart
+	reconnect string         // --reconnect
 	reset     string         // --reset: share of connections reset mid-request, "10%"
 	// The other two benchmarks.
 	serveFile bool
@@ -535,6 +545,8 @@ after it QPS took to come back to 90% of its level before (over 500ms).`,
 	f.BoolVar(&o.force, "force", false, "overwrite the --html and --json files, and --perf's profiles, if they exist")
 	o.observe.addPerfFlag(f, "the echo servers (the server process, during the measured windows)")
 	f.StringSliceVar(&o.loss, "loss", nil, "shares of packets dropped, comma-separated (0, 1%, 10%, 30%): the matrix once per level, each in a network namespace of its own (root; ip and nft)")
+	f.BoolVar(&o.restart, "restart", false, fmt.Sprintf("restart each run's server in the middle of its window (%v in) and measure how long QPS takes to come back, with --reconnect's strategy; pingpong and pipeline modes", netbench.RestartBefore))
+	f.StringVar(&o.reconnect, "reconnect", load.ReconnectNone, "the load generators' answer to a failed connection: none, immediate or backoff (net load --reconnect)")
 	f.DurationVar(&o.heartbeat, "heartbeat", 0, fmt.Sprintf("hold the connections with one message each every interval (%v to %v, pingpong, open loop) and report what a held connection costs the server: CPU %%, memory per connection", netbench.MinHeartbeat, netbench.MaxHeartbeat))
 	f.IntVar(&o.maxConns, "max-conns", 0, fmt.Sprintf("the servers' connection limit, 1 to %d (0: the most --conns plus 100); a point with more connections is an overload point: the servers refuse the rest", netio.MaxMaxConns))
 	f.StringVar(&o.reset, "reset", "", "share of each run's connections (0% to 100%) that reset themselves (SO_LINGER 0) once, mid-request; pingpong and pipeline modes")
@@ -728,6 +740,10 @@ func runNetBench(ctx context.Context, o netBenchOptions, cmdline string, stdout,
 	opts.Recovery = o.recovery
 	opts.MaxConns = o.maxConns
 	opts.Heartbeat = o.heartbeat
+	opts.Restart = o.restart
+	if o.reconnect != load.ReconnectNone {
+		opts.Reconnect = o.reconnect
+	}
 	if o.reset != "" {
 		v, err := parsePercent(o.reset, 1)
 		if err != nil {
@@ -841,7 +857,7 @@ func integrityFailures(r *netresult.Report) string {
 	for _, p := range r.Points {
 		at := fmt.Sprintf("%s at %d conns × %d B %s", p.Engine, p.Conns, p.Size, p.Mode)
 		switch {
-		case p.Corrupted != 0 || p.Lost != 0 || p.ConnErrors != 0 || p.LeakedFDs != 0:
+		case p.Corrupted != 0 || p.LeakedFDs != 0 || !p.Restart && (p.Lost != 0 || p.ConnErrors != 0):
 			msg := fmt.Sprintf("%s: %d corrupted, %d lost bytes, %d failed connections", at, p.Corrupted, p.Lost, p.ConnErrors)
 			if p.LeakedFDs > 0 {
 				msg += fmt.Sprintf(", %d descriptors leaked by the server", p.LeakedFDs)

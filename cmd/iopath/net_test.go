@@ -101,6 +101,10 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--reset", "10%", "--modes", "stream"}, "not in stream mode"},
 		{[]string{"net", "load", "--timeline", "1ms"}, "want 0 (none) or 10ms to the duration"},
 		{[]string{"net", "load", "--reset", "10"}, "want a percentage, as 10%"},
+		{[]string{"net", "load", "--reconnect", "sometimes"}, "want none, immediate or backoff"},
+		{[]string{"net", "load", "--reconnect", "backoff", "--mode", "stream"}, "resends what was not echoed"},
+		{[]string{"net", "load", "--request-timeout", "-1s"}, "want 0 (none) to 24h0m0s"},
+		{[]string{"net", "load", "--connect-timeout", "25h"}, "want 0 (the default, 1s) to 24h0m0s"},
 		{[]string{"net", "load", "--reset", "101%"}, "want 0% to 100%"},
 		{[]string{"net", "load", "--reset", "10%", "--mode", "stream"}, "resets mid-request need closed-loop"},
 	} {

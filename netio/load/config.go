@@ -14,6 +14,16 @@ const (
 	MaxConns    = 1_000_000
 	MaxSize     = 64 << 20
 	MaxDuration = 24 * time.Hour
+	// The strategies of Config.Reconnect.
+	ReconnectNone      = "none"
+	ReconnectImmediate = "immediate"
+	ReconnectBackoff   = "backoff"
+	// The defaults of Config.ConnectTimeout and ReconnectFor, and the
+	// backoff's first and longest waits.
+	DefaultConnectTimeout = time.Second
+	DefaultReconnectFor   = 30 * time.Second
+	backoffFirst          = 10 * time.Millisecond
+	backoffMax            = time.Second
 	// MinTimeline bounds Config.Timeline from below, and
 	// maxTimelineSamples the samples of a window.
 	MinTimeline        = 10 * time.Millisecond
@@ -76,6 +86,25 @@ type Config struct {
 	// 127.0.0.3, ... together hold more connections to one server port
 	// than one address allows.
 	Source string
+	// Reconnect is what a connection does when it fails (reset, closed
+	// by the server, or RequestTimeout without an echo): ReconnectNone
+	// (the default) counts it failed; ReconnectImmediate dials again at
+	// once, and ReconnectBackoff after a wait that doubles from 10 ms to
+	// 1 s with jitter; both give up, and count it failed, after
+	// ReconnectFor. A connection that reconnects sends again every
+	// message not yet echoed whole, and those echoes are verified as
+	// ever (netresult.Load.Reconnects, Resent). Pingpong or pipeline:K
+	// within 32 KiB in flight, on the net client.
+	Reconnect string
+	// ConnectTimeout bounds each reconnect attempt (0: 1 s).
+	ConnectTimeout time.Duration
+	// RequestTimeout, when above 0, is how long a connection waits for
+	// an echo before it counts as failed (and reconnects, with
+	// Reconnect).
+	RequestTimeout time.Duration
+	// ReconnectFor bounds a connection's attempts to reconnect after one
+	// failure (0: 30 s).
+	ReconnectFor time.Duration
 	// Refusals says the server may refuse connections (accept and close
 	// them at once, over its connection limit): a connection closed or
 	// reset by the server before any byte came back is counted in
@@ -143,10 +172,15 @@ func (c *Config) client() string {
 	if c.Client != "" {
 		return c.Client
 	}
-	if c.Rate == 0 && c.ResetShare == 0 && c.Mode.Kind != Stream && int64(c.Mode.Depth)*int64(c.Size) <= syncMax {
+	if c.Rate == 0 && c.ResetShare == 0 && !c.reconnects() && c.RequestTimeout == 0 && c.Mode.Kind != Stream && int64(c.Mode.Depth)*int64(c.Size) <= syncMax {
 		return ClientEpoll
 	}
 	return ClientNet
+}
+
+// reconnects says a failed connection dials again.
+func (c *Config) reconnects() bool {
+	return c.Reconnect == ReconnectImmediate || c.Reconnect == ReconnectBackoff
 }
 
 // Validate checks every field of c, with an error naming the field, its
@@ -178,6 +212,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, MaxDrain, MaxDrain)
 	case c.Drain > LossyDrain:
 		return fmt.Errorf("drain %v: want 0 (the default, %v) to %v", c.Drain, LossyDrain, LossyDrain)
+	case c.Reconnect != "" && c.Reconnect != ReconnectNone && c.Reconnect != ReconnectImmediate && c.Reconnect != ReconnectBackoff:
+		return fmt.Errorf("reconnect %q: want none, immediate or backoff", c.Reconnect)
+	case c.reconnects() && (c.Mode.Kind == Stream || int64(c.Mode.Depth)*int64(c.Size) > syncMax):
+		return fmt.Errorf("reconnect %s: a connection resends what was not echoed, in pingpong or pipeline:K with at most %d bytes in flight", c.Reconnect, syncMax)
+	case c.reconnects() && c.Client == ClientEpoll:
+		return errors.New("reconnect: the net client reconnects, not the epoll client; use client net (or leave it unset)")
+	case c.ConnectTimeout < 0 || c.ConnectTimeout > MaxDuration:
+		return fmt.Errorf("connect timeout %v: want 0 (the default, %v) to %v", c.ConnectTimeout, DefaultConnectTimeout, MaxDuration)
+	case c.RequestTimeout < 0 || c.RequestTimeout > MaxDuration:
+		return fmt.Errorf("request timeout %v: want 0 (none) to %v", c.RequestTimeout, MaxDuration)
+	case c.RequestTimeout > 0 && (c.Mode.Kind == Stream || int64(c.Mode.Depth)*int64(c.Size) > syncMax || c.Client == ClientEpoll):
+		return fmt.Errorf("request timeout: pingpong or pipeline:K with at most %d bytes in flight, on the net client", syncMax)
+	case c.ReconnectFor < 0 || c.ReconnectFor > MaxDuration:
+		return fmt.Errorf("reconnect for %v: want 0 (the default, %v) to %v", c.ReconnectFor, DefaultReconnectFor, MaxDuration)
 	case c.Source != "" && net.ParseIP(c.Source) == nil:
 		return fmt.Errorf("source %q: want an IP address, such as 127.0.0.2", c.Source)
 	case math.IsNaN(c.ResetShare) || c.ResetShare < 0 || c.ResetShare > 1:

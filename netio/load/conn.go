@@ -2,9 +2,12 @@ package load
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"sync"
@@ -76,7 +79,11 @@ type runner struct {
 	phase    atomic.Int32
 	stop     chan struct{} // closed when phase becomes phaseStop
 	aborting atomic.Bool   // set before Run closes connections itself
-	timedOut bool          // the drain ran out (Run's goroutine only)
+	// aborted ends when Run closes the connections itself: a reconnect
+	// under way stops waiting and dialling.
+	aborted     context.Context
+	abortedFunc context.CancelFunc
+	timedOut    bool // the drain ran out (Run's goroutine only)
 	// windowEnd is when the measured window ended (Nanotime, set just
 	// before phase becomes phaseStop; 0 when it never began).
 	windowEnd int64
@@ -134,6 +141,14 @@ type conn struct {
 	firstEcho atomic.Int64
 	noEcho    atomic.Bool
 	live      atomic.Int32
+	// ncMu guards nc while a reconnect (Config.Reconnect) replaces it,
+	// against closes from other goroutines (abort); shut says nc is to
+	// stay closed.
+	ncMu sync.Mutex
+	shut bool
+	// reconnects and resent count the connection's reconnects and the
+	// messages it sent again (reader's).
+	reconnects, resent int64
 	// resetAt, when set, is when the connection resets itself
 	// (Config.ResetShare; Nanotime), and reset says it has.
 	resetAt int64
@@ -170,7 +185,77 @@ func (c *conn) fail(err error) {
 		c.err = err
 	}
 	close(c.dead)
+	c.closeNC()
+}
+
+// closeNC closes the connection's socket for good: a reconnect under way
+// gives up.
+func (c *conn) closeNC() {
+	c.ncMu.Lock()
+	defer c.ncMu.Unlock()
+	c.shut = true
 	c.nc.Close()
+}
+
+// recover answers a failure of the connection (err) as Config.Reconnect
+// says: without it, the connection fails (false); with it, it dials again
+// until it connects (true) or ReconnectFor has passed or the run aborts
+// (false: failed). Once connected it sends again, from the first message
+// not echoed whole, what it had sent (sent bytes in all), and forgets what
+// it had of that message's echo: the new connection echoes it whole.
+func (c *conn) recover(err error, sent int64) bool {
+	r := c.r
+	if !r.cfg.reconnects() || r.aborting.Load() {
+		c.fail(err)
+		return false
+	}
+	giveUp := time.Now().Add(cmp.Or(r.cfg.ReconnectFor, DefaultReconnectFor))
+	d := newDialer(r.cfg, cmp.Or(r.cfg.ConnectTimeout, DefaultConnectTimeout))
+	wait := backoffFirst
+	for attempt := 0; ; attempt++ {
+		c.nc.Close()
+		if attempt > 0 && r.cfg.Reconnect == ReconnectBackoff {
+			// Exponential, bounded, with jitter: half to all of it.
+			t := time.NewTimer(wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1)))
+			select {
+			case <-t.C:
+			case <-r.aborted.Done():
+				t.Stop()
+			}
+			wait = min(2*wait, backoffMax)
+		}
+		if r.aborting.Load() || time.Now().After(giveUp) {
+			c.fail(fmt.Errorf("%w; not reconnected within %v", err, cmp.Or(r.cfg.ReconnectFor, DefaultReconnectFor)))
+			return false
+		}
+		nc, derr := d.DialContext(r.aborted, "tcp", r.cfg.Addr)
+		if derr != nil {
+			err = derr
+			continue
+		}
+		c.ncMu.Lock()
+		if c.shut {
+			c.ncMu.Unlock()
+			nc.Close()
+			c.fail(err)
+			return false
+		}
+		c.nc = nc.(*net.TCPConn)
+		c.ncMu.Unlock()
+		// The echo starts again at the first message not echoed whole.
+		from := c.msgs * r.size
+		if part := c.recv - from; part > 0 {
+			c.recv = from
+			c.okBytes = max(0, c.okBytes-part)
+		}
+		if _, werr := c.nc.Write(c.window(from, sent-from)); werr != nil {
+			err = werr
+			continue
+		}
+		c.reconnects++
+		c.resent += (sent - from + r.size - 1) / r.size
+		return true
+	}
 }
 
 // resetMidRequest ends the connection with a RST, its request sent and
@@ -178,7 +263,7 @@ func (c *conn) fail(err error) {
 func (c *conn) resetMidRequest() {
 	c.nc.SetLinger(0)
 	c.reset.Store(true)
-	c.nc.Close()
+	c.closeNC()
 }
 
 // exit is called by each of the connection's goroutines as it returns;
@@ -246,13 +331,19 @@ func (c *conn) runSync(limit int64) {
 					c.stamps[i%depth].Store(t)
 				}
 				w, err := c.nc.Write(c.window(sent, n*size))
+				if err != nil && r.cfg.reconnects() {
+					// All of it goes again, once reconnected.
+					w = int(n * size)
+				}
 				sent += int64(w)
 				c.sent.Store(sent)
-				if err != nil {
-					c.fail(err)
-					return
-				}
 				issued += n
+				if err != nil {
+					if !c.recover(err, sent) {
+						return
+					}
+					continue
+				}
 				if c.resetAt != 0 && r.phase.Load() == phaseMeasure && metrics.Nanotime() >= c.resetAt {
 					c.resetMidRequest()
 					return
@@ -267,13 +358,20 @@ func (c *conn) runSync(limit int64) {
 			}
 			continue
 		}
+		if rt := r.cfg.RequestTimeout; rt > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(rt))
+		}
 		m, err := c.nc.Read(c.buf[:min(int64(len(c.buf)), owed)])
 		if m > 0 {
 			c.got(c.buf[:m])
 		}
 		if err != nil {
-			c.fail(err)
-			return
+			if errors.Is(err, os.ErrDeadlineExceeded) && r.cfg.RequestTimeout > 0 {
+				err = fmt.Errorf("no echo within the request timeout of %v", r.cfg.RequestTimeout)
+			}
+			if !c.recover(err, sent) {
+				return
+			}
 		}
 	}
 }

@@ -110,23 +110,7 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool, retries *atomic.Int6
 	}()
 	for range min(n, maxDialers) {
 		wg.Go(func() {
-			// No keep-alive: it would only add a setsockopt per dial
-			// and timers to a connection that is never idle.
-			d := net.Dialer{Timeout: dialTimeout, KeepAlive: -1}
-			if cfg.Source != "" {
-				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(cfg.Source)}
-				// The port is chosen at connect (sys.SetBindNoPort): a
-				// run after another finds the address's ports held by
-				// the last one's TIME_WAIT sockets otherwise, and its
-				// dials time out.
-				d.Control = func(_, _ string, c syscall.RawConn) error {
-					var serr error
-					if err := c.Control(func(fd uintptr) { serr = sys.SetBindNoPort(int(fd)) }); err != nil {
-						return err
-					}
-					return serr
-				}
-			}
+			d := newDialer(cfg, dialTimeout)
 			tries := dialTries
 			if cfg.Lossy {
 				d.Timeout, tries = LossyDialTimeout, lossyDialTries
@@ -142,7 +126,7 @@ func dialAll(ctx context.Context, cfg Config, takeFds bool, retries *atomic.Int6
 						return
 					}
 				}
-				c, err := dialRetry(ctx, &d, cfg.Addr, tries, cfg.Lossy, retries)
+				c, err := dialRetry(ctx, d, cfg.Addr, tries, cfg.Lossy, retries)
 				if err != nil {
 					if ctx.Err() == nil {
 						cancel(fmt.Errorf("load: dial connection %d of %d: %w", i+1, n, err))
@@ -191,6 +175,27 @@ wait:
 		cfg.Progress("dial", n, n)
 	}
 	return conns, fds, nil
+}
+
+// newDialer is the dialer of cfg's connections, each attempt bounded by
+// timeout: no keep-alive (it would only add a setsockopt per dial and
+// timers to a connection that is never idle), and from cfg.Source when
+// set, the port chosen at connect (sys.SetBindNoPort: a run after another
+// finds the address's ports held by the last one's TIME_WAIT sockets
+// otherwise, and its dials time out).
+func newDialer(cfg Config, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
+	if cfg.Source != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(cfg.Source)}
+		d.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) { serr = sys.SetBindNoPort(int(fd)) }); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	return d
 }
 
 // takeOver returns a descriptor of c's socket that Go's runtime knows

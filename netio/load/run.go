@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg Config) (*netresult.Load, error) {
 		ServerCPUSource: cpuSource,
 	}
 	r := newRunner(cfg, cfg.Conns)
+	defer r.abortedFunc()
 	r.serverCPU = serverCPU
 	if client == ClientEpoll {
 		ec, err := newEpollClient(r, fds)
@@ -168,6 +169,7 @@ func newRunner(cfg Config, n int) *runner {
 		done:  make(chan struct{}),
 	}
 	r.timeline = cfg.Timeline > 0
+	r.aborted, r.abortedFunc = context.WithCancel(context.Background())
 	r.period = periodFor(r.size)
 	r.pat = pattern(r.period)
 	r.split = r.depth == 0 || r.depth*r.size > syncMax || (r.open && r.depth > 1)
@@ -441,8 +443,9 @@ func (r *runner) wait(ctx context.Context, d time.Duration, phase string) error 
 // which then see an error that is not the server's fault.
 func (r *runner) abort() {
 	r.aborting.Store(true)
+	r.abortedFunc()
 	for _, c := range r.conns {
-		c.nc.Close()
+		c.closeNC()
 	}
 }
 
@@ -466,6 +469,8 @@ func (r *runner) collect(res *netresult.Load) {
 		if c.okBytes > 0 {
 			res.Carried++
 		}
+		res.Reconnects += c.reconnects
+		res.Resent += c.resent
 		if c.reset.Load() {
 			res.Resets++ // what it was owed went with it
 			continue

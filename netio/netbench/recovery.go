@@ -131,16 +131,21 @@ func recoveryOf(r *netresult.Run, res *netresult.Load, on, off int64) error {
 	i0 := int((on - start + b - 1) / b)
 	i1 := int((off - start) / b)
 	j0 := int((off - start + b - 1) / b)
+	if i1 <= i0 {
+		// Shorter than a sample (a server restarted in 80 ms): the
+		// samples it touches.
+		i0, i1 = nBefore, j0
+	}
 	if nBefore < recoverySpan || i1 <= i0 || j0 >= len(res.Timeline) {
 		return fmt.Errorf("recovery: a timeline of %d samples of %v does not cover the loss (%v after the start, for %v)",
 			len(res.Timeline), res.TimelineNs, time.Duration(on-start), time.Duration(off-on))
 	}
-	r.QPSBeforeLoss = qps(0, nBefore)
-	r.QPSDuringLoss = qps(i0, i1)
+	r.QPSBefore = qps(0, nBefore)
+	r.QPSDuring = qps(i0, i1)
 	r.Timeline, r.TimelineNs = res.Timeline, b
-	r.LossOnNs, r.LossOffNs = on-start, off-start
+	r.DisruptOnNs, r.DisruptOffNs = on-start, off-start
 	for j := j0; j+recoverySpan <= len(res.Timeline); j++ {
-		if qps(j, j+recoverySpan) >= recoveredShare*r.QPSBeforeLoss {
+		if qps(j, j+recoverySpan) >= recoveredShare*r.QPSBefore {
 			r.Recovered = true
 			r.RecoveryNs = max(0, start+int64(j)*b-off)
 			return nil

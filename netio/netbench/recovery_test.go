@@ -32,8 +32,8 @@ func TestRecoveryOf(t *testing.T) {
 	if err := recoveryOf(&r, res, start+30*b+b/2, start+40*b+b/2); err != nil {
 		t.Fatal(err)
 	}
-	if r.QPSBeforeLoss != 10_000 || r.QPSDuringLoss != 1_000 {
-		t.Errorf("QPS before %v, during %v; want 10000 and 1000", r.QPSBeforeLoss, r.QPSDuringLoss)
+	if r.QPSBefore != 10_000 || r.QPSDuring != 1_000 {
+		t.Errorf("QPS before %v, during %v; want 10000 and 1000", r.QPSBefore, r.QPSDuring)
 	}
 	// Samples 41-45 (from 4.1 s) are 400+800+950+950+950 = 4050 in
 	// 500 ms: 8,100/s, short of 9,000; 42-46: 4600, 9,200/s from 4.2 s,
@@ -41,8 +41,8 @@ func TestRecoveryOf(t *testing.T) {
 	if !r.Recovered || r.RecoveryNs != 150*int64(time.Millisecond) {
 		t.Errorf("recovered %v after %v, want 150ms", r.Recovered, time.Duration(r.RecoveryNs))
 	}
-	if r.LossOnNs != 30*b+b/2 || r.LossOffNs != 40*b+b/2 || len(r.Timeline) != len(tl) {
-		t.Errorf("loss from %d to %d, timeline of %d", r.LossOnNs, r.LossOffNs, len(r.Timeline))
+	if r.DisruptOnNs != 30*b+b/2 || r.DisruptOffNs != 40*b+b/2 || len(r.Timeline) != len(tl) {
+		t.Errorf("loss from %d to %d, timeline of %d", r.DisruptOnNs, r.DisruptOffNs, len(r.Timeline))
 	}
 	// Never back: not recovered.
 	for i := 41; i < len(tl); i++ {
@@ -150,10 +150,10 @@ func TestBenchRecovery(t *testing.T) {
 	if p.LossWindowNs != int64(time.Second) || p.Loss != 0.3 {
 		t.Errorf("loss %v for %v", p.Loss, time.Duration(p.LossWindowNs))
 	}
-	if !(r.QPSDuringLoss < r.QPSBeforeLoss/2) || r.QPSBeforeLoss <= 0 {
-		t.Errorf("QPS %v before the loss, %v during: 30%% loss should cut it", r.QPSBeforeLoss, r.QPSDuringLoss)
+	if !(r.QPSDuring < r.QPSBefore/2) || r.QPSBefore <= 0 {
+		t.Errorf("QPS %v before the loss, %v during: 30%% loss should cut it", r.QPSBefore, r.QPSDuring)
 	}
-	if on, off := time.Duration(r.LossOnNs), time.Duration(r.LossOffNs); off-on < time.Second || off-on > 2*time.Second || on < 2*time.Second {
+	if on, off := time.Duration(r.DisruptOnNs), time.Duration(r.DisruptOffNs); off-on < time.Second || off-on > 2*time.Second || on < 2*time.Second {
 		t.Errorf("the loss ran from %v to %v into the window", on, off)
 	}
 	// QPS comes back after the loss: over the last second of the
@@ -166,8 +166,8 @@ func TestBenchRecovery(t *testing.T) {
 	for _, k := range tail {
 		n += k
 	}
-	if after := float64(n); !(after > 5*r.QPSDuringLoss) {
-		t.Errorf("QPS %v in the last second, %v during the loss: it did not come back", after, r.QPSDuringLoss)
+	if after := float64(n); !(after > 5*r.QPSDuring) {
+		t.Errorf("QPS %v in the last second, %v during the loss: it did not come back", after, r.QPSDuring)
 	}
 	if r.Recovered != (p.Recovered && len(p.Runs) == 1) || r.Recovered && time.Duration(r.RecoveryNs) > 10*time.Second {
 		t.Errorf("recovered %v after %v (point: %v)", r.Recovered, time.Duration(r.RecoveryNs), p.Recovered)

@@ -2,6 +2,7 @@ package netbench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,11 +101,20 @@ type Options struct {
 	// memory and the kernel's TCP memory beyond what they were before
 	// the dial, and its CPU per second.
 	Heartbeat time.Duration
+	// Restart, with Reconnect, restarts each run's server in the middle of
+	// its window (restart.go) and measures how fast QPS comes back with
+	// the load generator's reconnect strategy (load.Config.Reconnect:
+	// none, immediate or backoff). Pingpong or pipeline modes; not with
+	// --loss, --perf, --heartbeat, --reset or --max-conns.
+	Restart   bool
+	Reconnect string
 	// perProcess, when set (tests), is the most connections one process
 	// holds (processConns); sources counts the source addresses group
 	// runs have taken (scale.go).
 	perProcess int
 	sources    int
+	// serverCPUs are the CPUs the servers are pinned to.
+	serverCPUs []int
 	// ns is the namespace this matrix runs in (one level of Loss),
 	// level that level's loss, recovery the Recovery it runs with.
 	ns       *netns.NS
@@ -221,6 +231,17 @@ func (o *Options) Validate() error {
 				"which --perf, --recovery, --reset and --max-conns do not support", slices.Max(o.Conns), per)
 		case slices.Max(o.Conns) > maxGroup*per*3/4:
 			return fmt.Errorf("conns %d: at most %d (%d processes of %d connections)", slices.Max(o.Conns), maxGroup*per*3/4, maxGroup, per*3/4)
+		}
+	}
+	if o.Reconnect != "" && o.Reconnect != load.ReconnectNone && o.Reconnect != load.ReconnectImmediate && o.Reconnect != load.ReconnectBackoff {
+		return fmt.Errorf("reconnect %q: want none, immediate or backoff", o.Reconnect)
+	}
+	if o.Restart {
+		switch {
+		case len(o.Loss) > 0 || o.PerfDir != "" || o.Heartbeat != 0 || o.ResetShare != 0 || o.MaxConns != 0 || o.Recovery != 0:
+			return errors.New("--restart measures a server restart alone: not with --loss, --perf, --heartbeat, --reset or --max-conns")
+		case slices.ContainsFunc(o.Modes, func(m string) bool { md, _ := load.ParseMode(m); return md.Kind == load.Stream }):
+			return errors.New("--restart: reconnected connections send again what was not echoed, in pingpong or pipeline:K, not in stream mode")
 		}
 	}
 	if o.Heartbeat != 0 {
@@ -490,6 +511,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		}
 	}
 	srvCPUs, cliCPUs, note := Pinning()
+	o.serverCPUs = srvCPUs
 	rep := &netresult.Report{
 		SchemaVersion: netresult.EchoSchemaVersion,
 		Tool:          netresult.EchoTool,
@@ -500,6 +522,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
 			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
 			PerfDir: o.PerfDir, MaxConns: o.MaxConns, ResetShare: o.ResetShare, HeartbeatNs: int64(o.Heartbeat),
+			Reconnect: o.Reconnect, Restart: o.Restart,
 		},
 	}
 	if o.MaxConns > 0 {
@@ -517,6 +540,11 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("past %d connections a process (RLIMIT_NOFILE), each engine ran as %d server processes sharing the port (SO_REUSEPORT), "+
 			"and the load as several generators of at most %d connections, each from a source address of its own (127.0.0.2 on, fresh addresses for each run), their windows started together: %s",
 			per, serverGroup(slices.Max(o.Conns), per), maxPerSource, strings.Join(parts, "; ")))
+	}
+	if o.Restart {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("--restart: each run's server was stopped %v into the window (SIGTERM: it drains and closes its connections) and started again on its port; "+
+			"the load generators' reconnect strategy was %s. Failed connections and lost requests are the restart's cost, shown in their columns, not integrity failures; "+
+			"a corrupted byte still is. The server's CPU is not measured: the run spans two processes", RestartBefore, cmp.Or(o.Reconnect, load.ReconnectNone)))
 	}
 	if o.Heartbeat > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("--heartbeat %v: each connection sent one message every %v (open loop), and the servers' memory was read "+
@@ -580,7 +608,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 			for _, sz := range o.Sizes {
 				for _, e := range engines {
 					k := key{e, m, c, sz}
-					points[k] = &netresult.Point{Engine: e, Conns: c, Size: sz, Mode: m}
+					points[k] = &netresult.Point{Engine: e, Conns: c, Size: sz, Mode: m, Restart: o.Restart}
 					order = append(order, k)
 				}
 			}
@@ -737,6 +765,9 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 	if o.recovery > 0 {
 		d = RecoveryDuration(o.recovery)
 	}
+	if o.Restart {
+		d = RestartDuration
+	}
 	var retrans0 int64
 	if o.ns != nil {
 		retrans0, _ = netns.Retransmits(s.pid)
@@ -773,7 +804,7 @@ func runLoad(ctx context.Context, o *Options, s *server, cpus []int, conns, size
 					r.Retransmits = n - retrans0
 				}
 			}
-			if o.recovery > 0 {
+			if o.recovery > 0 || o.Restart {
 				if err := recoveryOf(r, res, sp.lossOn, sp.lossOff); err != nil {
 					return nil, span{}, err
 				}
@@ -830,9 +861,19 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	args := []string{"net", "load", "--addr", s.addr, "--conns", strconv.Itoa(conns),
 		"--size", strconv.Itoa(size), "--mode", mode,
-		"--duration", d.String(), "--warmup", o.Warmup.String(),
-		"--server-pid", strconv.Itoa(s.pid), "--format", "json"}
-	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 {
+		"--duration", d.String(), "--warmup", o.Warmup.String(), "--format", "json"}
+	if !o.Restart {
+		// A restarted server is another process: its CPU is not the
+		// run's to read.
+		args = append(args, "--server-pid", strconv.Itoa(s.pid))
+	}
+	if o.Reconnect != "" {
+		args = append(args, "--reconnect", o.Reconnect)
+	}
+	if o.Restart {
+		args = append(args, "--timeline", recoveryTimeline.String())
+	}
+	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 || o.Restart {
 		args = append(args, WindowSyncFlag)
 	}
 	if o.Heartbeat > 0 {
@@ -860,9 +901,14 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	var sync *windowSync
 	var lw *lossWindow
 	var held *heldUse
-	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 {
+	var rw *restartWindow
+	if s.perf.usable() || o.recovery > 0 || o.Heartbeat > 0 || o.Restart {
 		var on, off func() (int64, error)
 		switch {
+		case o.Restart:
+			rw = &restartWindow{o: o, s: s, cpus: o.serverCPUs, before: RestartBefore}
+			on, off = rw.start, rw.stop
+			defer rw.stop()
 		case o.Heartbeat > 0:
 			// Not with --perf or --recovery (Validate).
 			var err error
@@ -891,14 +937,14 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	if sync != nil {
 		sync.started()
-		if s.perf.usable() && lw == nil && held == nil {
+		if s.perf.usable() && lw == nil && held == nil && rw == nil {
 			// Interrupted, the bench keeps nothing of the recording:
 			// it is closed at once, which also ends a switch that
 			// waits for a perf already stopping (on ctx) to answer.
 			defer context.AfterFunc(ctx, s.closePerf)()
 		}
 	}
-	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d, true)
+	res, err := waitLoad(ctx, o, s, cmd, &out, errb, d, !o.Restart)
 	var sp span
 	if sync != nil {
 		// The child has exited: sampling (or the loss) is off whatever
@@ -914,6 +960,16 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 	}
 	if held != nil {
 		sp = span{held: held}
+	}
+	if rw != nil {
+		if _, rerr := rw.stop(); rerr != nil && err == nil {
+			err = fmt.Errorf("--restart: %w", rerr)
+		}
+		if rw.next != nil {
+			// The bench goes on with the new process.
+			*s = *rw.next
+		}
+		sp = span{lossOn: rw.down, lossOff: rw.up}
 	}
 	return res, sp, err
 }
@@ -958,6 +1014,11 @@ func waitLoad(ctx context.Context, o *Options, s *server, cmd *exec.Cmd, out *st
 		// the Result counts): the window is not to be trusted.
 		return nil, fmt.Errorf("load generator: %v: %s", werr, errb.last())
 	}
+	if o.Restart {
+		// The server is being restarted; loadWindow looks at it once
+		// the restart is over.
+		return &res, nil
+	}
 	if !s.alive() || (serverCPU && res.Requests > 0 && res.ServerCPU <= 0) {
 		return nil, fmt.Errorf("the %s server exited during the run: %s", s.engine, s.stderr.last())
 	}
@@ -986,6 +1047,8 @@ func toRun(r *netresult.Load) *netresult.Run {
 		DialRetries: r.DialRetries,
 		Refused:     r.Refused,
 		Resets:      r.Resets,
+		Reconnects:  r.Reconnects,
+		Resent:      r.Resent,
 		Client:      r.Client,
 	}
 	if r.Requests > 0 {

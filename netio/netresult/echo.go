@@ -82,8 +82,12 @@ type Config struct {
 	MaxConns int `json:"max_conns,omitempty"`
 	// HeartbeatNs is the interval of --heartbeat: each connection sent
 	// one message every HeartbeatNs (open loop).
-	HeartbeatNs int64   `json:"heartbeat_ns,omitempty"`
-	ResetShare  float64 `json:"reset_share,omitempty"`
+	HeartbeatNs int64 `json:"heartbeat_ns,omitempty"`
+	// Reconnect is the load generators' reconnect strategy (--reconnect),
+	// Restart says each run restarted the server (--restart).
+	Reconnect  string  `json:"reconnect,omitempty"`
+	Restart    bool    `json:"restart,omitempty"`
+	ResetShare float64 `json:"reset_share,omitempty"`
 }
 
 // Skip is an engine that could not run, and why.
@@ -111,6 +115,10 @@ type Point struct {
 	// of the runs' recovery times, a run that did not recover counting
 	// as the longest, and Recovered says that median recovered.
 	LossWindowNs int64 `json:"loss_window_ns,omitempty"`
+	// Restart says each run restarted the server mid-window (--restart),
+	// the load generator reconnecting as Config.Reconnect says;
+	// RecoveryNs and Recovered are then the recovery after the restart.
+	Restart bool `json:"restart,omitempty"`
 	// Refused and Resets are the runs' sums; LeakedFDs the descriptors
 	// the server held after the runs that it did not before, summed
 	// (more than 0 fails the point, as corrupted bytes do).
@@ -176,19 +184,17 @@ type Run struct {
 	// Retransmits is the TCP segments the namespace retransmitted during
 	// the run (its dial and warm-up included), both directions (--loss).
 	Retransmits int64 `json:"retransmits,omitempty"`
-	// With --recovery: the QPS before the loss and during it, and
-	// whether QPS came back to 90% of its level before, over 500 ms, and
-	// how long after the loss ended it did (RecoveryNs; 0 and Recovered
-	// false when it did not by the window's end). Timeline is the clean
-	// requests of each TimelineNs of the window; the loss began LossOnNs
-	// and ended LossOffNs after the window's start.
 	// Refused counts the connections the server refused (over
 	// --max-conns), Resets those that reset themselves mid-request
 	// (--reset); neither is a failure. With either, the server's open
 	// descriptors and resident memory (bytes) before the run and once it
 	// had closed the run's connections (at most 2 s after).
-	Refused         int64 `json:"refused_conns,omitempty"`
-	Resets          int64 `json:"resets,omitempty"`
+	Refused int64 `json:"refused_conns,omitempty"`
+	Resets  int64 `json:"resets,omitempty"`
+	// Reconnects and Resent: the load generator's reconnects after
+	// failed connections (--reconnect) and the messages it sent again.
+	Reconnects      int64 `json:"reconnects,omitempty"`
+	Resent          int64 `json:"resent,omitempty"`
 	ServerFDsBefore int   `json:"server_fds_before,omitempty"`
 	ServerFDsAfter  int   `json:"server_fds_after,omitempty"`
 	ServerRSSBefore int64 `json:"server_rss_before_bytes,omitempty"`
@@ -199,19 +205,27 @@ type Run struct {
 	// socket memory in the server's network namespace (sockstat's mem,
 	// both ends of every connection on loopback), with the TCP sockets
 	// in use there.
-	ServerRSSIdle  int64   `json:"server_rss_idle_bytes,omitempty"`
-	ServerRSSHeld  int64   `json:"server_rss_held_bytes,omitempty"`
-	TCPMemIdle     int64   `json:"tcp_mem_idle_bytes,omitempty"`
-	TCPMemHeld     int64   `json:"tcp_mem_held_bytes,omitempty"`
-	TCPSocketsHeld int64   `json:"tcp_sockets_held,omitempty"`
-	QPSBeforeLoss  float64 `json:"qps_before_loss,omitempty"`
-	QPSDuringLoss  float64 `json:"qps_during_loss,omitempty"`
-	Recovered      bool    `json:"recovered,omitempty"`
-	RecoveryNs     int64   `json:"recovery_ns,omitempty"`
-	Timeline       []int64 `json:"timeline,omitempty"`
-	TimelineNs     int64   `json:"timeline_ns,omitempty"`
-	LossOnNs       int64   `json:"loss_on_ns,omitempty"`
-	LossOffNs      int64   `json:"loss_off_ns,omitempty"`
+	ServerRSSIdle  int64 `json:"server_rss_idle_bytes,omitempty"`
+	ServerRSSHeld  int64 `json:"server_rss_held_bytes,omitempty"`
+	TCPMemIdle     int64 `json:"tcp_mem_idle_bytes,omitempty"`
+	TCPMemHeld     int64 `json:"tcp_mem_held_bytes,omitempty"`
+	TCPSocketsHeld int64 `json:"tcp_sockets_held,omitempty"`
+	// With a disruption in the window (--recovery: a window of loss;
+	// --restart: the server restarted): the QPS before it and during it,
+	// and whether QPS came back to 90% of its level before, over 500 ms,
+	// and how long after the disruption ended it did (RecoveryNs; 0 and
+	// Recovered false when it did not by the window's end). Timeline is
+	// the clean requests of each TimelineNs of the window; the
+	// disruption began DisruptOnNs and ended DisruptOffNs after the
+	// window's start.
+	QPSBefore    float64 `json:"qps_before,omitempty"`
+	QPSDuring    float64 `json:"qps_during,omitempty"`
+	Recovered    bool    `json:"recovered,omitempty"`
+	RecoveryNs   int64   `json:"recovery_ns,omitempty"`
+	Timeline     []int64 `json:"timeline,omitempty"`
+	TimelineNs   int64   `json:"timeline_ns,omitempty"`
+	DisruptOnNs  int64   `json:"disrupt_on_ns,omitempty"`
+	DisruptOffNs int64   `json:"disrupt_off_ns,omitempty"`
 	// Client is the load generator's driver: epoll or net (netio/load).
 	Client string `json:"client"`
 	// Perf is where the server process's CPU went during the window, from
@@ -283,7 +297,7 @@ func (p *Point) Summarize() {
 		p.RetransPer1kReq = stats.Median(retrans)
 	}
 	p.RecoveryNs, p.Recovered = 0, false
-	if p.LossWindowNs > 0 && len(p.Runs) > 0 {
+	if (p.LossWindowNs > 0 || p.Restart) && len(p.Runs) > 0 {
 		rec := make([]float64, 0, len(p.Runs))
 		for _, r := range p.Runs {
 			if r.Recovered {

@@ -76,6 +76,11 @@ type Load struct {
 	// (load.Config.ResetShare). Not in ConnErrors; what they were owed
 	// is not in Lost.
 	Resets int64 `json:"resets,omitempty"`
+	// Reconnects counts the connections' reconnects (load.Config.Reconnect),
+	// Resent the messages sent again on a new connection because the old
+	// one failed before their echo came whole (each still verified).
+	Reconnects int64 `json:"reconnects,omitempty"`
+	Resent     int64 `json:"resent,omitempty"`
 	// NoEchoWait is the time the no-echo check allowed: the warm-up, or
 	// 1 s from the start if that is later (0: the run was shorter, and
 	// not checked).
