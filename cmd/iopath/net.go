@@ -496,7 +496,14 @@ own, where no other socket counts).
 Recovery: --loss 30% --recovery 5s runs each point with no loss for 3s,
 30% loss for 5s, then no loss for 10s (twice the window when that is
 longer), and reports the QPS before and during the loss and how long
-after it QPS took to come back to 90% of its level before (over 500ms).`,
+after it QPS took to come back to 90% of its level before (over 500ms).
+
+Restart: --restart --reconnect backoff stops each run's server 3s into a
+13s window and starts it again on its port; the load generators
+reconnect as --reconnect says (none, immediate, backoff) and send again
+what was not echoed. The table gains the recovery, reconnects, resent
+messages, and the connections that failed and requests lost with them
+(the restart's cost, not integrity failures).`,
 		Example: `  iopath net bench
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --runs 5
   iopath net bench --conns 1000 --sizes 64 --modes pingpong --perf prof
