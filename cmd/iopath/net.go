@@ -462,7 +462,8 @@ packets with an nftables rule (requests and echoes alike); the servers and
 load generators run inside it, so nothing outside is touched. The table
 gains retrans/1k, the TCP segments the namespace retransmitted per 1,000
 requests, and every echoed byte is still verified. It needs root and the
-ip (iproute2) and nft (nftables) commands. Not with --perf. In the
+ip (iproute2) and nft (nftables) commands. With --perf each level's
+profiles are named for it (...-c1000-loss10pct-run1.pb.gz). In the
 namespaces TCP's retransmission timeout is capped at --rto-max (1s;
 120s is the kernel's default), so that a connection is not left waiting
 minutes between tries, longer than a run can wait for its bytes.

@@ -88,7 +88,7 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--rto-max", "2s"}, "give --loss too"},
 		{[]string{"net", "bench", "--loss", "10%", "--rto-max", "500ms"}, "want 1s to 2m0s"},
 		{[]string{"net", "bench", "--loss", "10%", "--serve-file"}, "cannot be used with --serve-file"},
-		{[]string{"net", "bench", "--loss", "10%", "--perf", "p"}, "--perf and --loss"},
+		{[]string{"net", "bench", "--loss", "10%", "--recovery", "5s", "--perf", "p"}, "--perf and --recovery"},
 		{[]string{"net", "bench", "--recovery", "5s"}, "give --loss too"},
 		{[]string{"net", "bench", "--loss", "0,30%", "--recovery", "5s"}, "nothing to recover from"},
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "500ms"}, "want 1s to 1m0s"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/netns"
+	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/netio/netresult"
 )
 
@@ -55,6 +56,14 @@ const (
 func benchLoss(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := netns.Check(); err != nil {
 		return nil, err
+	}
+	if o.PerfDir != "" && !o.PerfReplace {
+		// Every level's profiles, before the first level runs.
+		for _, p := range o.PerfFiles() {
+			if _, err := os.Lstat(p); err == nil {
+				return nil, &fs.PathError{Op: "net bench", Path: p, Err: outfile.ErrExists}
+			}
+		}
 	}
 	levels := slices.Clone(o.Loss)
 	perLevel := len(o.Modes) * len(o.Conns) * len(o.Sizes) * len(o.Engines) * o.Runs
@@ -144,6 +153,9 @@ func benchLevel(ctx context.Context, o Options, i int, loss float64, perLevel in
 	lo := o
 	lo.Loss, lo.RTOMax, lo.Recovery = nil, 0, 0
 	lo.ns, lo.level, lo.recovery = ns, loss, o.Recovery
+	if o.PerfDir != "" {
+		lo.perfTag = lossTag(loss)
+	}
 	command := o.Command
 	lo.Command = func(args ...string) *exec.Cmd {
 		cmd := command(args...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/testenv"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf/perftest"
 )
 
 func TestValidateLoss(t *testing.T) {
@@ -24,7 +26,7 @@ func TestValidateLoss(t *testing.T) {
 		{Options{Loss: []float64{0.96}}, "want 0% to 95%"},
 		{Options{Loss: []float64{math.NaN()}}, "want 0% to 95%"},
 		{Options{Loss: []float64{0.1, 0, 0.1}}, "given twice"},
-		{Options{Loss: []float64{0.1}, PerfDir: "p"}, "--perf and --loss"},
+		{Options{Loss: []float64{0.1}, Recovery: time.Second, PerfDir: "p"}, "--perf and --recovery"},
 		{Options{Loss: []float64{0.1}, RTOMax: 500 * time.Millisecond}, "want 1s to 2m0s"},
 		{Options{Loss: []float64{0.1}, RTOMax: 121 * time.Second}, "want 1s to 2m0s"},
 		{Options{RTOMax: time.Second}, "give --loss too"},
@@ -169,4 +171,38 @@ func hasMeasured(rep *netresult.Report, loss float64) bool {
 		}
 	}
 	return false
+}
+
+// With --perf, each loss level's profiles have names of their own, and
+// all of them are checked before the first level runs.
+func TestBenchLossPerf(t *testing.T) {
+	perftest.Need(t)
+	var tr nsTracker
+	o := lossOptions(t, &tr, 0, 0.1)
+	o.Engines, o.Duration = []string{"epoll"}, 200*time.Millisecond
+	o.PerfDir = t.TempDir()
+	files := o.PerfFiles()
+	if len(files) != 2 || !strings.HasSuffix(files[0], "-c20-loss0pct-run1.pb.gz") || !strings.HasSuffix(files[1], "-c20-loss10pct-run1.pb.gz") {
+		t.Fatalf("profiles %q", files)
+	}
+	if _, err := Bench(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	tr.checkNSGone(t, 2)
+	// Both are profiles; the lossless one has samples (at 10% loss 20
+	// connections keep the server too idle to be sure of one).
+	for i, f := range files {
+		if prof := perftest.Read(t, f); i == 0 && len(prof.Sample) == 0 {
+			t.Errorf("%s: no sample", f)
+		}
+	}
+	// Run again: the first level's profile exists, and nothing runs.
+	var tr2 nsTracker
+	o.TrackNS = tr2.track
+	if _, err := Bench(context.Background(), o); !errors.Is(err, fs.ErrExist) && (err == nil || !strings.Contains(err.Error(), "exists")) {
+		t.Errorf("a second run over the profiles: %v", err)
+	}
+	if len(tr2.paths) != 0 {
+		t.Errorf("namespaces made before the refusal: %q", tr2.paths)
+	}
 }

@@ -41,11 +41,22 @@ const flamePrune = 0.005
 // ("pipeline:16" is "pipeline16"), so that the name is safe in any file
 // system and its fields stay apart.
 func PerfName(engine, mode string, size, conns, run int) string {
+	return perfName(engine, mode, size, conns, run, "")
+}
+
+// perfName is PerfName with tag after the connections: "-loss10pct" for
+// a level of --loss ("io_uring-pingpong-64B-c1000-loss10pct-run2.pb.gz").
+func perfName(engine, mode string, size, conns, run int, tag string) string {
 	sz := units.FormatSize(int64(size))
 	if strings.Contains(sz, ".") {
 		sz = strconv.Itoa(size) + "B"
 	}
-	return fmt.Sprintf("%s-%s-%s-c%d-run%d%s", safeName(engine), safeName(mode), sz, conns, run, PerfExt)
+	return fmt.Sprintf("%s-%s-%s-c%d%s-run%d%s", safeName(engine), safeName(mode), sz, conns, tag, run, PerfExt)
+}
+
+// lossTag is the profiles' tag of a --loss level: "-loss10pct".
+func lossTag(loss float64) string {
+	return "-loss" + strconv.FormatFloat(100*loss, 'f', -1, 64) + "pct"
 }
 
 func safeName(s string) string {
@@ -65,13 +76,22 @@ func (o *Options) PerfFiles() []string {
 	if o.PerfDir == "" {
 		return nil
 	}
+	tags := []string{o.perfTag}
+	if len(o.Loss) > 0 {
+		tags = tags[:0]
+		for _, l := range o.Loss {
+			tags = append(tags, lossTag(l))
+		}
+	}
 	var out []string
-	for _, m := range o.Modes {
-		for _, c := range o.Conns {
-			for _, sz := range o.Sizes {
-				for run := 1; run <= o.Runs; run++ {
-					for _, e := range o.Engines {
-						out = append(out, filepath.Join(o.PerfDir, PerfName(e, m, sz, c, run)))
+	for _, tag := range tags {
+		for _, m := range o.Modes {
+			for _, c := range o.Conns {
+				for _, sz := range o.Sizes {
+					for run := 1; run <= o.Runs; run++ {
+						for _, e := range o.Engines {
+							out = append(out, filepath.Join(o.PerfDir, perfName(e, m, sz, c, run, tag)))
+						}
 					}
 				}
 			}
@@ -207,7 +227,7 @@ func (ps *perfState) finish(ctx context.Context, s *server, points map[key]*netr
 			ps.flames[w.k] = perf.NewFlame()
 		}
 		ps.flames[w.k].Add(ws)
-		path := filepath.Join(ps.o.PerfDir, PerfName(w.k.engine, w.k.mode, w.k.size, w.k.conns, w.run+1))
+		path := filepath.Join(ps.o.PerfDir, perfName(w.k.engine, w.k.mode, w.k.size, w.k.conns, w.run+1, ps.o.perfTag))
 		if err := outfile.Write(path, ps.o.PerfReplace, ps.o.TrackTemp, ws.WriteProfile); err != nil {
 			run.PerfError = "profile: " + err.Error()
 			ps.logf("%s server: perf: %v", s.engine, err)

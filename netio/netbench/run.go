@@ -115,6 +115,9 @@ type Options struct {
 	sources    int
 	// serverCPUs are the CPUs the servers are pinned to.
 	serverCPUs []int
+	// perfTag tells the profiles of one --loss level from another's
+	// (lossTag).
+	perfTag string
 	// ns is the namespace this matrix runs in (one level of Loss),
 	// level that level's loss, recovery the Recovery it runs with.
 	ns       *netns.NS
@@ -267,8 +270,8 @@ func (o *Options) Validate() error {
 	if o.RTOMax != 0 && len(o.Loss) == 0 {
 		return errors.New("--rto-max applies to the namespaces of --loss: give --loss too")
 	}
-	if len(o.Loss) > 0 && o.PerfDir != "" {
-		return errors.New("--perf and --loss cannot be used together: each loss level would write the same profiles")
+	if o.Recovery != 0 && o.PerfDir != "" {
+		return errors.New("--perf and --recovery cannot be used together: both use the load generator's window")
 	}
 	return nil
 }
@@ -917,7 +920,7 @@ func loadWindow(ctx context.Context, o *Options, s *server, cpus []int, conns, s
 			}
 			on, off = held.on, held.off
 		case o.recovery > 0:
-			// --perf and --loss do not go together (Validate).
+			// --perf and --recovery do not go together (Validate).
 			lw = &lossWindow{ns: o.ns, loss: o.level, before: recoveryBefore, window: o.recovery}
 			on, off = lw.start, lw.stop
 			defer lw.stop() // the loss is off, whatever happened
