@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/internal/sys"
@@ -41,13 +40,7 @@ type netServer struct {
 func listenNet(cfg Config, ap netip.AddrPort) (Server, error) {
 	var lc net.ListenConfig
 	if cfg.SharePort {
-		lc.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			if err := c.Control(func(fd uintptr) { serr = sys.SetReusePort(int(fd)) }); err != nil {
-				return err
-			}
-			return serr
-		}
+		lc.Control = sys.SockControl(sys.SetReusePort)
 	}
 	l, err := lc.Listen(context.Background(), "tcp", net.TCPAddrFromAddrPort(ap).String())
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -147,6 +148,19 @@ func EnterNetns(fd int) error { return unix.Setns(fd, unix.CLONE_NEWNET) }
 // loopback, net.ipv4.tcp_tw_reuse) do not take ports from it.
 func SetBindNoPort(fd int) error {
 	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+}
+
+// SockControl makes set a net.Dialer's or net.ListenConfig's Control:
+// set is called with the new socket's descriptor before it is bound, and
+// its error fails the dial or listen.
+func SockControl(set func(fd int) error) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = set(int(fd)) }); err != nil {
+			return err
+		}
+		return serr
+	}
 }
 
 // SetReusePort sets SO_REUSEPORT on a socket not yet bound.

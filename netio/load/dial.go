@@ -187,13 +187,7 @@ func newDialer(cfg Config, timeout time.Duration) *net.Dialer {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
 	if cfg.Source != "" {
 		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(cfg.Source)}
-		d.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			if err := c.Control(func(fd uintptr) { serr = sys.SetBindNoPort(int(fd)) }); err != nil {
-				return err
-			}
-			return serr
-		}
+		d.Control = sys.SockControl(sys.SetBindNoPort)
 	}
 	return d
 }

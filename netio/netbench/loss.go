@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/internal/netns"
-	"github.com/iopath/iopath/internal/outfile"
 	"github.com/iopath/iopath/netio/netresult"
 )
 
@@ -57,13 +56,9 @@ func benchLoss(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := netns.Check(); err != nil {
 		return nil, err
 	}
-	if o.PerfDir != "" && !o.PerfReplace {
-		// Every level's profiles, before the first level runs.
-		for _, p := range o.PerfFiles() {
-			if _, err := os.Lstat(p); err == nil {
-				return nil, &fs.PathError{Op: "net bench", Path: p, Err: outfile.ErrExists}
-			}
-		}
+	// Every level's profiles, before the first level runs.
+	if err := o.refuseProfiles(); err != nil {
+		return nil, err
 	}
 	levels := slices.Clone(o.Loss)
 	perLevel := len(o.Modes) * len(o.Conns) * len(o.Sizes) * len(o.Engines) * o.Runs

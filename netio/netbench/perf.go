@@ -100,6 +100,20 @@ func (o *Options) PerfFiles() []string {
 	return out
 }
 
+// refuseProfiles fails, unless PerfReplace, when one of the profiles
+// Bench would write (PerfFiles) exists.
+func (o *Options) refuseProfiles() error {
+	if o.PerfReplace {
+		return nil
+	}
+	for _, p := range o.PerfFiles() {
+		if _, err := os.Lstat(p); err == nil {
+			return &fs.PathError{Op: "net bench", Path: p, Err: outfile.ErrExists}
+		}
+	}
+	return nil
+}
+
 // preparePerf checks that perf can record here, makes PerfDir, refuses
 // (unless PerfReplace) when one of the profiles exists, and returns the
 // report's note.
@@ -111,12 +125,8 @@ func (o *Options) preparePerf() (string, error) {
 	if err := os.MkdirAll(o.PerfDir, 0o755); err != nil {
 		return "", err
 	}
-	if !o.PerfReplace {
-		for _, p := range o.PerfFiles() {
-			if _, err := os.Lstat(p); err == nil {
-				return "", &fs.PathError{Op: "net bench", Path: p, Err: outfile.ErrExists}
-			}
-		}
+	if err := o.refuseProfiles(); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("recorded (--perf): %s, of the server process only (every thread, io_uring's workers included), "+
 		"during the measured windows only; each run's profile is in %s (go tool pprof -http :8080 FILE); "+
