@@ -14,9 +14,10 @@
 // the conformance tests check for each of them:
 //
 //   - Bounded memory: a connection holds at most Config.BufSize bytes
-//     received but not yet echoed. When that is full the engine stops
-//     reading the connection until the peer reads (backpressure), so a
-//     slow reader cannot grow the server.
+//     received but not yet echoed (io_uring: twice that, since what it
+//     receives in one pass is sent in the next). When that is full the
+//     engine stops reading the connection until the peer reads
+//     (backpressure), so a slow reader cannot grow the server.
 //   - A connection limit: beyond Config.MaxConns the engine accepts and
 //     closes at once, and counts the refusal.
 //   - No silent starvation: an accept that fails for want of descriptors

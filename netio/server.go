@@ -51,7 +51,9 @@ type Config struct {
 	// DefaultMaxConns). One more is accepted and closed at once.
 	MaxConns int
 	// BufSize bounds the bytes each connection holds between receiving
-	// and echoing them (0: DefaultBufSize).
+	// and echoing them (0: DefaultBufSize): net and epoll hold at most
+	// BufSize, io_uring at most twice that (what a loop pass receives
+	// counts until the next pass's send completes).
 	BufSize int
 	// SharePort makes the server's listeners join the SO_REUSEPORT group
 	// on Addr's port, which other processes of the same user share (a

@@ -266,10 +266,9 @@ func (l *uloop) recvRoom(c *uconn) bool {
 	if c.recv || c.queued || c.eof || c.stall != nil || c.bufs > l.maxBufs/2 {
 		return false
 	}
-	bufSize := int32(l.s.cfg.BufSize)
-	budget := bufSize - c.held
+	budget := l.budget - c.held
 	if l.recvLimit {
-		return budget >= max(1, bufSize/4)
+		return budget >= max(1, l.budget/4)
 	}
 	return budget >= int32(l.recvLen)
 }
@@ -285,7 +284,7 @@ func (l *uloop) startRecv(i int32, c *uconn) {
 	if c.state != ucOpen || !l.recvRoom(c) {
 		return
 	}
-	budget := int32(l.s.cfg.BufSize) - c.held
+	budget := l.budget - c.held
 	n := int32(l.recvLen)
 	ud := udata(uopRecv, i, c.gen)
 	sqe := l.sqe()

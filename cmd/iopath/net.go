@@ -137,7 +137,7 @@ the start when the limit allows fewer connections than --max-conns (or than
 	f.IntVar(&o.loops, "loops", 0, fmt.Sprintf("event loops for epoll and io_uring, 0 (one per CPU, GOMAXPROCS) to %d", netio.MaxLoops))
 	f.IntVar(&o.maxConns, "max-conns", netio.DefaultMaxConns, fmt.Sprintf("most connections served at once, 1 to %d; more are closed at once", netio.MaxMaxConns))
 	o.bufSize = netio.DefaultBufSize
-	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them, 1B to "+units.FormatSize(netio.MaxBufSize))
+	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them (io_uring: twice that), 1B to "+units.FormatSize(netio.MaxBufSize))
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: a kernel thread polls each ring's submissions (burns a core while busy)")
 	f.BoolVar(&o.fixedFiles, "fixed-files", false, "io_uring: registered (direct) descriptors for connections")
 	f.BoolVar(&o.sharePort, "share-port", false, "share --addr's port with other servers started with --share-port (SO_REUSEPORT): the kernel spreads connections over them all")
