@@ -66,7 +66,7 @@ func init() { register("io_uring", listenUring) }
 // received and not yet sent, exactly: its receive budget. What a pass
 // receives is sent at the next io_uring_enter and counts until the pass
 // after, so the budget is also what a connection echoes per pass, and
-// with BufSize alone streams cost half as much again as epoll's, whose
+// with BufSize alone streams cost up to 1.6× the CPU of epoll's, whose
 // loop reads and echoes up to four BufSize per wakeup (see
 // uringRecvRounds); twice BufSize is the bound the conformance suite
 // holds every engine to. With the RECV limits the loop arms a

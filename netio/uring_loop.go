@@ -65,7 +65,7 @@ const (
 	// next io_uring_enter and counts until the pass after, so the budget
 	// is also the most a connection echoes per pass; epoll's loop reads
 	// and echoes up to readRounds × BufSize per wakeup (holding BufSize at
-	// a time). With a budget of BufSize, stream mode cost 1.5–1.6× epoll's
+	// a time). With a budget of BufSize, stream mode cost 1.2–1.6× epoll's
 	// CPU per request (1000 × 1 KiB: 0.66 µs against 0.40; AMD EPYC,
 	// docs/net.md): receiving a little per pass keeps each socket's
 	// autotuned receive buffer small, its window closes, and every
