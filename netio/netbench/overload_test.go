@@ -26,13 +26,9 @@ func TestBenchOverload(t *testing.T) {
 		t.Errorf("config %+v, notes %q", rep.Config, rep.Notes)
 	}
 	for _, p := range rep.Points {
-		if p.Err != "" || len(p.Runs) != 1 {
-			t.Errorf("%s: %q", p.Engine, p.Err)
+		r, ok := soleRun(t, p.Engine, p)
+		if !ok {
 			continue
-		}
-		r := p.Runs[0]
-		if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 || r.Requests == 0 {
-			t.Errorf("%s: %d corrupted, %d lost, %d failed, %d requests", p.Engine, r.Corrupted, r.Lost, r.ConnErrors, r.Requests)
 		}
 		// 20 connections over the limit are refused; of the 10 that
 		// reset themselves, those the server served do.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iopath/iopath/netio"
+	"github.com/iopath/iopath/netio/netresult"
 )
 
 func cmdFn(args ...string) *exec.Cmd { return exec.Command("true") }
@@ -130,4 +131,20 @@ func TestRunLoadLongerWindow(t *testing.T) {
 	if strings.Join(durations, " ") != "50ms 200ms" || r.Requests != 20 || r.QPS != 100 {
 		t.Errorf("windows %v, run %+v: want 50ms then 200ms, and the second window's 20 requests at 100/s", durations, r)
 	}
+}
+
+// soleRun checks that point p ran once without error, with every byte
+// echoed and verified, no connection failed and some requests served; it
+// returns the run, and false when there is none to look at.
+func soleRun(t *testing.T, label string, p netresult.Point) (netresult.Run, bool) {
+	t.Helper()
+	if p.Err != "" || len(p.Runs) != 1 {
+		t.Errorf("%s: %q, %d runs", label, p.Err, len(p.Runs))
+		return netresult.Run{}, false
+	}
+	r := p.Runs[0]
+	if r.Corrupted != 0 || r.Lost != 0 || r.ConnErrors != 0 || r.Requests == 0 {
+		t.Errorf("%s: %d corrupted, %d lost bytes, %d failed connections, %d requests", label, r.Corrupted, r.Lost, r.ConnErrors, r.Requests)
+	}
+	return r, true
 }
