@@ -91,7 +91,10 @@ func init() { register("io_uring", listenUring) }
 // at most), as epoll's reads take BufSize: receives of a quarter of it
 // cost twice the CPU on pipelined 16 KiB messages (each receive opens the
 // peer's TCP window a little, and its pending data comes in small
-// pieces).
+// pieces). Until a connection's receives fill a buffer, though, its RECV
+// asks for one buffer: the kernel gathers every buffer a bundle's length
+// may fill before each receive, however few bytes are waiting (see
+// uconn.noteRecv).
 //
 // The ring itself is kept shallow, 256 buffers to start, refilled at each
 // pass from a stack of the buffers given back last, so that the kernel

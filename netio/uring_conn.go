@@ -40,6 +40,9 @@ type uconn struct {
 	iov        int16 // the arena block of the SENDMSG in flight, -1 when none
 	stallSend  bool  // the send in flight is from stall
 	sendLen    int32 // bytes the send in flight was asked to send
+	large      bool  // its receives fill buffers: RECVs are armed for the full length (see noteRecv)
+	recvSmall  bool  // the RECV armed asks for one buffer
+	smallRun   uint8 // receives in a row since, each less than a buffer
 	// stall holds bytes the socket would not take, copied out of the
 	// provided buffers (see stallConn); nil almost always.
 	stall *ustall
@@ -64,9 +67,17 @@ func (l *uloop) onRecv(i int32, c *uconn, cqe *uring.CQE) {
 	}
 	if cqe.Flags&uring.CQEFBuffer != 0 {
 		c.turn = false
+		c.noteRecv(res, int32(l.p.bufSize))
 		l.takeBuffers(c, cqe.BufferID(), res)
 	}
 	if more {
+		if c.large && c.recvSmall && !c.recvCancel {
+			// It asks for one buffer and filled it: end it now, to be
+			// armed again for the full length. Left to run, it would
+			// take the whole budget in single buffers first (1.25 GiB
+			// for 10,000 streams, at 3–4 times the CPU per byte).
+			l.cancelRecv(i, c)
+		}
 		return
 	}
 	switch {
@@ -241,6 +252,39 @@ func (l *uloop) advance(i int32, c *uconn) {
 	}
 }
 
+// uringSmallRun is how many receives in a row of less than a buffer
+// make a connection that had large ones small again.
+const uringSmallRun = 255
+
+// noteRecv sizes a connection's next RECV from what it receives. A bundle
+// RECV has the kernel gather as many buffers as its length may fill
+// before each receive (io_ring_buffers_peek), 32 for a 128 KiB budget,
+// however few bytes are waiting: 2% of the server's CPU at 1000 × 64 B
+// ping-pong. So a connection's RECV asks for one buffer until a receive
+// fills one, and for the full length from then on (the next RECV armed:
+// a multishot RECV keeps its length, so onRecv cancels one that asks for
+// a buffer and filled it); after uringSmallRun receives of less than a
+// buffer in a row it asks for one again.
+func (c *uconn) noteRecv(res, bufSize int32) {
+	switch {
+	case res >= bufSize:
+		c.large, c.smallRun = true, 0
+	case res > 0 && c.large:
+		if c.smallRun++; c.smallRun == uringSmallRun {
+			c.large, c.smallRun = false, 0
+		}
+	}
+}
+
+// recvSize is the most one receive of a connection's RECV takes: one
+// buffer until its receives fill one (see noteRecv), then recvLen.
+func (l *uloop) recvSize(c *uconn) int32 {
+	if l.recvLimit && !c.large {
+		return min(int32(l.recvLen), int32(l.p.bufSize))
+	}
+	return int32(l.recvLen)
+}
+
 // overBudget reports whether a connection's multishot RECV must be
 // cancelled because the connection holds as many buffers as it may (a
 // peer that trickles bytes one at a time would otherwise take a buffer
@@ -285,7 +329,8 @@ func (l *uloop) startRecv(i int32, c *uconn) {
 		return
 	}
 	budget := l.budget - c.held
-	n := int32(l.recvLen)
+	n := l.recvSize(c)
+	c.recvSmall = n < int32(l.recvLen)
 	ud := udata(uopRecv, i, c.gen)
 	sqe := l.sqe()
 	if l.recvLimit {

@@ -73,3 +73,93 @@ func TestUringStaleCQE(t *testing.T) {
 		t.Errorf("a current CQE was not taken: head %d held %d, %d bytes counted, sending %v", c.head, c.held, l.st.bytesIn.Load(), c.sending)
 	}
 }
+
+// TestUringRecvSize: a connection's RECV asks for one buffer until a
+// receive fills one, for the full length from then on, and for one
+// buffer again after uringSmallRun small receives in a row. Kernels
+// without the RECV limits always take one buffer per RECV.
+func TestUringRecvSize(t *testing.T) {
+	const bufSize = 4096
+	l := &uloop{p: uringParams{bufEntries: 64, bufSize: bufSize}, recvLimit: true, recvLen: 32 * bufSize}
+	c := &uconn{}
+	want := func(step string, n int32) {
+		t.Helper()
+		if got := l.recvSize(c); got != n {
+			t.Fatalf("%s: RECV of %d bytes, want %d", step, got, n)
+		}
+	}
+	want("a new connection", bufSize)
+	c.noteRecv(64, bufSize)
+	c.noteRecv(bufSize-1, bufSize)
+	want("after small receives", bufSize)
+	c.noteRecv(0, bufSize) // EOF
+	c.noteRecv(-104, bufSize)
+	want("after an EOF and an error", bufSize)
+	c.noteRecv(bufSize, bufSize)
+	want("after a receive that filled a buffer", 32*bufSize)
+	for range uringSmallRun - 1 {
+		c.noteRecv(64, bufSize)
+	}
+	c.noteRecv(-105, bufSize) // errors and EOFs do not count
+	c.noteRecv(0, bufSize)
+	want("after one small receive too few", 32*bufSize)
+	c.noteRecv(3*bufSize, bufSize) // a large one starts the run again
+	for range uringSmallRun - 1 {
+		c.noteRecv(64, bufSize)
+	}
+	want("after a large receive ended the run", 32*bufSize)
+	c.noteRecv(64, bufSize)
+	want("after uringSmallRun small receives in a row", bufSize)
+
+	l.recvLimit, l.recvLen = false, bufSize
+	c.noteRecv(bufSize, bufSize)
+	want("without the RECV limits", bufSize)
+}
+
+// TestUringRecvUpgrade: a RECV armed for one buffer that fills it is
+// cancelled at once, so that the connection's next RECV asks for the full
+// length; one that receives less goes on. The loop is driven by hand.
+func TestUringRecvUpgrade(t *testing.T) {
+	if r := features.Probe(); !r.IOURing.Available {
+		t.Skipf("io_uring unavailable here: %s", r.IOURing.Reason)
+	}
+	if err := uringSupported(); err != nil {
+		t.Skip(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cfg, _, err := Config{Loops: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &uringServer{}
+	s.cfg = cfg
+	const bufSize = 256
+	l := newUloop(s, 0, -1, -1, uringParams{bufEntries: 8, bufSize: bufSize}, true)
+	if err := l.setup(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.teardown()
+	l.refill()
+	l.conns = append(l.conns, uconn{fd: 99, head: -1, tail: -1, iov: -1, state: ucOpen, recv: true, recvSmall: true, inflight: 1})
+	l.nconns = 1
+	c := &l.conns[0]
+	recv := func(bid uint16, n int32) *uring.CQE {
+		return &uring.CQE{
+			UserData: udata(uopRecv, 0, 0),
+			Res:      n,
+			Flags:    uring.CQEFBuffer | uring.CQEFMore | uint32(bid)<<uring.CQEBufferShift,
+		}
+	}
+	l.handle(recv(0, 64))
+	if c.large || c.recvCancel {
+		t.Fatalf("after 64 bytes: large %v, RECV cancelled %v; want neither", c.large, c.recvCancel)
+	}
+	l.handle(recv(1, bufSize))
+	if !c.large || !c.recvCancel {
+		t.Fatalf("after a full buffer: large %v, RECV cancelled %v; want both", c.large, c.recvCancel)
+	}
+	if got, want := l.recvSize(c), int32(l.recvLen); got != want || want <= bufSize {
+		t.Errorf("the next RECV asks for %d bytes, want the full length %d (> %d)", got, want, bufSize)
+	}
+}
