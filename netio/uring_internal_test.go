@@ -8,11 +8,11 @@ import (
 	"github.com/iopath/iopath/internal/uring"
 )
 
-// TestUringStaleCQE: a CQE whose generation is not its slot's (the slot
-// was freed, and maybe reused) is dropped, and the buffer it carries goes
-// back to the ring; the same CQE with the slot's generation is taken.
-// The loop is driven by hand here, without a listener or requests.
-func TestUringStaleCQE(t *testing.T) {
+// handLoop sets up a loop to drive by hand, on the test's locked thread,
+// without a listener: 8 provided buffers of bufSize bytes, all given to
+// the kernel, and the RECV limits on.
+func handLoop(t *testing.T, bufSize int) *uloop {
+	t.Helper()
 	if r := features.Probe(); !r.IOURing.Available {
 		t.Skipf("io_uring unavailable here: %s", r.IOURing.Reason)
 	}
@@ -20,20 +20,29 @@ func TestUringStaleCQE(t *testing.T) {
 		t.Skip(err)
 	}
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	cfg, _, err := Config{Loops: 1}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &uringServer{}
 	s.cfg = cfg
-	l := newUloop(s, 0, -1, -1, uringParams{bufEntries: 8, bufSize: 256}, true)
+	l := newUloop(s, 0, -1, -1, uringParams{bufEntries: 8, bufSize: bufSize}, true)
 	if err := l.setup(); err != nil {
+		l.teardown()
 		t.Fatal(err)
 	}
-	defer l.teardown()
+	t.Cleanup(l.teardown)
+	l.refill()
+	return l
+}
 
-	l.refill() // the kernel has the 8 buffers
+// TestUringStaleCQE: a CQE whose generation is not its slot's (the slot
+// was freed, and maybe reused) is dropped, and the buffer it carries goes
+// back to the ring; the same CQE with the slot's generation is taken.
+// The loop is driven by hand here, without a listener or requests.
+func TestUringStaleCQE(t *testing.T) {
+	l := handLoop(t, 256) // the kernel has its 8 buffers
 	// A connection in slot 0 whose slot was freed twice before (gen 2).
 	l.conns = append(l.conns, uconn{fd: 99, gen: 2, head: -1, tail: -1, iov: -1, state: ucOpen, recv: true, inflight: 1})
 	l.nconns = 1
@@ -120,27 +129,8 @@ func TestUringRecvSize(t *testing.T) {
 // cancelled at once, so that the connection's next RECV asks for the full
 // length; one that receives less goes on. The loop is driven by hand.
 func TestUringRecvUpgrade(t *testing.T) {
-	if r := features.Probe(); !r.IOURing.Available {
-		t.Skipf("io_uring unavailable here: %s", r.IOURing.Reason)
-	}
-	if err := uringSupported(); err != nil {
-		t.Skip(err)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cfg, _, err := Config{Loops: 1}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &uringServer{}
-	s.cfg = cfg
 	const bufSize = 256
-	l := newUloop(s, 0, -1, -1, uringParams{bufEntries: 8, bufSize: bufSize}, true)
-	if err := l.setup(); err != nil {
-		t.Fatal(err)
-	}
-	defer l.teardown()
-	l.refill()
+	l := handLoop(t, bufSize)
 	l.conns = append(l.conns, uconn{fd: 99, head: -1, tail: -1, iov: -1, state: ucOpen, recv: true, recvSmall: true, inflight: 1})
 	l.nconns = 1
 	c := &l.conns[0]
