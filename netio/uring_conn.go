@@ -242,7 +242,7 @@ func (l *uloop) advance(i int32, c *uconn) {
 			sqe := l.sqe()
 			sqe.PrepRecvMultishot(c.fd, l.br.Group(), 0, udata(uopRecv, i, c.gen))
 			l.fixFile(sqe)
-			c.recv = true
+			c.recv, c.recvSmall = true, false
 			c.inflight++
 		}
 	case ucClosing:
