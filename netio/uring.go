@@ -66,24 +66,24 @@ func init() { register("io_uring", listenUring) }
 // received and not yet sent, exactly: its receive budget. What a pass
 // receives is sent at the next io_uring_enter and counts until the pass
 // after, so the budget is also what a connection echoes per pass, and
-// with BufSize alone streams cost up to 1.6× the CPU of epoll's, whose
-// loop reads and echoes up to four BufSize per wakeup (see
-// uringRecvRounds); twice BufSize is the bound the conformance suite
-// holds every engine to. With the RECV limits the loop arms a
-// connection's RECV when at least a quarter of the budget is free, with
-// a limit of what is free: a bundle RECV cuts each receive to the limit
-// left, so what the connection holds never exceeds the budget. When the
-// peer does not read, the send waits in the kernel, the RECV stays
+// with BufSize alone streams cost up to 1.6× the CPU of epoll's (AMD
+// EPYC, docs/net.md), whose loop reads and echoes up to four BufSize per
+// wakeup (see uringRecvRounds); twice BufSize is the bound the
+// conformance suite holds every engine to. With the RECV limits the loop
+// arms a connection's RECV when at least a quarter of the budget is free,
+// with a limit of what is free: a bundle RECV cuts each receive to the
+// limit left, so what the connection holds never exceeds the budget. When
+// the peer does not read, the send waits in the kernel, the RECV stays
 // unarmed, the socket's receive queue fills and TCP's window closes on
-// the writer. Without the limits (Linux 6.0 to 6.15) the loop uses
-// single RECVs of one buffer, re-armed after each CQE while a buffer's
-// worth is free: a RECV more per message, but the same exact bound.
-// (Cancelling a multishot RECV at the bound does not bound it: while
-// data is waiting the kernel fills buffer after buffer within one
-// io_uring_enter, hundreds of KiB on loopback, before the loop sees a
-// CQE.) A connection also holds at most twice the buffers its budget
-// fills (at least 4), its RECV cancelled past that, so that a peer
-// trickling bytes one at a time cannot take a buffer per byte.
+// the writer. Without the limits (Linux 6.0 to 6.15) the loop uses single
+// RECVs of one buffer, re-armed after each CQE while a buffer's worth is
+// free: a RECV more per message, but the same exact bound. (Cancelling a
+// multishot RECV at the bound does not bound it: while data is waiting
+// the kernel fills buffer after buffer within one io_uring_enter,
+// hundreds of KiB on loopback, before the loop sees a CQE.) A connection
+// also holds at most twice the buffers its budget fills (at least 4), its
+// RECV cancelled past that, so that a peer trickling bytes one at a time
+// cannot take a buffer per byte.
 //
 // Buffers: each loop has 4096 buffers of 4 KiB (16 MiB of address space;
 // resident as used). A 64-byte message takes one, a 16 KiB message one

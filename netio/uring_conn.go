@@ -75,7 +75,8 @@ func (l *uloop) onRecv(i int32, c *uconn, cqe *uring.CQE) {
 			// It asks for one buffer and filled it: end it now, to be
 			// armed again for the full length. Left to run, it would
 			// take the whole budget in single buffers first (1.25 GiB
-			// for 10,000 streams, at 3–4 times the CPU per byte).
+			// for 10,000 streams, at 3–4 times epoll's CPU per byte on
+			// AMD EPYC).
 			l.cancelRecv(i, c)
 		}
 		return
@@ -260,7 +261,7 @@ const uringSmallRun = 255
 // RECV has the kernel gather as many buffers as its length may fill
 // before each receive (io_ring_buffers_peek), 32 for a 128 KiB budget,
 // however few bytes are waiting: 2% of the server's CPU at 1000 × 64 B
-// ping-pong. So a connection's RECV asks for one buffer until a receive
+// ping-pong (AMD EPYC, docs/net.md). So a connection's RECV asks for one buffer until a receive
 // fills one, and for the full length from then on (the next RECV armed:
 // a multishot RECV keeps its length, so onRecv cancels one that asks for
 // a buffer and filled it); after uringSmallRun receives of less than a

@@ -275,11 +275,12 @@ func (l *uloop) setup() error {
 	l.cqes = make([]uring.CQE, uringBatch)
 	l.conns = make([]uconn, 0, 256)
 	// A single RECV takes one buffer. A bundle RECV (with the limits) may
-	// fill several with one receive, up to all the budget: one large
-	// receive per burst, as epoll's reads of up to BufSize in a row. Receives of a
-	// quarter of BufSize cost twice the CPU on pipelined 16 KiB messages:
-	// each receive opens the TCP window a little, and the peer's pending
-	// data then comes in small pieces.
+	// fill several with one receive, up to all the budget (once the
+	// connection's receives fill buffers, see uconn.noteRecv): one large
+	// receive per burst, as epoll's reads of up to BufSize in a row.
+	// Receives of a quarter of BufSize cost twice the CPU on pipelined
+	// 16 KiB messages: each receive opens the TCP window a little, and the
+	// peer's pending data then comes in small pieces.
 	l.budget = int32(uringRecvRounds * cfg.BufSize)
 	l.recvLen = uint32(min(l.p.bufSize, cfg.BufSize))
 	if l.recvLimit {
