@@ -20,7 +20,7 @@ import (
 // the notes. The headline figures are QPS, P99 and the server's CPU per
 // request; every figure built from runs carries them, for compare's test.
 func NetDoc(r *netresult.Report) *Doc {
-	_, groups := netPoints(r)
+	engines, groups := netPoints(r)
 	d := &Doc{Kind: "net-bench", Title: "iopath net bench: echo servers"}
 	for _, f := range []Field{
 		{"command", r.Command},
@@ -60,11 +60,13 @@ func NetDoc(r *netresult.Report) *Doc {
 	if len(groups) == 0 {
 		return d
 	}
-	var refs []string // the reference engines that have a row somewhere
-	for _, e := range netRefs {
-		if slices.ContainsFunc(r.Points, func(p netresult.Point) bool { return p.Engine == e }) {
-			refs = append(refs, e)
+	refs := netRefsOf(r)
+	if len(refs) > 0 {
+		fields, notes := netVersus(engines, groups, refs[0])
+		for _, f := range fields {
+			d.Header = append(d.Header, splitField(f)...)
 		}
+		d.Notes = append(d.Notes, notes...)
 	}
 
 	d.Columns = []Column{
@@ -187,11 +189,7 @@ func NetDoc(r *netresult.Report) *Doc {
 			for _, ref := range refs {
 				c := TextCell("")
 				if i := slices.IndexFunc(g, func(q *netresult.Point) bool { return q.Engine == ref }); i >= 0 && p.Engine != ref {
-					base := g[i].ServerCPUPerReqUs
-					if g[i].Err != "" {
-						base = 0
-					}
-					c = ratioCell(p.ServerCPUPerReqUs, base)
+					c = netVsCell(p, g[i])
 				}
 				cells = append(cells, c)
 			}
@@ -289,7 +287,7 @@ func NetDoc(r *netresult.Report) *Doc {
 		{"CPU µs/req", "CPU time (user + system, every thread) of the server process per request, from the kernel's process CPU clock"},
 	}
 	if len(refs) > 0 {
-		d.Legend = append(d.Legend, Field{"vs " + refs[0], "CPU µs/req divided by " + refs[0] + "'s at the same point: below 1.00 costs less CPU"})
+		d.Legend = append(d.Legend, Field{"vs " + refs[0], "CPU µs/req divided by " + refs[0] + "'s in the same run (a point's engines run in turn, run by run), the median over the runs: below 1.00 costs less CPU"})
 	}
 	if vsNoLoss {
 		d.Legend = append(d.Legend,

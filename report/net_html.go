@@ -63,6 +63,14 @@ func NetHTML(w io.Writer, r *netresult.Report) error {
 	addKV(&p.Run, "runs", netRunsLine(r.Config))
 	addKV(&p.Run, "pinning", netPinLine(r.Config))
 	addKV(&p.Run, "address", r.Config.Addr)
+	if refs := netRefsOf(r); len(refs) > 0 {
+		fields, _ := netVersus(engines, groups, refs[0]) // its notes are d's
+		for _, f := range fields {
+			for _, line := range splitField(f) {
+				addKV(&p.Run, line.Key, line.Value)
+			}
+		}
+	}
 
 	ids := chartIDs{}
 	var cpuC, qpsC, latC, integC []chart

@@ -254,8 +254,9 @@ func TestNetDoc(t *testing.T) {
 		engine, key string
 		want        float64
 	}{
-		{"io_uring", "server_cpu_vs_epoll", 5.1 / 6.2}, {"io_uring", "server_cpu_vs_net", 5.1 / 9.8},
-		{"epoll", "server_cpu_vs_net", 6.2 / 9.8}, {"io_uring", "qps", 199_000}, {"io_uring", "p99_us", 8700},
+		// A ratio is the median of the runs' ratios, run by run.
+		{"io_uring", "server_cpu_vs_epoll", (5.3/6.4 + 4.9/6.0) / 2}, {"io_uring", "server_cpu_vs_net", (5.3/10.1 + 4.9/9.5) / 2},
+		{"epoll", "server_cpu_vs_net", (6.4/10.1 + 6.0/9.5) / 2}, {"io_uring", "qps", 199_000}, {"io_uring", "p99_us", 8700},
 	} {
 		if c, _ := docCell(t, d, p64, tc.engine, tc.key); math.Abs(c.Value-tc.want) > 1e-9 {
 			t.Errorf("%s %s = %v, want %v", tc.engine, tc.key, c.Value, tc.want)
@@ -420,12 +421,14 @@ func TestNetCSV(t *testing.T) {
 	for i, c := range recs[0] {
 		col[c] = i
 	}
+	// ratio is the CSV's figure for the median of two runs' ratios.
+	ratio := func(a1, b1, a2, b2 float64) string { return strconv.FormatFloat((a1/b1+a2/b2)/2, 'f', -1, 64) }
 	// Each record is one engine at one point, in the table's order.
 	want := []struct{ engine, size, vsEpoll, corrupted, err string }{
-		{"net", "64", "1.5806451612903227", "0", ""},
+		{"net", "64", ratio(10.1, 6.4, 9.5, 6.0), "0", ""},
 		{"epoll", "64", "", "0", ""},
-		{"io_uring", "64", "0.8225806451612903", "0", ""},
-		{"net", "16384", "1.1771428571428573", "0", ""},
+		{"io_uring", "64", ratio(5.3, 6.4, 4.9, 6.0), "0", ""},
+		{"net", "16384", ratio(21.0, 17.1, 20.2, 17.9), "0", ""},
 		{"epoll", "16384", "", "4096", ""},
 		{"io_uring", "", "", "", "error: server child exited: signal: killed (out of memory?)"},
 	}
@@ -923,5 +926,78 @@ func TestNetHTMLPerf(t *testing.T) {
 		if f.flame.Value != int64(100*points) || !strings.Contains(page, html.EscapeString(f.what)) {
 			t.Errorf("%s: %d samples over %d points", f.what, f.flame.Value, points)
 		}
+	}
+}
+
+// versusReport is epoll and io_uring at three points, runs runs each:
+// io_uring's server CPU per request is epoll's times more[i] in run i
+// at 64B, times less[i] at 16KiB, and times mixed[i] at 1KiB.
+func versusReport(more, less, mixed []float64) *netresult.Report {
+	r := &netresult.Report{Tool: netTool, Machine: netMachineFixture,
+		Config: netresult.Config{Engines: []string{"epoll", "io_uring"}, Conns: []int{1000},
+			Sizes: []int{64, 1024, 16384}, Modes: []string{"pingpong"}, DurationNs: 1e9, Runs: len(more)}}
+	for _, pt := range []struct {
+		size int
+		f    []float64
+	}{{64, more}, {1024, mixed}, {16384, less}} {
+		var ep, ur []netresult.Run
+		for i, f := range pt.f {
+			base := 5 + float64(i%3) // the machine's drift from run to run
+			ep = append(ep, netRun(100_000, base, 4, pt.size, 1e6, 2e6, 3e6, 4e6))
+			ur = append(ur, netRun(100_000, base*f, 4, pt.size, 1e6, 2e6, 3e6, 4e6))
+		}
+		r.Points = append(r.Points, netPoint("epoll", 1000, pt.size, "pingpong", ep...), netPoint("io_uring", 1000, pt.size, "pingpong", ur...))
+	}
+	return r
+}
+
+// The header says at how many points an engine used more or less CPU
+// than epoll beyond the noise, by a sign test over the paired runs, and
+// a note names the points where it used more.
+func TestNetVersus(t *testing.T) {
+	more := []float64{1.05, 1.2, 1.1, 1.08, 1.15, 1.1}
+	less := []float64{0.9, 0.95, 0.8, 0.92, 0.85, 0.9}
+	mixed := []float64{1.1, 0.9, 1.05, 0.95, 1.2, 0.98}
+	r := versusReport(more, less, mixed)
+	out := string(netRender(t, "table", r))
+	for _, want := range []string{
+		"\nvs epoll   io_uring: 1.01× epoll's CPU µs/req at the median of 3 points (0.90× to 1.10×)\n",
+		"\n           beyond the noise: more CPU at 1 point, less at 1, neither at 1\n",
+		"\n           (a sign test over each point's runs, p < 0.05)\n",
+		"  - io_uring used more server CPU per request than epoll beyond the noise at: 1000 conns × 64B ×\n    pingpong (1.10×)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if page := netRenderHTML(t, r); !strings.Contains(page, "beyond the noise: more CPU at 1 point, less at 1, neither at 1") {
+		t.Errorf("the HTML page lacks the sign test's counts")
+	}
+	// The column is the median of the paired ratios, with their range:
+	// the drift of epoll's runs cancels.
+	c, _ := docCell(t, NetDoc(r), "1000 conns × 64B × pingpong", "io_uring", "server_cpu_vs_epoll")
+	if math.Abs(c.Value-1.1) > 1e-9 || math.Abs(c.Min-1.05) > 1e-9 || math.Abs(c.Max-1.2) > 1e-9 {
+		t.Errorf("io_uring vs epoll at 64B: %v (%v–%v), want 1.10 (1.05–1.20)", c.Value, c.Min, c.Max)
+	}
+
+	// Five runs all one way are not enough for the test to tell.
+	r = versusReport(more[:5], less[:5], mixed[:5])
+	out = string(netRender(t, "table", r))
+	if want := "           (5 runs per point: a sign test needs 6 to tell a point from the noise)\n"; !strings.Contains(out, want) || strings.Contains(out, "beyond the noise:") {
+		t.Errorf("5 runs: table lacks %q or gives a verdict:\n%s", want, out)
+	}
+
+	// A point whose runs do not pair up (one lost) is divided median by
+	// median, and left out of the count.
+	r = versusReport(more, less, mixed)
+	r.Points[1].Runs = r.Points[1].Runs[:5]
+	c, _ = docCell(t, NetDoc(r), "1000 conns × 64B × pingpong", "io_uring", "server_cpu_vs_epoll")
+	if want := r.Points[1].ServerCPUPerReqUs / r.Points[0].ServerCPUPerReqUs; c.Value != want || len(c.Runs) != 0 {
+		t.Errorf("unpaired io_uring vs epoll: %+v, want %v", c, want)
+	}
+	out = string(netRender(t, "table", r))
+	if want := "io_uring: 0.96× epoll's CPU µs/req at the median of 2 points (0.90× to 1.01×)"; !strings.Contains(out, want) ||
+		!strings.Contains(out, "beyond the noise: more CPU at 0 points, less at 1, neither at 1") {
+		t.Errorf("unpaired: table lacks %q or counts the point:\n%s", want, out)
 	}
 }

@@ -1,8 +1,8 @@
 // Package stats holds the few statistics iopath's measurements share: the
 // median and min–max of a set of runs, a nearest-rank quantile, and the
 // rule that decides whether a sampled figure is over a limit given its
-// sampling error, and the verdict on a figure measured before and after
-// (Judge). Every package that summarizes runs (bench, advise,
+// sampling error, the verdict on a figure measured before and after
+// (Judge), and the sign test of two things measured in turn (SignTest). Every package that summarizes runs (bench, advise,
 // netio's benchmarks) calls these, so that a "median" means the same
 // thing in every report.
 //
@@ -190,3 +190,36 @@ func Judge(old, new []float64, higherBetter bool) Judgement {
 	}
 	return j
 }
+
+// SignTest is the exact two-sided sign test of paired differences d (one
+// figure of two things measured in turn, run by run, minus each other):
+// up and down count the differences above and below zero, and p is the
+// chance, were each pair as likely to fall either way, of a split at
+// least as lopsided as this one. Zeros and values that are not finite
+// are left out; with none left p is 1. It needs no assumption about the
+// noise's shape, and a pair that drifts with the machine cancels within
+// itself; the price is that it needs MinSignRuns pairs to give p < Alpha
+// at all.
+func SignTest(d []float64) (up, down int, p float64) {
+	for _, x := range d {
+		switch {
+		case !Finite(x) || x == 0:
+		case x > 0:
+			up++
+		default:
+			down++
+		}
+	}
+	n, k := up+down, max(up, down)
+	// P(X ≥ k) for X ~ Binomial(n, 1/2), doubled for both tails.
+	tail, c := 0.0, 1.0 // c = C(n, i), walked down from i = n
+	for i := n; i >= k; i-- {
+		tail += c
+		c = c * float64(i) / float64(n-i+1)
+	}
+	return up, down, min(1, 2*tail/math.Pow(2, float64(n)))
+}
+
+// MinSignRuns is the fewest pairs with which SignTest can give p < Alpha:
+// 6 that all fall one way give p = 1/32.
+const MinSignRuns = 6

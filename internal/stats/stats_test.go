@@ -167,3 +167,39 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func TestSignTest(t *testing.T) {
+	for _, tc := range []struct {
+		d        []float64
+		up, down int
+		p        float64
+	}{
+		{nil, 0, 0, 1},
+		{[]float64{0, math.NaN(), math.Inf(1)}, 0, 0, 1},
+		{[]float64{0.1}, 1, 0, 1},
+		{[]float64{0.1, 0.2, 0.3, 0.1, 0.2}, 5, 0, 2.0 / 32},
+		{[]float64{0.1, 0.2, 0.3, 0.1, 0.2, 0.4}, 6, 0, 2.0 / 64},
+		{[]float64{-0.1, -0.2, -0.3, -0.1, -0.2, -0.4}, 0, 6, 2.0 / 64},
+		// 5 of 6 one way: P(X ≥ 5) = 7/64.
+		{[]float64{0.1, 0.2, 0.3, 0.1, 0.2, -0.4}, 5, 1, 14.0 / 64},
+		// An even split is as likely as can be.
+		{[]float64{0.1, -0.1, 0.2, -0.2}, 2, 2, 1},
+		// 9 of 10: P(X ≥ 9) = 11/1024.
+		{[]float64{1, 1, 1, 1, 1, 1, 1, 1, 1, -1, 0}, 9, 1, 22.0 / 1024},
+	} {
+		up, down, p := SignTest(tc.d)
+		if up != tc.up || down != tc.down || math.Abs(p-tc.p) > 1e-12 {
+			t.Errorf("SignTest(%v) = %d, %d, %v; want %d, %d, %v", tc.d, up, down, p, tc.up, tc.down, tc.p)
+		}
+	}
+	all := make([]float64, MinSignRuns)
+	for i := range all {
+		all[i] = 1
+	}
+	if _, _, p := SignTest(all); p >= Alpha {
+		t.Errorf("%d pairs one way: p = %v, want < %v", MinSignRuns, p, Alpha)
+	}
+	if _, _, p := SignTest(all[1:]); p < Alpha {
+		t.Errorf("%d pairs one way: p = %v, want ≥ %v (MinSignRuns is the fewest)", MinSignRuns-1, p, Alpha)
+	}
+}
