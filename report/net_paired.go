@@ -130,9 +130,17 @@ func netVersus(engines []string, groups [][]*netresult.Point, ref string) (field
 			lo, hi := stats.MinMax(v.meds)
 			text += fmt.Sprintf(" at the median of %d points (%.2f× to %.2f×)", len(v.meds), lo, hi)
 		}
-		if judged {
+		switch {
+		case !judged:
+		case len(v.meds) > 1:
 			text += fmt.Sprintf("; beyond the noise: more CPU at %s, less at %d, neither at %d",
 				plural(len(v.more), "point"), v.less, len(v.meds)-len(v.more)-v.less)
+		case len(v.more) > 0:
+			text += ": more, beyond the noise"
+		case v.less > 0:
+			text += ": less, beyond the noise"
+		default:
+			text += ": within the noise"
 		}
 		parts = append(parts, text)
 		if len(v.more) > 0 && len(v.more) <= netMaxListed {

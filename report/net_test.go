@@ -1001,3 +1001,18 @@ func TestNetVersus(t *testing.T) {
 		t.Errorf("unpaired: table lacks %q or counts the point:\n%s", want, out)
 	}
 }
+
+// With one point, the verdict is a word beside its ratio.
+func TestNetVersusOnePoint(t *testing.T) {
+	r := versusReport([]float64{1.05, 1.2, 1.1, 1.08, 1.15, 1.1}, nil, nil)
+	r.Points = r.Points[:2]
+	out := string(netRender(t, "table", r))
+	if want := "\nvs epoll   io_uring: 1.10× epoll's CPU µs/req: more, beyond the noise\n"; !strings.Contains(out, want) {
+		t.Errorf("table lacks %q:\n%s", want, out)
+	}
+	r.Points[1].Runs[0].ServerCPUPerReqUs = 1 // one run of six the other way
+	out = string(netRender(t, "table", r))
+	if want := "\nvs epoll   io_uring: 1.10× epoll's CPU µs/req: within the noise\n"; !strings.Contains(out, want) {
+		t.Errorf("table lacks %q:\n%s", want, out)
+	}
+}
