@@ -72,12 +72,10 @@ func netVsCell(p, ref *netresult.Point) Cell {
 // more, when they are few enough to read.
 func netVersus(engines []string, groups [][]*netresult.Point, ref string) (fields []Field, notes []string) {
 	type versus struct {
-		engine     string
-		meds       []float64
-		more       []string
-		less       int
-		fewest     int // the fewest pairs at a point
-		judgedSome bool
+		engine string
+		meds   []float64 // each point's median ratio
+		more   []string  // the points where it used more, labelled
+		less   int       // how many where it used less
 	}
 	var vs []versus
 	fewest, most := 0, 0 // pairs at a point, over every engine

@@ -1,10 +1,10 @@
 // Package stats holds the few statistics iopath's measurements share: the
-// median and min–max of a set of runs, a nearest-rank quantile, and the
-// rule that decides whether a sampled figure is over a limit given its
+// median and min–max of a set of runs, a nearest-rank quantile, the rule
+// that decides whether a sampled figure is over a limit given its
 // sampling error, the verdict on a figure measured before and after
-// (Judge), and the sign test of two things measured in turn (SignTest). Every package that summarizes runs (bench, advise,
-// netio's benchmarks) calls these, so that a "median" means the same
-// thing in every report.
+// (Judge), and the sign test of two things measured in turn (SignTest).
+// Every package that summarizes runs (bench, advise, netio's benchmarks)
+// calls these, so that a "median" means the same thing in every report.
 //
 // The functions are pure and safe for concurrent use; none modifies its
 // argument.
