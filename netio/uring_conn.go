@@ -261,11 +261,11 @@ const uringSmallRun = 255
 // RECV has the kernel gather as many buffers as its length may fill
 // before each receive (io_ring_buffers_peek), 32 for a 128 KiB budget,
 // however few bytes are waiting: 2% of the server's CPU at 1000 × 64 B
-// ping-pong (AMD EPYC, docs/net.md). So a connection's RECV asks for one buffer until a receive
-// fills one, and for the full length from then on (the next RECV armed:
-// a multishot RECV keeps its length, so onRecv cancels one that asks for
-// a buffer and filled it); after uringSmallRun receives of less than a
-// buffer in a row it asks for one again.
+// ping-pong (AMD EPYC, docs/net.md). So a connection's RECV asks for one
+// buffer until a receive fills one, and for the full length from then on
+// (the next RECV armed: a multishot RECV keeps its length, so onRecv
+// cancels one that asks for a buffer and filled it); after uringSmallRun
+// receives of less than a buffer in a row it asks for one again.
 func (c *uconn) noteRecv(res, bufSize int32) {
 	switch {
 	case res >= bufSize:
