@@ -31,10 +31,11 @@ func init() { register("epoll", listenEpoll) }
 // hand-off has a price when no P is idle (GOMAXPROCS=1, or every other P
 // busy): sysmon takes the P from a wait that outlasts its 20 µs tick and
 // wakes another thread to hold it, a few context switches per idle spell,
-// which the net engine's netpoller, blocking without a P, does not pay. The
-// recv and send are raw syscalls (see sys.SockRead), so that they at least
-// never give the P up: a loopback send runs the peer's receive path and is
-// often long enough to be caught.
+// which the net engine's netpoller, blocking without a P, does not pay
+// (one spare P avoids it: Config.Loops). The recv and send are raw
+// syscalls (see sys.SockRead), so that they at least never give the P up:
+// a loopback send runs the peer's receive path and is often long enough
+// to be caught.
 //
 // Why edge-triggered: every connection is registered once, at accept, for
 // EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLPRI|EPOLLET, and epoll_ctl is never

@@ -2,8 +2,6 @@ package netbench
 
 import (
 	"context"
-	"os"
-	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -78,13 +76,10 @@ func (rw *restartWindow) stop() (int64, error) {
 // relaunch starts s's engine again on s's address (its port), as
 // startServer did.
 func relaunch(ctx context.Context, o *Options, s *server, cpus []int) (*server, error) {
-	loops := max(1, len(cpus))
-	if len(cpus) == 0 {
-		loops = runtime.NumCPU()
-	}
+	loops := serverLoops(cpus)
 	cmd := o.Command("net", "serve", "-e", s.engine, "--addr", s.addr, "--loops", strconv.Itoa(loops),
 		"--max-conns", strconv.Itoa(s.maxConns))
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
+	cmd.Env = serverEnv(s.engine, loops)
 	ns, err := launch(ctx, cmd, s.engine, s.engine+" server, restarted", cpus)
 	if err != nil {
 		return nil, err

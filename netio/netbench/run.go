@@ -321,13 +321,38 @@ func (s *server) over(conns int) bool {
 
 var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 
+// serverLoops is the event loops of a server pinned to cpus: one per CPU
+// (with none, one per CPU of the machine).
+func serverLoops(cpus []int) int {
+	if len(cpus) == 0 {
+		return runtime.NumCPU()
+	}
+	return len(cpus)
+}
+
+// serverEnv is the environment of a server child with loops event loops.
+// The loop engines (epoll, io_uring) get one P more than they have loops:
+// a loop waits for events in a system call on its locked thread, and
+// with no idle P the Go runtime's sysmon takes the waiting loop's P away
+// at its next 20 µs tick and is woken again when the loop returns, two
+// context switches for every wait. At one connection ping-pong, where a
+// server waits once per request, that was 20–30% of either engine's CPU
+// per request, and it varied with when sysmon happened to look (AMD EPYC,
+// docs/net.md). The spare P costs nothing: the child is pinned to its
+// CPUs all the same. The net engine waits in the netpoller, without a P,
+// and gets one P per loop.
+func serverEnv(engine string, loops int) []string {
+	procs := loops
+	if engine != "net" {
+		procs++
+	}
+	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+}
+
 // startServer starts engine in a child pinned to cpus and waits for its
 // "listening on ADDR" line.
 func startServer(ctx context.Context, o *Options, engine string, cpus []int, maxConns int) (*server, error) {
-	loops := max(1, len(cpus))
-	if len(cpus) == 0 {
-		loops = runtime.NumCPU()
-	}
+	loops := serverLoops(cpus)
 	// Past one process's descriptors, a group of processes shares the
 	// port (scale.go).
 	n := 1
@@ -338,7 +363,7 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 		args = append(args, "--share-port")
 	}
 	cmd := o.Command(append(args, "--max-conns", strconv.Itoa(maxConns))...)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
+	cmd.Env = serverEnv(engine, loops)
 	s, err := launch(ctx, cmd, engine, engine+" server", cpus)
 	if err != nil {
 		return nil, err

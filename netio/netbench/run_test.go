@@ -2,6 +2,7 @@ package netbench
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -147,4 +148,45 @@ func soleRun(t *testing.T, label string, p netresult.Point) (netresult.Run, bool
 		t.Errorf("%s: %d corrupted, %d lost bytes, %d failed connections, %d requests", label, r.Corrupted, r.Lost, r.ConnErrors, r.Requests)
 	}
 	return r, true
+}
+
+// TestServerGOMAXPROCS: a loop engine's server child runs with one P
+// more than its loops, so that sysmon does not take a waiting loop's P;
+// the net engine's with one P per loop.
+func TestServerGOMAXPROCS(t *testing.T) {
+	o := Options{Command: iopathCommand(t), Log: t.Logf}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cpus, _, _ := Pinning()
+	loops := serverLoops(cpus)
+	for _, e := range o.Engines {
+		want := loops + 1
+		if e == "net" {
+			want = loops
+		}
+		s, err := startServer(ctx, &o, e, cpus, 100)
+		if err != nil {
+			if e == "io_uring" && errors.Is(err, netio.ErrNotSupported) {
+				t.Logf("io_uring: %v", err)
+				continue
+			}
+			t.Fatalf("%s: %v", e, err)
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/environ")
+		s.stop(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "GOMAXPROCS="); ok {
+				got = v // the last one is the one the child sees
+			}
+		}
+		if got != strconv.Itoa(want) {
+			t.Errorf("%s server with %d loops: GOMAXPROCS=%q, want %d", e, loops, got, want)
+		}
+	}
 }

@@ -88,14 +88,11 @@ func sourceAddr(i int) string {
 // startPeers starts the n-1 other processes of s's group, sharing its
 // port; s itself was started with --share-port.
 func startPeers(ctx context.Context, o *Options, s *server, n int, cpus []int, maxConns int) error {
-	loops := max(1, len(cpus))
-	if len(cpus) == 0 {
-		loops = runtime.NumCPU()
-	}
+	loops := serverLoops(cpus)
 	for i := 1; i < n; i++ {
 		cmd := o.Command("net", "serve", "-e", s.engine, "--addr", s.addr, "--share-port",
 			"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(loops))
+		cmd.Env = serverEnv(s.engine, loops)
 		p, err := launch(ctx, cmd, s.engine, fmt.Sprintf("%s server %d of %d", s.engine, i+1, n), cpus)
 		if err != nil {
 			return err
