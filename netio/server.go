@@ -49,13 +49,14 @@ type Config struct {
 	//
 	// A loop waits for events in a system call on its locked thread.
 	// When no P is idle then (Loops equal to GOMAXPROCS, as by default,
-	// and the rest of the program idle too), the runtime's sysmon takes
-	// the waiting loop's P at its next 20 µs tick and is woken again when
-	// the loop returns: two context switches per wait, which cost 20–30%
-	// of a server's CPU per request at one connection ping-pong (AMD
-	// EPYC, docs/net.md) and nothing once the loops are busy. A server
-	// that often waits spares that with one P more than it has loops
-	// (GOMAXPROCS = Loops + 1), as `iopath net bench` runs its servers.
+	// or every other P busy), the runtime's sysmon takes the waiting
+	// loop's P at its next 20 µs tick and is woken again when the loop
+	// returns: two context switches per wait, which cost a fifth to a
+	// third of a server's CPU per request at one connection ping-pong
+	// (AMD EPYC, docs/net.md) and nothing once the loops are busy. A
+	// server that often waits spares that with one P more than it has
+	// loops (GOMAXPROCS = Loops + 1), as `iopath net bench` runs its
+	// servers.
 	Loops int
 	// MaxConns is the most connections served at once (0:
 	// DefaultMaxConns). One more is accepted and closed at once.

@@ -336,9 +336,9 @@ func serverLoops(cpus []int) int {
 // with no idle P the Go runtime's sysmon takes the waiting loop's P away
 // at its next 20 µs tick and is woken again when the loop returns, two
 // context switches for every wait. At one connection ping-pong, where a
-// server waits once per request, that was 20–30% of either engine's CPU
-// per request, and it varied with when sysmon happened to look (AMD EPYC,
-// docs/net.md). The spare P costs nothing: the child is pinned to its
+// server waits once per request, that was a fifth to a third of either
+// engine's CPU per request, and it varied with when sysmon happened to
+// look (AMD EPYC, docs/net.md). The spare P costs nothing: the child is pinned to its
 // CPUs all the same. The net engine waits in the netpoller, without a P,
 // and gets one P per loop.
 func serverEnv(engine string, loops int) []string {
