@@ -263,13 +263,44 @@ func netPinLine(c netresult.Config) string {
 	var s string
 	if len(c.ServerCPUs) == 0 && len(c.ClientCPUs) == 0 {
 		s = "not pinned"
+		if p := netProcs(c); p != "" {
+			s += ", server" + p
+		}
 	} else {
-		s = where("server", c.ServerCPUs) + ", " + where("load generator", c.ClientCPUs)
+		s = where("server", c.ServerCPUs) + netProcs(c) + ", " + where("load generator", c.ClientCPUs)
 	}
 	if n := oneLine(c.PinNote); n != "" {
 		s += ": " + n
 	}
 	return s
+}
+
+// netProcs says what GOMAXPROCS the servers ran with, " with GOMAXPROCS
+// 2 (epoll, io_uring) or 1 (net)", or "" when the report does not say.
+func netProcs(c netresult.Config) string {
+	var vals []int
+	by := map[int][]string{}
+	for _, e := range c.Engines {
+		v, ok := c.ServerProcs[e]
+		if !ok {
+			continue
+		}
+		if by[v] == nil {
+			vals = append(vals, v)
+		}
+		by[v] = append(by[v], e)
+	}
+	if len(vals) == 0 {
+		return ""
+	}
+	if len(vals) == 1 {
+		return " with GOMAXPROCS " + strconv.Itoa(vals[0])
+	}
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = strconv.Itoa(v) + " (" + strings.Join(by[v], ", ") + ")"
+	}
+	return " with GOMAXPROCS " + strings.Join(parts, " or ")
 }
 
 // netMatrixLine describes the matrix: "conns 1, 1000 × sizes 64B, 16KiB ×

@@ -25,6 +25,16 @@ func TestBenchOverload(t *testing.T) {
 	if rep.Config.MaxConns != 20 || rep.Config.ResetShare != 0.25 || !strings.Contains(strings.Join(rep.Notes, "\n"), "--max-conns 20") {
 		t.Errorf("config %+v, notes %q", rep.Config, rep.Notes)
 	}
+	// The report says what GOMAXPROCS each server that ran had.
+	loops := serverLoops(rep.Config.ServerCPUs)
+	if len(rep.Config.ServerProcs) != len(rep.Config.Engines) {
+		t.Errorf("GOMAXPROCS of %v for engines %v", rep.Config.ServerProcs, rep.Config.Engines)
+	}
+	for _, e := range rep.Config.Engines {
+		if got, want := rep.Config.ServerProcs[e], serverProcs(e, loops); got != want {
+			t.Errorf("%s: GOMAXPROCS %d in the report, want %d", e, got, want)
+		}
+	}
 	for _, p := range rep.Points {
 		r, ok := soleRun(t, p.Engine, p)
 		if !ok {

@@ -342,11 +342,16 @@ func serverLoops(cpus []int) int {
 // CPUs all the same. The net engine waits in the netpoller, without a P,
 // and gets one P per loop.
 func serverEnv(engine string, loops int) []string {
-	procs := loops
-	if engine != "net" {
-		procs++
+	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(serverProcs(engine, loops)))
+}
+
+// serverProcs is the GOMAXPROCS of engine's server with loops event
+// loops (see serverEnv).
+func serverProcs(engine string, loops int) int {
+	if engine == "net" {
+		return loops
 	}
-	return append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	return loops + 1
 }
 
 // startServer starts engine in a child pinned to cpus and waits for its
@@ -540,6 +545,10 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	}
 	srvCPUs, cliCPUs, note := Pinning()
 	o.serverCPUs = srvCPUs
+	procs := make(map[string]int, len(o.Engines))
+	for _, e := range o.Engines {
+		procs[e] = serverProcs(e, serverLoops(srvCPUs))
+	}
 	rep := &netresult.Report{
 		SchemaVersion: netresult.EchoSchemaVersion,
 		Tool:          netresult.EchoTool,
@@ -548,7 +557,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		Config: netresult.Config{
 			Engines: o.Engines, Conns: o.Conns, Sizes: o.Sizes, Modes: o.Modes,
 			DurationNs: int64(o.Duration), WarmupNs: int64(o.Warmup), Runs: o.Runs,
-			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, Addr: "127.0.0.1",
+			ServerCPUs: srvCPUs, ClientCPUs: cliCPUs, PinNote: note, ServerProcs: procs, Addr: "127.0.0.1",
 			PerfDir: o.PerfDir, MaxConns: o.MaxConns, ResetShare: o.ResetShare, HeartbeatNs: int64(o.Heartbeat),
 			Reconnect: o.Reconnect, Restart: o.Restart,
 		},
@@ -625,6 +634,9 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 		engines = append(engines, e)
 	}
 	rep.Config.Engines = engines
+	for _, sk := range rep.Skipped {
+		delete(rep.Config.ServerProcs, sk.Engine)
+	}
 	if len(engines) == 0 {
 		return rep, errors.New("no server engine could start: " + skipReasons(rep.Skipped))
 	}

@@ -65,7 +65,11 @@ type Config struct {
 	ServerCPUs []int  `json:"server_cpus,omitempty"`
 	ClientCPUs []int  `json:"client_cpus,omitempty"`
 	PinNote    string `json:"pin_note,omitempty"`
-	Addr       string `json:"addr"`
+	// ServerProcs is the GOMAXPROCS each engine's server ran with: one
+	// more than its loops for epoll and io_uring (docs/net.md, "A spare
+	// P for the loop engines"); absent from reports made before that.
+	ServerProcs map[string]int `json:"server_gomaxprocs,omitempty"`
+	Addr        string         `json:"addr"`
 	// PerfDir is where the server's perf profiles went (--perf), one per
 	// run; "" when the servers were not recorded.
 	PerfDir string `json:"perf_dir,omitempty"`
