@@ -585,6 +585,10 @@ func TestCompareNet(t *testing.T) {
 		return p
 	}
 	old, cur := netSample(), netSample()
+	cur.Config.ServerProcs = map[string]int{}
+	for _, e := range cur.Config.Engines {
+		cur.Config.ServerProcs[e] = 2
+	}
 	for i := range cur.Points {
 		p := &cur.Points[i]
 		if p.Engine != "epoll" || p.Size != 64 {
@@ -601,6 +605,10 @@ func TestCompareNet(t *testing.T) {
 	}
 	if c.Kind != "net-echo" {
 		t.Errorf("kind %q", c.Kind)
+	}
+	// The old report predates the servers' recorded GOMAXPROCS.
+	if len(c.Differences) != 1 || c.Differences[0].What != "server GOMAXPROCS" || c.Differences[0].Old != "" || c.Differences[0].New != "2" {
+		t.Errorf("differences %+v, want the servers' GOMAXPROCS only", c.Differences)
 	}
 	var keys []string
 	for _, m := range c.Metrics {
