@@ -139,8 +139,7 @@ func loadNetCompared(d *jsondoc.Doc) (compared, error) {
 	c := r.Config
 	src := CompareSource{SchemaVersion: r.SchemaVersion, Command: r.Command, Started: r.Started, Machine: r.Machine,
 		Props: []Field{{"duration", time.Duration(c.DurationNs).String()}, {"server CPUs", netCPUList(c.ServerCPUs)}, {"client CPUs", netCPUList(c.ClientCPUs)},
-			// Not recorded ("") before the loop engines had a spare P.
-			{"server GOMAXPROCS", strings.TrimPrefix(netProcs(c), " with GOMAXPROCS ")}}}
+			{"server GOMAXPROCS", netProcs(c)}}}
 	return compared{doc: NetDoc(r), src: src}, nil
 }
 

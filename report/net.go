@@ -264,10 +264,14 @@ func netPinLine(c netresult.Config) string {
 	if len(c.ServerCPUs) == 0 && len(c.ClientCPUs) == 0 {
 		s = "not pinned"
 		if p := netProcs(c); p != "" {
-			s += ", server" + p
+			s += ", server with GOMAXPROCS " + p
 		}
 	} else {
-		s = where("server", c.ServerCPUs) + netProcs(c) + ", " + where("load generator", c.ClientCPUs)
+		s = where("server", c.ServerCPUs)
+		if p := netProcs(c); p != "" {
+			s += " with GOMAXPROCS " + p
+		}
+		s += ", " + where("load generator", c.ClientCPUs)
 	}
 	if n := oneLine(c.PinNote); n != "" {
 		s += ": " + n
@@ -275,8 +279,9 @@ func netPinLine(c netresult.Config) string {
 	return s
 }
 
-// netProcs says what GOMAXPROCS the servers ran with, " with GOMAXPROCS
-// 2 (epoll, io_uring) or 1 (net)", or "" when the report does not say.
+// netProcs is the GOMAXPROCS the servers ran with, by engine in the
+// report's order: "1 (net) or 2 (epoll, io_uring)", "2" when all had the
+// same, or "" when the report does not say (made before it was recorded).
 func netProcs(c netresult.Config) string {
 	var vals []int
 	by := map[int][]string{}
@@ -294,13 +299,13 @@ func netProcs(c netresult.Config) string {
 		return ""
 	}
 	if len(vals) == 1 {
-		return " with GOMAXPROCS " + strconv.Itoa(vals[0])
+		return strconv.Itoa(vals[0])
 	}
 	parts := make([]string, len(vals))
 	for i, v := range vals {
 		parts[i] = strconv.Itoa(v) + " (" + strings.Join(by[v], ", ") + ")"
 	}
-	return " with GOMAXPROCS " + strings.Join(parts, " or ")
+	return strings.Join(parts, " or ")
 }
 
 // netMatrixLine describes the matrix: "conns 1, 1000 × sizes 64B, 16KiB ×

@@ -547,7 +547,7 @@ func Bench(ctx context.Context, o Options) (*netresult.Report, error) {
 	o.serverCPUs = srvCPUs
 	procs := make(map[string]int, len(o.Engines))
 	for _, e := range o.Engines {
-		procs[e] = serverProcs(e, serverLoops(srvCPUs))
+		procs[e] = serverProcs(e, serverLoops(srvCPUs)) // as startServer will start it
 	}
 	rep := &netresult.Report{
 		SchemaVersion: netresult.EchoSchemaVersion,
