@@ -1,0 +1,109 @@
+package netbench
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iopath/iopath/features"
+	"github.com/iopath/iopath/netio/load"
+)
+
+// TestCReference builds the C echo servers that scripts/net-cref.sh
+// measures iopath's engines against (testdata/cref) and checks that they
+// echo every byte, in ping-pong and in stream, so that the yardstick
+// itself is known to be sound. CI installs the C compiler and liburing.
+func TestCReference(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc): the C yardsticks of scripts/net-cref.sh cannot be built")
+	}
+	dir := t.TempDir()
+	for _, s := range []struct {
+		name string
+		libs []string
+	}{
+		{"epoll_echo", nil},
+		{"uring_echo", []string{"-luring"}},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			if s.name == "uring_echo" {
+				if err := features.HaveOps("ACCEPT", "RECV", "SENDMSG", "PROVIDE_BUFFERS"); err != nil {
+					t.Skipf("io_uring: %v", err)
+				}
+			}
+			bin := filepath.Join(dir, s.name)
+			args := append([]string{"-O2", "-Wall", "-o", bin, filepath.Join("testdata", "cref", s.name+".c")}, s.libs...)
+			out, err := exec.Command(cc, args...).CombinedOutput()
+			if err != nil {
+				if strings.Contains(string(out), "liburing.h") {
+					t.Skipf("liburing's header is not installed (Debian: liburing-dev): %s", firstLine(string(out)))
+				}
+				t.Fatalf("cc %s: %v\n%s", s.name, err, out)
+			}
+			if len(out) > 0 {
+				t.Logf("cc %s:\n%s", s.name, out)
+			}
+			addr, stop := startCServer(t, bin)
+			defer stop()
+			for _, m := range []struct {
+				mode  string
+				conns int
+				size  int
+			}{
+				{"pingpong", 50, 64},
+				{"pipeline:4", 10, 1024},
+				{"stream", 20, 16 << 10},
+			} {
+				mode, err := load.ParseMode(m.mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := load.Run(context.Background(), load.Config{Addr: addr, Conns: m.conns, Size: m.size, Mode: mode, Duration: 300 * time.Millisecond})
+				if err != nil {
+					t.Fatalf("%s: %v", m.mode, err)
+				}
+				if res.Requests == 0 || res.Corrupted != 0 || res.Lost != 0 || res.ConnErrors != 0 {
+					t.Errorf("%s, %d × %d B: %d requests, %d corrupted, %d lost bytes, %d failed connections",
+						m.mode, m.conns, m.size, res.Requests, res.Corrupted, res.Lost, res.ConnErrors)
+				}
+			}
+		})
+	}
+}
+
+// startCServer starts a C echo server on a port of its choosing and
+// returns its address, read from its first line, and a func that stops it.
+func startCServer(t *testing.T, bin string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		stop()
+		t.Fatalf("%s: first line %q (%v), stderr %q", filepath.Base(bin), line, err, stderr.String())
+	}
+	return addr, stop
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
