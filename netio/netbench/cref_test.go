@@ -2,7 +2,10 @@ package netbench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -50,6 +53,7 @@ func TestCReference(t *testing.T) {
 			}
 			addr, stop := startCServer(t, bin)
 			defer stop()
+			halfClose(t, addr)
 			for _, m := range []struct {
 				mode  string
 				conns int
@@ -101,6 +105,37 @@ func startCServer(t *testing.T, bin string) (string, func()) {
 		t.Fatalf("%s: first line %q (%v), stderr %q", filepath.Base(bin), line, err, stderr.String())
 	}
 	return addr, stop
+}
+
+// halfClose sends a message and its FIN at once, and checks that the
+// server echoes all of it before closing.
+func halfClose(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 200<<10)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Write(msg)
+		if err == nil {
+			err = c.(*net.TCPConn).CloseWrite()
+		}
+		done <- err
+	}()
+	got, err := io.ReadAll(c)
+	if werr := <-done; werr != nil {
+		t.Fatalf("half-close: write: %v", werr)
+	}
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Errorf("half-close: %d of %d bytes echoed (%v)", len(got), len(msg), err)
+	}
 }
 
 func firstLine(s string) string {

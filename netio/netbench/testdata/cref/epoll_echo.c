@@ -22,6 +22,7 @@
 struct conn {
 	char *pend; // bytes a partial send left
 	int off, len;
+	int rdhup; // the peer's FIN (or an error) is in: read to the end
 };
 
 static struct conn conns[MAXFD];
@@ -32,6 +33,7 @@ static int ep;
 static void closeconn(int fd) {
 	free(conns[fd].pend);
 	conns[fd].pend = NULL;
+	conns[fd].rdhup = 0;
 	close(fd);
 }
 
@@ -52,7 +54,10 @@ static int flush(int fd) {
 	return 1;
 }
 
-// echo reads until the socket is empty, sending each read back at once.
+// echo reads until the socket is empty, sending each read back at once. A
+// short read means the queue was empty, so a later arrival raises a new
+// edge; but a FIN that came with the data raises none, so after EPOLLRDHUP
+// it reads on to the end.
 static void echo(int fd) {
 	for (;;) {
 		ssize_t n = recv(fd, buf, bufsize, 0);
@@ -81,7 +86,7 @@ static void echo(int fd) {
 			c->len = n - w;
 			return; // read again when EPOLLOUT says it drained
 		}
-		if (n < bufsize)
+		if (n < bufsize && !conns[fd].rdhup)
 			return; // a short read found the queue empty
 	}
 }
@@ -133,6 +138,8 @@ int main(int argc, char **argv) {
 				}
 				continue;
 			}
+			if (evs[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+				conns[fd].rdhup = 1;
 			if (conns[fd].pend) {
 				int r = flush(fd);
 				if (r < 0) {

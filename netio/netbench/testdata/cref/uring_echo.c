@@ -96,16 +96,23 @@ static void refill(void) {
 	nfree = 0;
 }
 
-static void maybeclose(int fd) {
-	struct conn *c = &conns[fd];
-	if (!c->open || !c->eof || c->recv || c->sending)
-		return;
+// drop gives back the buffers a connection holds unsent.
+static void drop(struct conn *c) {
 	for (int b = c->head; b >= 0;) {
 		int n = segnext[b];
 		recycle(b);
 		b = n;
 	}
 	c->head = c->tail = -1;
+}
+
+// maybeclose closes a connection whose peer has closed (or failed) once
+// nothing of it is in flight and all it sent is echoed: the close sends
+// our FIN after the data.
+static void maybeclose(int fd) {
+	struct conn *c = &conns[fd];
+	if (!c->open || !c->eof || c->recv || c->sending || c->head >= 0)
+		return;
 	c->open = 0;
 	close(fd);
 }
@@ -176,7 +183,8 @@ static void onsend(int fd, struct io_uring_cqe *cqe) {
 	c->sending = 0;
 	int res = cqe->res;
 	if (res < 0) {
-		c->eof = 1;
+		c->eof = 1; // the peer is gone: what it sent cannot be echoed
+		drop(c);
 		maybeclose(fd);
 		return;
 	}
