@@ -15,7 +15,8 @@
 # GOMAXPROCS 2, as `net bench` runs them), the load generator (`iopath net
 # load`, which verifies every byte) on CPU 0. It prints each run, then per
 # point the medians of server CPU µs per request and of the paired ratios:
-#   uring÷epoll in C, uring÷epoll in iopath, and iopath÷C for each design.
+#   uring÷epoll in C, uring÷epoll in iopath, and iopath÷C for each design;
+# and, with more than one point, the median of each ratio over the points.
 # Needs: cc, liburing's header (Debian: liburing-dev), go, jq, taskset,
 # and io_uring. Ctrl-C stops it and its servers.
 set -euo pipefail
@@ -102,6 +103,7 @@ run() {
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {printf "%.3f", NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
+declare -A point_ratio=()
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1); $(uname -r); C io_uring buffers: $uring_args"
 for p in "${points[@]}"; do
 	IFS=x read -r conns size mode <<<"$p"
@@ -120,7 +122,16 @@ for p in "${points[@]}"; do
 		ratio[epoll]+="$(jq -n "${v[go-epoll]} / ${v[c-epoll]}") "
 		ratio[uring]+="$(jq -n "${v[go-uring]} / ${v[c-uring]}") "
 	done
+	for k in c go epoll uring; do
+		m=$(median <<<"${ratio[$k]}")
+		point_ratio[$k]+="$m "
+		ratio[$k]=$m
+	done
 	printf '%s: µs/req c-epoll %s, c-uring %s, go-epoll %s, go-uring %s; uring÷epoll: C %s, iopath %s; iopath÷C: epoll %s, uring %s\n' "$p" \
 		"$(median <<<"${cpu[c-epoll]}")" "$(median <<<"${cpu[c-uring]}")" "$(median <<<"${cpu[go-epoll]}")" "$(median <<<"${cpu[go-uring]}")" \
-		"$(median <<<"${ratio[c]}")" "$(median <<<"${ratio[go]}")" "$(median <<<"${ratio[epoll]}")" "$(median <<<"${ratio[uring]}")"
+		"${ratio[c]}" "${ratio[go]}" "${ratio[epoll]}" "${ratio[uring]}"
 done
+if [ ${#points[@]} -gt 1 ]; then
+	printf 'median of the %d points: uring÷epoll: C %s, iopath %s; iopath÷C: epoll %s, uring %s\n' ${#points[@]} \
+		"$(median <<<"${point_ratio[c]}")" "$(median <<<"${point_ratio[go]}")" "$(median <<<"${point_ratio[epoll]}")" "$(median <<<"${point_ratio[uring]}")"
+fi
