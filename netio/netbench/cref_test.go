@@ -1,7 +1,6 @@
 package netbench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -52,8 +51,13 @@ func TestCReference(t *testing.T) {
 			if len(out) > 0 {
 				t.Logf("cc %s:\n%s", s.name, out)
 			}
-			addr, stop := startCServer(t, bin)
-			defer stop()
+			ctx := context.Background()
+			srv, err := launch(ctx, exec.Command(bin, "0"), s.name, s.name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.stop(ctx)
+			addr := srv.addr
 			halfClose(t, addr)
 			for _, m := range []struct {
 				mode  string
@@ -68,7 +72,7 @@ func TestCReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := load.Run(context.Background(), load.Config{Addr: addr, Conns: m.conns, Size: m.size, Mode: mode, Duration: 300 * time.Millisecond})
+				res, err := load.Run(ctx, load.Config{Addr: addr, Conns: m.conns, Size: m.size, Mode: mode, Duration: 300 * time.Millisecond})
 				if err != nil {
 					t.Fatalf("%s: %v", m.mode, err)
 				}
@@ -79,33 +83,6 @@ func TestCReference(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startCServer starts a C echo server on a port of its choosing and
-// returns its address, read from its first line, and a func that stops it.
-func startCServer(t *testing.T, bin string) (string, func()) {
-	t.Helper()
-	cmd := exec.Command(bin, "0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop := func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		stop()
-		t.Fatalf("%s: first line %q (%v), stderr %q", filepath.Base(bin), line, err, stderr.String())
-	}
-	return addr, stop
 }
 
 // halfClose sends a message and its FIN at once, and checks that the
