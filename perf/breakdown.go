@@ -11,6 +11,7 @@ type Breakdown struct {
 	Copy      float64 `json:"copy"`
 	Fault     float64 `json:"fault"`
 	IOUring   float64 `json:"io_uring"`
+	Poll      float64 `json:"poll"`
 	Net       float64 `json:"net"`
 	Kernel    float64 `json:"kernel"`
 }
@@ -37,6 +38,8 @@ func (b *Breakdown) field(k Kind) *float64 {
 		return &b.Fault
 	case IOUring:
 		return &b.IOUring
+	case Poll:
+		return &b.Poll
 	case Net:
 		return &b.Net
 	case Kernel:
@@ -46,9 +49,10 @@ func (b *Breakdown) field(k Kind) *float64 {
 }
 
 // KernelShare is the share of every kind spent in the kernel: syscall
-// entry/exit, copies, faults, io_uring, the network stack and the rest.
+// entry/exit, copies, faults, io_uring, readiness polling, the network
+// stack and the rest.
 func (b *Breakdown) KernelShare() float64 {
-	return b.Syscall + b.Copy + b.Fault + b.IOUring + b.Net + b.Kernel
+	return b.Syscall + b.Copy + b.Fault + b.IOUring + b.Poll + b.Net + b.Kernel
 }
 
 // Breakdown classifies every sample (see classify) and weighs it by its

@@ -15,14 +15,15 @@ const (
 	Copy                // the kernel's copy routines (copy_to_user, rep_movs_alternative, memcpy)
 	Fault               // page-fault handling, whatever code faulted
 	IOUring             // io_uring's own machinery: submission, completion, task work, io-wq
+	Poll                // readiness polling: epoll, poll and select, and the readiness checks they make (sock_poll)
 	Net                 // the network stack: sockets, TCP/IP, loopback, softirq receive
 	Kernel              // the rest of the kernel: VFS, page cache, file systems, scheduler, locks
 	numKinds
 )
 
-var kindNames = [numKinds]string{"user", "go_runtime", "syscall", "copy", "fault", "io_uring", "net", "kernel"}
+var kindNames = [numKinds]string{"user", "go_runtime", "syscall", "copy", "fault", "io_uring", "poll", "net", "kernel"}
 
-var kindLabels = [numKinds]string{"user code", "Go runtime", "syscall entry/exit", "kernel copy", "page faults", "io_uring", "network stack", "other kernel"}
+var kindLabels = [numKinds]string{"user code", "Go runtime", "syscall entry/exit", "kernel copy", "page faults", "io_uring", "readiness polling", "network stack", "other kernel"}
 
 // Kinds lists every kind in report order.
 func Kinds() []Kind {
@@ -67,6 +68,7 @@ const (
 	roleCopy                 // a copy routine
 	roleFault                // the page-fault entry
 	roleIOUring              // io_uring's code
+	rolePoll                 // epoll, poll, select and the readiness checks they call
 	roleNet                  // the network stack's code
 	roleSyscall              // syscall entry/exit code
 	roleKernel               // a specific kernel path that is none of the above: VFS, a file system, the page cache
@@ -81,12 +83,13 @@ const (
 //  2. A stack with the page-fault entry in it is Fault (a copy that
 //     faults is the fault's: rule 1 has taken the copy itself).
 //  3. Otherwise the first frame from the leaf up that belongs to a known
-//     part decides: io_uring's code, the network stack, syscall
+//     part decides: io_uring's code, readiness polling, the network stack, syscall
 //     entry/exit, or a specific kernel path (VFS, file systems, the page
-//     cache, the syscall handlers), which is Kernel. Generic frames
-//     (locks, allocation, RCU, scheduling) are passed over, so a lock
-//     taken by TCP is the network stack's and one taken by io_uring is
-//     io_uring's.
+//     cache, the syscall handlers, the context switch), which is Kernel.
+//     Generic frames (locks, allocation, RCU, wakeups) are passed over,
+//     so a lock taken by TCP is the network stack's and one taken by
+//     io_uring is io_uring's; a thread's sleep in epoll_wait or
+//     io_uring_enter is the scheduler's.
 //  4. A user leaf: the Go runtime, a syscall stub, or user code.
 func classify(s *Samples, smp *Sample) Kind {
 	if len(smp.Stack) == 0 {
@@ -118,6 +121,8 @@ func classify(s *Samples, smp *Sample) Kind {
 		switch frameRole(f) {
 		case roleIOUring:
 			return IOUring
+		case rolePoll:
+			return Poll
 		case roleNet:
 			return Net
 		case roleSyscall:
@@ -139,6 +144,8 @@ func FrameKind(f Frame) Kind {
 		return Fault
 	case roleIOUring:
 		return IOUring
+	case rolePoll:
+		return Poll
 	case roleNet:
 		return Net
 	case roleSyscall, roleUserCall:
@@ -167,6 +174,8 @@ func frameRole(f *Frame) role {
 		return roleFault
 	case isIOUring(n):
 		return roleIOUring
+	case isPoll(n):
+		return rolePoll
 	case isNet(n):
 		return roleNet
 	case isSyscallEntry(n):
@@ -223,6 +232,23 @@ func isIOUring(n string) bool {
 	return hasPrefix(n, "io_", "__io_", "__x64_sys_io_uring", "__do_sys_io_uring", "tctx_task_work")
 }
 
+// isPoll: readiness polling. epoll_wait and epoll_ctl (ep_*), poll and
+// select, the poll methods they call to ask a file whether it is ready
+// (sock_poll, tcp_poll...), and the wakeup callbacks that mark it ready
+// (ep_poll_callback, pollwake). io_uring's own poll requests (io_poll_*)
+// are io_uring's, though the poll methods they call are here. Asked
+// before isNet: sock_poll and tcp_poll would be the network stack's.
+func isPoll(n string) bool {
+	switch n {
+	case "sock_poll", "tcp_poll", "udp_poll", "datagram_poll", "unix_poll", "unix_dgram_poll", "pipe_poll",
+		"eventfd_poll", "vfs_poll", "pollwake", "__pollwait", "poll_freewait", "poll_select_finish":
+		return true
+	}
+	return hasPrefix(n, "ep_", "do_epoll", "__x64_sys_epoll", "__do_sys_epoll", "__se_sys_epoll", "do_sys_poll",
+		"do_poll", "do_select", "core_sys_select", "__x64_sys_poll", "__x64_sys_ppoll", "__x64_sys_select",
+		"__x64_sys_pselect", "__do_sys_poll", "__do_sys_ppoll", "__se_sys_poll")
+}
+
 // isNet: the socket layer, TCP/IP, loopback and the receive softirq.
 func isNet(n string) bool {
 	return hasPrefix(n, "tcp_", "__tcp_", "tcp4_", "inet_", "__inet_", "inet6_", "ip_", "__ip_", "ip6_", "ipv4_", "ipv6_",
@@ -246,12 +272,15 @@ func isSyscallEntry(n string) bool {
 // isKernelPath: kernel code that is none of the parts above and answers
 // for what it calls (a lock taken by the page cache is the page cache's):
 // the system call handlers, VFS, file systems, the page cache, block I/O,
-// memory mapping and epoll.
+// memory mapping, and the context switch: a thread that waits and wakes
+// (in epoll_wait, io_uring_enter, a futex) pays the switch where it
+// sleeps, and the switch is the scheduler's, not the wait's, so that
+// io_uring's and epoll's own shares are their machinery alone.
 func isKernelPath(n string) bool {
-	return hasPrefix(n, "__x64_sys_", "__do_sys_", "ksys_", "vfs_", "do_iter", "filemap_", "__filemap", "generic_file",
+	return hasPrefix(n, "__schedule", "schedule", "finish_task_switch", "preempt_schedule", "__x64_sys_", "__do_sys_", "ksys_", "vfs_", "do_iter", "filemap_", "__filemap", "generic_file",
 		"ext4_", "xfs_", "btrfs_", "iomap_", "folio_", "__folio", "page_cache", "readahead", "page_cache_ra",
 		"blk_", "__blk", "submit_bio", "bio_", "do_sys_", "do_filp_open", "path_", "link_path_walk", "filename_",
-		"shmem_", "tmpfs_", "fsnotify", "__fsnotify", "ep_", "do_epoll", "__x64_sys_epoll", "do_madvise",
+		"shmem_", "tmpfs_", "fsnotify", "__fsnotify", "do_madvise",
 		"do_mmap", "__vm_munmap", "vm_mmap", "mincore", "do_fsync", "file_write_and_wait", "jbd2_", "fuse_",
 		"nfs_", "overlay_", "ovl_", "generic_perform_write", "new_sync", "rw_verify_area", "fdget", "__fdget",
 		"fput", "__fput", "do_splice", "splice_", "pipe_", "anon_pipe", "do_sendfile", "dio_", "__iomap")

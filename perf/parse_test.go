@@ -99,6 +99,18 @@ func TestClassify(t *testing.T) {
 		{Net, []string{"k:__local_bh_enable_ip", "k:ip_finish_output2", "k:__io_issue_sqe"}},
 		{IOUring, []string{"k:_raw_spin_unlock_irqrestore", "k:io_submit_sqes", "k:__x64_sys_io_uring_enter"}},
 		{IOUring, []string{"k:io_worker_handle_work", "k:io_wq_worker", "k:ret_from_fork"}},
+		// epoll_wait's readiness checks are readiness polling, though
+		// tcp_poll is TCP's code; io_uring's own poll requests stay io_uring's.
+		{Poll, []string{"k:tcp_poll", "k:sock_poll", "k:ep_item_poll", "k:ep_send_events", "k:do_epoll_wait", "k:__x64_sys_epoll_pwait"}},
+		{Poll, []string{"k:_raw_spin_unlock_irqrestore", "k:ep_poll_callback", "k:__wake_up_common", "k:sock_def_readable", "k:tcp_data_queue"}},
+		{Poll, []string{"k:_raw_spin_lock", "k:do_sys_poll", "k:__x64_sys_ppoll"}},
+		{Poll, []string{"k:tcp_poll", "k:sock_poll", "k:io_poll_check_events", "k:io_poll_task_func"}},
+		{IOUring, []string{"k:io_poll_task_func", "k:io_handle_tw_list", "k:__io_run_local_work"}},
+		{Net, []string{"k:__napi_poll", "k:net_rx_action", "k:handle_softirqs"}},
+		// A wait's context switch is the scheduler's, whoever waits.
+		{Kernel, []string{"k:finish_task_switch.isra.0", "k:__schedule", "k:schedule", "k:schedule_hrtimeout_range_clock", "k:do_epoll_wait"}},
+		{Kernel, []string{"k:_raw_spin_unlock_irq", "k:__schedule", "k:schedule", "k:io_cqring_wait", "k:__do_sys_io_uring_enter"}},
+		{Kernel, []string{"k:finish_task_switch.isra.0", "k:__schedule", "k:schedule", "k:exit_to_user_mode_loop", "k:do_syscall_64"}},
 		{Kernel, []string{"k:_raw_spin_unlock_irqrestore", "k:io_schedule", "k:folio_wait_bit", "k:filemap_read", "k:io_read"}},
 		{Kernel, []string{"k:filemap_get_read_batch", "k:filemap_read", "k:vfs_read"}},
 		{Kernel, []string{"k:some_generic_helper"}},

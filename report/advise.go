@@ -195,6 +195,7 @@ var advisePerfTerms = map[perf.Kind]string{
 	perf.Copy:    "the kernel copying data to the program's memory",
 	perf.Fault:   "page faults (a mapping's pages touched)",
 	perf.IOUring: "io_uring's submission, completion and workers",
+	perf.Poll:    "readiness polling (epoll, poll, select)",
 	perf.Net:     "the network stack",
 	perf.Kernel:  "the rest of the kernel (page cache, file system, block layer, scheduler)",
 }

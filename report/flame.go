@@ -20,7 +20,8 @@ import (
 )
 
 // perfColors are the kinds' colours in both charts: light enough for
-// dark text, io_uring in its engine's purple.
+// dark text, io_uring in its engine's purple, readiness polling in a
+// pink beside it.
 var perfColors = map[perf.Kind]string{
 	perf.User:    "#8cb5e0",
 	perf.Runtime: "#7fcdc4",
@@ -28,6 +29,7 @@ var perfColors = map[perf.Kind]string{
 	perf.Copy:    "#f08a8c",
 	perf.Fault:   "#f2d46b",
 	perf.IOUring: "#b89ad6",
+	perf.Poll:    "#eea9cf",
 	perf.Net:     "#8fd18a",
 	perf.Kernel:  "#c3c7cc",
 }

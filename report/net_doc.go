@@ -397,8 +397,9 @@ var netPerfLegend = map[perf.Kind]string{
 	perf.Copy:    "the kernel's copies to and from user memory",
 	perf.Fault:   "page faults",
 	perf.IOUring: "io_uring's own machinery: submission, completion, task work, io-wq",
+	perf.Poll:    "readiness polling: epoll_wait and the readiness checks it makes, and the wakeups a send delivers to a peer's epoll",
 	perf.Net:     "the network stack: sockets, TCP/IP, loopback, softirq receive",
-	perf.Kernel:  "the rest of the kernel: scheduler, locks, VFS, memory",
+	perf.Kernel:  "the rest of the kernel: scheduler (a wait's context switch), locks, VFS, memory",
 }
 
 // netRuns is a figure over p's runs. positive says that 0 means "not

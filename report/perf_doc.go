@@ -23,7 +23,7 @@ const perfKeyPrefix = "perf_"
 // perfTitles are the breakdown columns' short titles, by kind.
 var perfTitles = map[perf.Kind]string{
 	perf.User: "user", perf.Runtime: "runtime", perf.Syscall: "syscall", perf.Copy: "copy",
-	perf.Fault: "fault", perf.IOUring: "uring", perf.Net: "net", perf.Kernel: "kernel",
+	perf.Fault: "fault", perf.IOUring: "uring", perf.Poll: "poll", perf.Net: "net", perf.Kernel: "kernel",
 }
 
 // perfMeaning says what counts under each kind (perf/classify.go's rules).
@@ -34,8 +34,9 @@ var perfMeaning = map[perf.Kind]string{
 	perf.Copy:    "the kernel's copy routines (copy_to_user, rep_movs_alternative, memcpy) at the leaf",
 	perf.Fault:   "page-fault handling, whatever code faulted (a copy that faults is the fault's)",
 	perf.IOUring: "io_uring's own machinery: submission, completion, task work, io-wq",
+	perf.Poll:    "readiness polling: epoll, poll and select, the readiness checks they make (sock_poll) and the wakeups that mark a file ready",
 	perf.Net:     "the network stack: sockets, TCP/IP, loopback, softirq receive",
-	perf.Kernel:  "the rest of the kernel: VFS, page cache, file systems, scheduler, locks",
+	perf.Kernel:  "the rest of the kernel: VFS, page cache, file systems, scheduler (a wait's context switch), locks",
 }
 
 // perfKey is the key of kind k's breakdown column.

@@ -23,6 +23,7 @@ import (
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/netio"
 	"github.com/iopath/iopath/netio/netresult"
+	"github.com/iopath/iopath/perf"
 )
 
 // schemaDir holds one schema per kind, <kind>.schema.json, and the
@@ -388,6 +389,8 @@ func TestSchemaEnums(t *testing.T) {
 		{"net engines", common.Defs["net_engine"].Enum, netio.Engines()},
 		{"file-serve methods", enumOf("file-serve.schema.json", append(item, "method")...), netresult.FileServeMethods()},
 		{"writev ways", enumOf("writev.schema.json", append(item, "way")...), netresult.WritevWays()},
+		{"perf kinds", common.Defs["perf_kind"].Enum, perfKindNames()},
+		{"net perf kinds", enumOf("net-echo.schema.json", "$defs", "flame", "properties", "kind"), perfKindNames()},
 		{"caches", common.Defs["cache"].Enum, []string{string(bench.Warm), string(bench.Cold), string(bench.Direct)}},
 	} {
 		got, want := slices.Sorted(slices.Values(tc.got)), slices.Sorted(slices.Values(tc.want))
@@ -395,6 +398,15 @@ func TestSchemaEnums(t *testing.T) {
 			t.Errorf("%s: the schema says %q, the code %q", tc.what, got, want)
 		}
 	}
+}
+
+// perfKindNames are perf.Kinds' JSON names.
+func perfKindNames() []string {
+	var out []string
+	for _, k := range perf.Kinds() {
+		out = append(out, k.String())
+	}
+	return out
 }
 
 // unique returns names without repeats, in order.
