@@ -117,7 +117,7 @@ func perfLegend(l *[]Field, kinds []perf.Kind) {
 	}
 	*l = append(*l, Field{key, "where the CPU went (--perf): % of perf's CPU samples (kernel and Go frames) of the runs " +
 		"together; a sample counts once, under the first that applies: a kernel copy routine at the leaf, page-fault " +
-		"handling anywhere in the stack, then the first frame from the leaf up that belongs to io_uring, the network " +
+		"handling anywhere in the stack, then the first frame from the leaf up that belongs to io_uring, readiness polling, the network " +
 		"stack, syscall entry/exit or another kernel path, else the user-space leaf"})
 	for _, k := range kinds {
 		*l = append(*l, Field{perfTitles[k], perfMeaning[k]})
