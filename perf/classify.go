@@ -262,6 +262,13 @@ func isNet(n string) bool {
 		"__sys_socket", "unix_", "splice_to_socket", "security_socket", "selinux_socket", "rps_", "dst_", "neigh_", "eth_")
 }
 
+// isContextSwitch: the scheduler's switch away from a thread that sleeps
+// and back (schedule_work and the like only queue work, and are not).
+func isContextSwitch(n string) bool {
+	return n == "schedule" || hasPrefix(n, "__schedule", "schedule_hrtimeout", "schedule_timeout", "schedule_preempt_disabled",
+		"finish_task_switch", "preempt_schedule")
+}
+
 // isSyscallEntry: the kernel's system call entry and exit.
 func isSyscallEntry(n string) bool {
 	return hasPrefix(n, "entry_SYSCALL", "do_syscall_64", "syscall_exit", "syscall_return", "exit_to_user_mode",
@@ -277,7 +284,10 @@ func isSyscallEntry(n string) bool {
 // sleeps, and the switch is the scheduler's, not the wait's, so that
 // io_uring's and epoll's own shares are their machinery alone.
 func isKernelPath(n string) bool {
-	return hasPrefix(n, "__schedule", "schedule", "finish_task_switch", "preempt_schedule", "__x64_sys_", "__do_sys_", "ksys_", "vfs_", "do_iter", "filemap_", "__filemap", "generic_file",
+	if isContextSwitch(n) {
+		return true
+	}
+	return hasPrefix(n, "__x64_sys_", "__do_sys_", "ksys_", "vfs_", "do_iter", "filemap_", "__filemap", "generic_file",
 		"ext4_", "xfs_", "btrfs_", "iomap_", "folio_", "__folio", "page_cache", "readahead", "page_cache_ra",
 		"blk_", "__blk", "submit_bio", "bio_", "do_sys_", "do_filp_open", "path_", "link_path_walk", "filename_",
 		"shmem_", "tmpfs_", "fsnotify", "__fsnotify", "do_madvise",

@@ -111,6 +111,7 @@ func TestClassify(t *testing.T) {
 		{Kernel, []string{"k:finish_task_switch.isra.0", "k:__schedule", "k:schedule", "k:schedule_hrtimeout_range_clock", "k:do_epoll_wait"}},
 		{Kernel, []string{"k:_raw_spin_unlock_irq", "k:__schedule", "k:schedule", "k:io_cqring_wait", "k:__do_sys_io_uring_enter"}},
 		{Kernel, []string{"k:finish_task_switch.isra.0", "k:__schedule", "k:schedule", "k:exit_to_user_mode_loop", "k:do_syscall_64"}},
+		{Net, []string{"k:queue_work_on", "k:schedule_work", "k:tcp_v4_rcv"}},
 		{Kernel, []string{"k:_raw_spin_unlock_irqrestore", "k:io_schedule", "k:folio_wait_bit", "k:filemap_read", "k:io_read"}},
 		{Kernel, []string{"k:filemap_get_read_batch", "k:filemap_read", "k:vfs_read"}},
 		{Kernel, []string{"k:some_generic_helper"}},
