@@ -55,6 +55,16 @@ func (b *Breakdown) KernelShare() float64 {
 	return b.Syscall + b.Copy + b.Fault + b.IOUring + b.Poll + b.Net + b.Kernel
 }
 
+// Machinery is the share of an I/O path's own machinery: syscall
+// entry/exit, readiness polling, io_uring, and the program's code and Go
+// runtime. The rest (the network stack, kernel copies, page faults, the
+// rest of the kernel) is work that any path moving the same bytes the
+// same way has the kernel do, so 1 − Machinery of one engine is what
+// another would cost doing that work with no machinery at all.
+func (b *Breakdown) Machinery() float64 {
+	return b.Syscall + b.Poll + b.IOUring + b.User + b.GoRuntime
+}
+
 // Breakdown classifies every sample (see classify) and weighs it by its
 // period.
 func (s *Samples) Breakdown() Breakdown {

@@ -147,8 +147,8 @@ func TestBreakdownAndMerge(t *testing.T) {
 	for _, k := range Kinds() {
 		sum += b.Share(k)
 	}
-	if sum != 1 || b.KernelShare() != 0.5 {
-		t.Errorf("shares add up to %v, kernel %v", sum, b.KernelShare())
+	if sum != 1 || b.KernelShare() != 0.5 || b.Machinery() != 0.5 {
+		t.Errorf("shares add up to %v, kernel %v, machinery %v", sum, b.KernelShare(), b.Machinery())
 	}
 	m := Merge(b, Breakdown{Samples: 4, CPUNs: 4, Net: 1})
 	if m.Samples != 8 || m.Copy != 0.25 || m.Net != 0.5 {

@@ -63,10 +63,11 @@ func NetDoc(r *netresult.Report) *Doc {
 	refs := netRefsOf(r)
 	if len(refs) > 0 {
 		fields, notes := netVersus(engines, groups, refs[0])
-		for _, f := range fields {
+		mf, mn := netMachinery(engines, groups, refs[0])
+		for _, f := range append(fields, mf...) {
 			d.Header = append(d.Header, splitField(f)...)
 		}
-		d.Notes = append(d.Notes, notes...)
+		d.Notes = append(d.Notes, append(notes, mn...)...)
 	}
 
 	d.Columns = []Column{

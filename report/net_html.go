@@ -65,7 +65,8 @@ func NetHTML(w io.Writer, r *netresult.Report) error {
 	addKV(&p.Run, "address", r.Config.Addr)
 	if refs := netRefsOf(r); len(refs) > 0 {
 		fields, _ := netVersus(engines, groups, refs[0]) // its notes are d's
-		for _, f := range fields {
+		mf, _ := netMachinery(engines, groups, refs[0])
+		for _, f := range append(fields, mf...) {
 			for _, line := range splitField(f) {
 				addKV(&p.Run, line.Key, line.Value)
 			}

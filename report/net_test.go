@@ -811,10 +811,22 @@ func TestBrowserNetHTML(t *testing.T) {
 // a note. Without --perf there is none of it.
 func TestNetDocPerf(t *testing.T) {
 	const p64, p16k = "1000 conns × 64B × pingpong", "1000 conns × 16KiB × pingpong"
-	for _, c := range NetDoc(netSample()).Columns {
+	headerValue := func(d *Doc, key string) string {
+		for _, f := range d.Header {
+			if f.Key == key {
+				return f.Value
+			}
+		}
+		return ""
+	}
+	plain := NetDoc(netSample())
+	for _, c := range plain.Columns {
 		if strings.HasPrefix(c.Key, "perf_") {
 			t.Errorf("column %s without perf", c.Key)
 		}
+	}
+	if v := headerValue(plain, "machinery"); v != "" {
+		t.Errorf("machinery %q without perf", v)
 	}
 	r := netSample()
 	set := func(i int, b perf.Breakdown) {
@@ -857,8 +869,19 @@ func TestNetDocPerf(t *testing.T) {
 			t.Errorf("legend %q lacks %q", legend, want)
 		}
 	}
+	// The header sums up each engine's machinery (syscall, polling,
+	// io_uring, own code) and the floor under epoll: 1 − epoll's.
+	machinery := "epoll 15.0%, io_uring 20.0% of the server's CPU"
+	if f := headerValue(d, "machinery"); f != machinery {
+		t.Errorf("machinery %q, want %q", f, machinery)
+	}
+	if h := html.UnescapeString(netRenderHTML(t, r)); !strings.Contains(h, machinery) || !strings.Contains(h, "an engine with none") {
+		t.Errorf("the HTML page lacks the machinery line")
+	}
 	out := string(netRender(t, "table", r))
-	for _, want := range []string{"uring%", "net%", "75.0", "perf: net at 1000 conns × 64B × pingpong: run 1: not recorded"} {
+	for _, want := range []string{"uring%", "net%", "75.0", "perf: net at 1000 conns × 64B × pingpong: run 1: not recorded",
+		"machinery  " + machinery, "an engine with none, doing epoll's kernel work: 0.85× epoll's CPU µs/req",
+		"machinery (--perf): an engine's syscall entry/exit"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
