@@ -794,3 +794,32 @@ func TestArchiveDataAppend(t *testing.T) {
 		t.Fatalf("%v, %q", err, names)
 	}
 }
+
+// TestPackCancelledWhileCompressing: Pack stopped by its context while
+// the zstd encoder still has blocks in flight counts what was written
+// only once they are: run under -race, reading the count while the
+// encoder's goroutines write was a data race.
+func TestPackCancelledWhileCompressing(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]int{}
+	for i := range 8 {
+		files[fmt.Sprintf("f%d", i)] = 1 << 20 // incompressible: every block is written out
+	}
+	writeTree(t, dir, files)
+	for range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out bytes.Buffer
+		st, err := Pack(ctx, dir, &out, PackOptions{Zstd: true, Progress: func(n, _ int64) {
+			if n == 4 {
+				cancel()
+			}
+		}})
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled after 4 files: %v", err)
+		}
+		if st.Files != 4 || st.Written != int64(out.Len()) {
+			t.Errorf("files %d (want 4), written %d, the writer holds %d", st.Files, st.Written, out.Len())
+		}
+	}
+}

@@ -180,6 +180,12 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (PackS
 		return nil
 	})
 	if walkErr != nil {
+		if enc != nil {
+			// The encoder writes its blocks from goroutines of its
+			// own: Reset waits for those in flight, so that cw.n is
+			// read after the last write, and drops the rest.
+			enc.Reset(io.Discard)
+		}
 		st.Written = cw.n
 		return st, walkErr
 	}
