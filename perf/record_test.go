@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/iopath/iopath/internal/perfctl"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // The test binary is also the recorded child: PERF_TEST_CHILD says what
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(4)
 		}
-		preadFor(300 * time.Millisecond)
+		preadForCPU(300 * time.Millisecond)
 		if _, err := ctl.Disable(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(5)
@@ -65,6 +66,24 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(2)
+}
+
+// preadForCPU reads as preadFor until the process has used d of CPU
+// time, or for ten times d at most: on a machine busy with other tests a
+// child that reads for d of wall time may run for a third of it, and give
+// perf a third of the samples a test expects.
+func preadForCPU(d time.Duration) {
+	cpu := func() time.Duration {
+		ns, err := sys.ProcessCPU()
+		if err != nil {
+			os.Exit(7)
+		}
+		return time.Duration(ns)
+	}
+	start, t := cpu(), time.Now()
+	for cpu()-start < d && time.Since(t) < 10*d {
+		preadFor(10 * time.Millisecond)
+	}
 }
 
 // preadFor reads the test binary itself, 64 KiB at a time, for d.
@@ -147,7 +166,7 @@ func TestWrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 300 ms at 1000 Hz is about 300 samples; the setup before Enable
+	// 300 ms of CPU at 1000 Hz is about 300 samples; the setup before Enable
 	// and the exit after Disable are not recorded.
 	if n := len(s.List); n < 100 {
 		t.Fatalf("%d samples", n)
