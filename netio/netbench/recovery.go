@@ -110,6 +110,16 @@ func (lw *lossWindow) stop() (int64, error) {
 	return metrics.Nanotime(), lw.err
 }
 
+// timelineQPS is the rate over samples [from, to) of a timeline of
+// samples of b ns each.
+func timelineQPS(timeline []int64, b int64, from, to int) float64 {
+	var n int64
+	for _, k := range timeline[from:to] {
+		n += k
+	}
+	return float64(n) / (float64(int64(to-from)*b) / 1e9)
+}
+
 // recoveryOf fills r's recovery figures from res's timeline and the
 // times the loss began and ended (CLOCK_MONOTONIC ns).
 func recoveryOf(r *netresult.Run, res *netresult.Load, on, off int64) error {
@@ -118,13 +128,7 @@ func recoveryOf(r *netresult.Run, res *netresult.Load, on, off int64) error {
 		return errors.New("recovery: the load generator kept no timeline, or the loss never began and ended")
 	}
 	start := res.WindowStartNs
-	qps := func(from, to int) float64 { // samples [from, to)
-		var n int64
-		for _, k := range res.Timeline[from:to] {
-			n += k
-		}
-		return float64(n) / (float64(int64(to-from)*b) / 1e9)
-	}
+	qps := func(from, to int) float64 { return timelineQPS(res.Timeline, b, from, to) }
 	// Samples wholly before the loss, wholly within it, and the first
 	// one that starts after it.
 	nBefore := int(max(0, (on-start)/b))

@@ -76,9 +76,5 @@ func qpsAfter(timeline []int64, b, off int64) float64 {
 	if j >= len(timeline) {
 		return 0
 	}
-	var n int64
-	for _, k := range timeline[j:] {
-		n += k
-	}
-	return float64(n) / (float64(int64(len(timeline)-j)*b) / 1e9)
+	return timelineQPS(timeline, b, j, len(timeline))
 }
