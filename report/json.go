@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 
 	"github.com/iopath/iopath/bench"
 	"github.com/iopath/iopath/internal/jsondoc"
@@ -58,13 +57,13 @@ func LoadJSON(path string) (*bench.Report, error) {
 
 // readReport reads path; its error is "PATH: what is wrong", one line.
 func readReport(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := jsondoc.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			err = pe.Err
+			return nil, fmt.Errorf("%s: %w", path, pe.Err)
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // names path already
 	}
 	return data, nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +42,7 @@ func NetJSON(w io.Writer, r *netresult.Report) error {
 // schema_version newer than this package reads is an error naming the
 // path and what is wrong.
 func LoadNetJSON(path string) (*netresult.Report, error) {
-	data, err := os.ReadFile(path)
+	data, err := jsondoc.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

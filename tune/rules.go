@@ -157,6 +157,9 @@ func base(path string, k Key, fsName string, replace bool) (*Profile, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		p = &profile.Profile{Version: profile.Version, Key: k}
+	case errors.Is(err, sys.ErrNotRegular):
+		// A device, FIFO or directory: never replaced, --force or not.
+		return nil, err
 	case err != nil && !replace:
 		return nil, fmt.Errorf("%w (use --force to replace it)", err)
 	case err != nil:

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/iopath/iopath/internal/profile"
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/testenv"
 )
 
@@ -253,5 +255,24 @@ func TestRunBadInput(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), dir, Options{Budget: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Errorf("a budget of 1ms: %v", err)
+	}
+}
+
+// TestCheckSaveNotRegular: a profile path naming a FIFO or a directory is
+// refused before any measuring, --force or not, and without advising
+// --force.
+func TestCheckSaveNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, dir} {
+		for _, replace := range []bool{false, true} {
+			err := CheckSave(path, dir, replace)
+			if !errors.Is(err, sys.ErrNotRegular) || strings.Contains(err.Error(), "--force") {
+				t.Errorf("CheckSave(%s, replace %v) = %v", path, replace, err)
+			}
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/iopath/iopath/internal/units"
 )
@@ -15,6 +17,31 @@ import (
 // kind from another ("kind", or "tool" in older files) is the caller's to
 // check, with Str and Errorf. Every error is one line that starts with
 // the file's path and says what it should have been.
+
+// maxBytes bounds what ReadFile reads. The largest documents iopath
+// writes (net bench with --perf over a wide matrix) are tens of MiB.
+var maxBytes int64 = 256 << 20
+
+// ReadFile reads the document at path, at most MaxBytes of it, so that a
+// path naming an endless stream (/dev/zero) is an error, not a process
+// that fills memory (at most 256 MiB are read). A pipe (compare old.json <(...)) is read like a
+// file. A file that cannot be read is an *fs.PathError; one that is too
+// large, an error naming path.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("%s: larger than %s: not a document of iopath", path, units.FormatSize(maxBytes))
+	}
+	return data, nil
+}
 
 // Doc is a JSON document read back, not yet decoded.
 type Doc struct {

@@ -1,6 +1,10 @@
 package jsondoc
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,5 +71,35 @@ func TestRead(t *testing.T) {
 		if err == nil || err.Error() != tc.want && !(strings.HasSuffix(tc.want, ": ") && strings.HasPrefix(err.Error(), tc.want)) {
 			t.Errorf("%q: %v\nwant %s", tc.data, err, tc.want)
 		}
+	}
+}
+
+// TestReadFile: a document is read whole; an endless or oversized file
+// is an error naming it, read no further than the bound; a missing one
+// an *fs.PathError.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.json")
+	if err := os.WriteFile(small, []byte(`{"a": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(small); err != nil || string(b) != `{"a": 1}` {
+		t.Fatalf("ReadFile(small) = %q, %v", b, err)
+	}
+	defer func(m int64) { maxBytes = m }(maxBytes)
+	maxBytes = 1 << 10
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, maxBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(big); err == nil || !strings.HasPrefix(err.Error(), big+": larger than 1KiB") {
+		t.Errorf("ReadFile(big) = %v", err)
+	}
+	if _, err := ReadFile("/dev/zero"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("ReadFile(/dev/zero) = %v", err)
+	}
+	var pe *fs.PathError
+	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile(missing) = %v", err)
 	}
 }

@@ -5,7 +5,8 @@
 // where the target was, and never destroys the file that was there. Unless
 // replacing is asked for, an existing target is not replaced, not even one
 // that appeared while the file was being written: the rename is
-// renameat2(RENAME_NOREPLACE).
+// renameat2(RENAME_NOREPLACE). A target that is not a regular file (a
+// device, FIFO, socket or directory) is never replaced.
 //
 // The temporary file is named ".NAME.RANDOM.tmp" beside the target, so
 // that it is on the same filesystem (a rename cannot cross one) and is
@@ -64,6 +65,9 @@ func Create(target string, track Track) (*Temp, error) {
 	}
 	t := &Temp{target: dest}
 	if st, err := os.Stat(dest); err == nil {
+		if err := replaceable(dest, st); err != nil {
+			return nil, err
+		}
 		t.mode, t.keep = st.Mode().Perm(), true
 	}
 	dir, base := filepath.Split(dest)
@@ -88,6 +92,17 @@ func Create(target string, track Track) (*Temp, error) {
 		t.forget = track(t.Name())
 	}
 	return t, nil
+}
+
+// replaceable refuses a target that exists and is neither a regular file
+// nor a symbolic link: a rename would put the file in place of a device,
+// a FIFO or a socket (as root, of /dev/null), which replacing never means.
+// A directory is refused too, with a clearer error than rename's.
+func replaceable(target string, st fs.FileInfo) error {
+	if st.Mode().IsRegular() || st.Mode()&fs.ModeSymlink != 0 {
+		return nil
+	}
+	return &fs.PathError{Op: "write", Path: target, Err: fmt.Errorf("%w (%s): not replaced, even with --force", sys.ErrNotRegular, st.Mode().Type())}
 }
 
 // maxBase is the most of the target's name a temporary file's name
@@ -176,6 +191,11 @@ func Write(target string, replace bool, track Track, write func(io.Writer) error
 // RENAME_NOREPLACE gets link(2) and unlink(2), which never replace either.
 func Rename(tmp, target string, replace bool) error {
 	if replace {
+		if st, err := os.Lstat(target); err == nil {
+			if err := replaceable(target, st); err != nil {
+				return err
+			}
+		}
 		return os.Rename(tmp, target)
 	}
 	err := sys.RenameNoReplace(tmp, target)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iopath/iopath/internal/sys"
 	"github.com/iopath/iopath/internal/testenv"
 )
 
@@ -172,4 +173,37 @@ func TestLongName(t *testing.T) {
 		t.Fatal(err)
 	}
 	onlyFiles(t, dir, filepath.Base(path))
+}
+
+// TestNotRegularTarget: a FIFO or a directory where the file is to go is
+// never replaced, with replace or without, and nothing is left beside it.
+func TestNotRegularTarget(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{fifo, sub} {
+		for _, replace := range []bool{false, true} {
+			err := Write(target, replace, nil, writeString("x"))
+			if !errors.Is(err, sys.ErrNotRegular) || !strings.Contains(err.Error(), "even with --force") {
+				t.Errorf("Write(%s, replace %v) = %v", target, replace, err)
+			}
+		}
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rename(tmp, fifo, true); !errors.Is(err, sys.ErrNotRegular) {
+		t.Errorf("Rename over a FIFO = %v", err)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO is gone: %v %v", st, err)
+	}
+	onlyFiles(t, dir, "fifo", "sub", "tmp")
 }

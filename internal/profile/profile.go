@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,9 +32,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/iopath/iopath/internal/machine"
+	"github.com/iopath/iopath/internal/sys"
 )
 
 // Version is the format's version; a profile of another is ignored.
@@ -269,11 +273,31 @@ func DefaultPath(k Key) (string, error) {
 	return filepath.Join(d, "machine-"+hex.EncodeToString(sum[:6])+".json"), nil
 }
 
-// Read reads the profile at path, without checking it against a Key.
+// maxBytes bounds what Read reads: a profile is a few KiB, and a path
+// that names an endless stream (/dev/zero) must not fill memory.
+const maxBytes = 1 << 20
+
+// Read reads the profile at path, without checking it against a Key. A
+// path that is not a regular file is an *fs.PathError wrapping
+// sys.ErrNotRegular: a FIFO is opened without waiting for a writer and
+// refused, so that no command hangs on IOPATH_PROFILE.
 func Read(path string) (*Profile, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: sys.ErrNotRegular}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBytes {
+		return nil, fmt.Errorf("%s: not a machine profile: larger than %d KiB", path, maxBytes>>10)
 	}
 	var p Profile
 	if err := json.Unmarshal(b, &p); err != nil {

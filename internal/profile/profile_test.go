@@ -2,12 +2,16 @@ package profile
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/iopath/iopath/internal/sys"
 )
 
 func sample(k Key) *Profile {
@@ -186,5 +190,28 @@ func TestSetActive(t *testing.T) {
 	restore()
 	if Current() != before {
 		t.Error("restore did not bring the state back")
+	}
+}
+
+// TestReadNotRegular: IOPATH_PROFILE naming a FIFO, a directory or a
+// device is refused at once (a FIFO would block a plain open until a
+// writer came), and an oversized file is not read whole.
+func TestReadNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, dir, "/dev/zero"} {
+		if _, err := Read(path); !errors.Is(err, sys.ErrNotRegular) || !strings.Contains(err.Error(), path) {
+			t.Errorf("Read(%s) = %v, want not a regular file", path, err)
+		}
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, maxBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Read(big) = %v", err)
 	}
 }
