@@ -111,42 +111,42 @@ func (s *Source) Verify(path string, base, size int64) (direct bool, err error) 
 		sys.Fadvise(fd, 0, 0, sys.FADV_DONTNEED)
 	}
 	defer sys.Close(fd)
-	// Read in chunks of whole blocks, from an aligned buffer.
-	per := max(1, (4<<20)/bs)
-	chunk := per * bs
-	ps := sys.PageSize()
-	mem, err := sys.MmapAnon((chunk + ps - 1) / ps * ps)
+	// Read in chunks of whole pages at page offsets, as O_DIRECT wants
+	// whatever the block size (5000 bytes, say) and base, into an aligned
+	// buffer that holds a block wherever in a page it starts; a block the
+	// buffer does not hold whole is read again in the next chunk.
+	ps := int64(sys.PageSize())
+	chunk := max(4<<20, (int64(bs)+ps-1)/ps*ps+ps)
+	mem, err := sys.MmapAnon(int(chunk))
 	if err != nil {
 		return direct, err
 	}
 	defer sys.Munmap(mem)
 	want := make([]byte, bs)
-	for pos := int64(0); pos < size; pos += int64(chunk) {
-		n := int(min(int64(chunk), size-pos))
-		// O_DIRECT reads whole pages: ask for the rounded length, and
-		// accept a short read at the end of the file.
-		ask := n
-		if direct {
-			ask = (n + ps - 1) / ps * ps
+	end := base + size
+	var start, have int64 // mem holds the file's [start, start+have)
+	for off := base; off < end; off += int64(bs) {
+		n := min(int64(bs), end-off)
+		if off < start || off+n > start+have {
+			start, have = off/ps*ps, 0
+			need := min(chunk, end-start)
+			for have < need {
+				// Past the file's end a read is short: accepted when
+				// what was written was read.
+				m, err := sys.Pread(fd, mem[have:chunk], start+have)
+				if err != nil {
+					return direct, &fs.PathError{Op: "verify: read", Path: path, Err: fmt.Errorf("at offset %d: %w", start+have, err)}
+				}
+				if m == 0 {
+					return direct, &fs.PathError{Op: "verify", Path: path, Err: fmt.Errorf("%w: the file ends at %d, before the %d bytes written", ErrMismatch, start+have, end)}
+				}
+				have += int64(m)
+			}
 		}
-		got := 0
-		for got < n {
-			m, err := sys.Pread(fd, mem[got:ask], base+pos+int64(got))
-			if err != nil {
-				return direct, &fs.PathError{Op: "verify: read", Path: path, Err: fmt.Errorf("at offset %d: %w", base+pos+int64(got), err)}
-			}
-			if m == 0 {
-				return direct, &fs.PathError{Op: "verify", Path: path, Err: fmt.Errorf("%w: the file ends at %d, before the %d bytes written", ErrMismatch, base+pos+int64(got), base+size)}
-			}
-			got += m
-		}
-		for b := 0; b < n; b += bs {
-			off := base + pos + int64(b)
-			blk := mem[b:min(b+bs, n)]
-			s.expect(off, want[:len(blk)])
-			if string(blk) != string(want[:len(blk)]) {
-				return direct, &fs.PathError{Op: "verify", Path: path, Err: mismatch(off, blk, want[:len(blk)])}
-			}
+		blk := mem[off-start : off-start+n]
+		s.expect(off, want[:n])
+		if string(blk) != string(want[:n]) {
+			return direct, &fs.PathError{Op: "verify", Path: path, Err: mismatch(off, blk, want[:n])}
 		}
 	}
 	return direct, nil

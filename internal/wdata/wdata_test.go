@@ -12,6 +12,12 @@ import (
 // buffer, each filled for its offset.
 func write(t *testing.T, s *Source, path string, size int64, bs int) {
 	t.Helper()
+	writeFrom(t, s, path, 0, size, bs)
+}
+
+// writeFrom writes [base, base+size) as write does [0, size).
+func writeFrom(t *testing.T, s *Source, path string, base, size int64, bs int) {
+	t.Helper()
 	buf := make([]byte, bs)
 	s.Prime(buf)
 	f, err := os.Create(path)
@@ -19,8 +25,8 @@ func write(t *testing.T, s *Source, path string, size int64, bs int) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for off := int64(0); off < size; off += int64(bs) {
-		b := buf[:min(int64(bs), size-off)]
+	for off := base; off < base+size; off += int64(bs) {
+		b := buf[:min(int64(bs), base+size-off)]
 		s.Fill(0, off, b)
 		if _, err := f.WriteAt(b, off); err != nil {
 			t.Fatal(err)
@@ -70,5 +76,36 @@ func TestVerify(t *testing.T) {
 	os.Truncate(path, size-10)
 	if _, err := s.Verify(path, 0, size); !errors.Is(err, ErrMismatch) {
 		t.Errorf("short file: %v", err)
+	}
+}
+
+// TestVerifyOddBlocks: blocks that are not a multiple of the page size,
+// from a base that is not page-aligned, over several of Verify's chunks:
+// its O_DIRECT reads stay page-aligned (an unaligned one is EINVAL), and
+// a corrupted byte in a block that straddles two chunks is still found.
+func TestVerifyOddBlocks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "v.dat")
+	const size = 9<<20 + 123
+	for _, bs := range []int{5000, 513, 4097} {
+		for _, base := range []int64{0, 1000} {
+			s := New(5, bs)
+			s.SetPass(2)
+			writeFrom(t, s, path, base, size, bs)
+			direct, err := s.Verify(path, base, size)
+			if err != nil {
+				t.Fatalf("bs %d, base %d: %v", bs, base, err)
+			}
+			if !direct {
+				t.Logf("bs %d: %s refuses O_DIRECT; verified through the page cache", bs, dir)
+			}
+			// The block holding the byte at 4 MiB starts before it.
+			f, _ := os.OpenFile(path, os.O_WRONLY, 0)
+			f.WriteAt([]byte{0xff, 0xfe}, 4<<20-1)
+			f.Close()
+			if _, err := s.Verify(path, base, size); !errors.Is(err, ErrMismatch) {
+				t.Errorf("bs %d, base %d, corrupted at 4 MiB: %v", bs, base, err)
+			}
+		}
 	}
 }
