@@ -264,7 +264,7 @@ func Run(ctx context.Context, paths []string, o Options) (*Result, error) {
 	res.Notes = append(res.Notes, r.notes...)
 	for _, m := range r.ms {
 		if e := r.firstErr[m.Label]; e != nil && m.Errors > 0 {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s files could not be read, for example: %v", m.Label, m.Cache, count(m.Errors), e))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s reads of a file failed over its rounds, for example: %v", m.Label, m.Cache, count(m.Errors), e))
 		}
 	}
 	for _, ph := range res.Phases {

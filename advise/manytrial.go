@@ -76,8 +76,12 @@ func (t *manyTrial) warm(ctx context.Context, until time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var n atomic.Int64
+	var n, failed atomic.Int64
+	var firstErr error
 	_, err = batch.Read(ctx, e, batch.Job{Paths: t.paths, Workers: 1}, func(f *batch.File) error {
+		if f.Err != nil && failed.Add(1) == 1 {
+			firstErr = f.Err // one worker: calls do not overlap
+		}
 		if n.Add(1)%64 == 0 && time.Now().After(until) {
 			return errStop
 		}
@@ -85,6 +89,10 @@ func (t *manyTrial) warm(ctx context.Context, until time.Time) (string, error) {
 	})
 	if err != nil && !errors.Is(err, errStop) {
 		return "", err
+	}
+	if got := n.Load(); got > 0 && failed.Load() == got {
+		// A recommendation measured on failed opens would be worthless.
+		return "", fmt.Errorf("none of the %d files could be read, for example: %w", got, firstErr)
 	}
 	if got := int(n.Load()); got < len(t.paths) {
 		note := fmt.Sprintf("the sample was cut from %d to the %d files read once in the time the budget gave warming", len(t.paths), got)

@@ -371,3 +371,31 @@ func TestMincoreSees(t *testing.T) {
 		}
 	}
 }
+
+// TestManyWarmNoneReadable: a sample none of whose files can be read
+// (removed after the listing here; unreadable to the user elsewhere) is
+// an error naming one of them, not a recommendation measured on failed
+// opens; a sample with one file readable goes on.
+func TestManyWarmNoneReadable(t *testing.T) {
+	dir := smallTree(t)
+	inv, err := Inspect(context.Background(), []string{dir}, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range inv.sample[1:] {
+		if err := os.Remove(s.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mt := newManyTrial(inv, 2, features.Probe())
+	if _, err := mt.warm(context.Background(), time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("one file readable: %v", err)
+	}
+	if err := os.Remove(inv.sample[0].path); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mt.warm(context.Background(), time.Now().Add(time.Minute))
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "none of the 300 files could be read") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("no file readable: %v", err)
+	}
+}
