@@ -111,11 +111,32 @@ func loadBenchCompared(d *jsondoc.Doc) (compared, error) {
 			src.Props = append(src.Props, Field{"file", units.QuotePath(r.File.Path)})
 		}
 		src.Props = append(src.Props, Field{"file size", units.FormatSize(r.File.SizeBytes)})
+		// A report of reads and one of writes share no row: say why.
+		src.Props = append(src.Props, Field{"access", access(r.Results)})
 	}
 	if r.Fio != nil {
 		src.Props = append(src.Props, Field{"fio version", r.Fio.Version})
 	}
 	return compared{doc: BenchDoc(r), src: src}, nil
+}
+
+// access says whether a file report's rows read or write the file.
+func access(rs []bench.Result) string {
+	var reads, writes bool
+	for _, r := range rs {
+		if r.Sync != "" || r.Pattern == "write" || r.Pattern == "randwrite" || r.Pattern == "append" {
+			writes = true
+		} else {
+			reads = true
+		}
+	}
+	switch {
+	case reads && writes:
+		return "reads and writes"
+	case writes:
+		return "writes"
+	}
+	return "reads"
 }
 
 // decodeSide decodes d as a report of kind, `net bench --serve-file` or

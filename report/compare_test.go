@@ -889,3 +889,24 @@ func TestCompareSideVersions(t *testing.T) {
 		t.Errorf("differences %q, want %q", diffs, want)
 	}
 }
+
+// TestCompareReadsWithWrites: a report of reads against one of writes of
+// the same file shares no row, and the header says why.
+func TestCompareReadsWithWrites(t *testing.T) {
+	old, new := sample(), sample()
+	old.Results = []bench.Result{cmpResult("iopath", "pread", "warm", 7.9)}
+	w := cmpResult("iopath", "pwrite", "warm", 2.1)
+	w.Pattern, w.Sync, w.Consume = "write", "none", ""
+	new.Results = []bench.Result{w}
+	c := compareBench(t, old, new)
+	var got []string
+	for _, d := range c.Differences {
+		got = append(got, d.What+":"+d.Old+"→"+d.New)
+	}
+	if !slices.Contains(got, "access:reads→writes") {
+		t.Errorf("differences %q, want access:reads→writes", got)
+	}
+	if c2 := compareBench(t, new, new); len(c2.Differences) != 0 {
+		t.Errorf("a report against itself: %+v", c2.Differences)
+	}
+}
