@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,37 @@ func TestMeasureTree(t *testing.T) {
 	for _, e := range batch.Names() {
 		if !seen[e] {
 			t.Errorf("no row for engine %s", e)
+		}
+	}
+}
+
+// TestMeasureTreeStaleArchive: a pack made before a file of the tree
+// changed fails the archive rows alone, and the error names the pack and
+// how to make it again, not an engine that delivered wrong bytes.
+func TestMeasureTreeStaleArchive(t *testing.T) {
+	dir := testTree(t, 20)
+	pack := filepath.Join(t.TempDir(), "tree.tar")
+	f, err := os.Create(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := batch.Pack(context.Background(), dir, f, batch.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "changed"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := MeasureTree(context.Background(), TreeConfig{
+		Dir: dir, Archive: pack, Runs: 1, Engines: []string{"readfile", "archive"}, Caches: []Cache{Warm},
+	})
+	if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), pack+" does not hold the files of "+dir) ||
+		!strings.Contains(err.Error(), "iopath pack "+dir+" -o "+pack+" --force") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, r := range rep.Results {
+		if failed := r.ChecksumOK != nil && !*r.ChecksumOK; failed != (r.Engine == "archive") {
+			t.Errorf("%s: checksum ok %v, error %q", r.Engine, r.ChecksumOK, r.Error)
 		}
 	}
 }

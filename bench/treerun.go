@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/iopath/iopath/batch"
 	"github.com/iopath/iopath/engine"
 	"github.com/iopath/iopath/features"
 	"github.com/iopath/iopath/internal/stats"
+	"github.com/iopath/iopath/internal/units"
 	"github.com/iopath/iopath/metrics"
 	"github.com/iopath/iopath/perf"
 )
@@ -211,7 +213,9 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 				if run.Error == "" {
 					ok := run.Checksum == ref
 					run.ChecksumOK = &ok
-					if !ok {
+					if !ok && r.res.Engine == "archive" {
+						run.Error = staleArchive(cfg.Archive, cfg.Dir).Error()
+					} else if !ok {
 						run.Error = fmt.Sprintf("checksum mismatch: got %s, want %s (the tree's bytes as os.ReadFile reads them)", run.Checksum, ref)
 					}
 				}
@@ -241,8 +245,30 @@ func MeasureTree(ctx context.Context, cfg TreeConfig) (*Report, error) {
 			rep.Results = append(rep.Results, *r.res)
 		}
 	}
-	return finish(rep, cfg.Progress, total, ctxErr, nil, firstFail)
+	rep, err = finish(rep, cfg.Progress, total, ctxErr, nil, firstFail)
+	if errors.Is(err, ErrChecksum) && !slices.ContainsFunc(rep.Results, func(r Result) bool {
+		return r.Engine != "archive" && r.ChecksumOK != nil && !*r.ChecksumOK
+	}) {
+		// Only the archive disagreed with the tree: it is the pack that
+		// is out of date, not an engine that is wrong.
+		err = staleArchive(cfg.Archive, cfg.Dir)
+	}
+	return rep, err
 }
+
+// staleArchiveError is a checksum mismatch of the archive engine alone:
+// the archive does not hold the tree's files as they are now.
+// errors.Is(err, ErrChecksum) holds for it.
+type staleArchiveError struct{ archive, dir string }
+
+func staleArchive(archive, dir string) error { return &staleArchiveError{archive, dir} }
+
+func (e *staleArchiveError) Error() string {
+	return fmt.Sprintf("checksum mismatch: %s does not hold the files of %s as they are now (another tree's pack, or an old one): pack it again with iopath pack %s -o %s --force",
+		units.QuotePath(e.archive), units.QuotePath(e.dir), units.QuotePath(e.dir), units.QuotePath(e.archive))
+}
+
+func (e *staleArchiveError) Unwrap() error { return ErrChecksum }
 
 // CheckTreeDir says why dir cannot be measured as a tree: it is missing,
 // not a directory, on a pseudo-filesystem (ErrPseudoFile), or holds no
