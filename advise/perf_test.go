@@ -186,24 +186,42 @@ func TestRunPerfExisting(t *testing.T) {
 func TestRunPerfCancel(t *testing.T) {
 	perftest.Need(t)
 	data := t.TempDir()
-	writeFiles(t, data, map[string]int{"big": 4 << 20})
+	writeFiles(t, data, map[string]int{"big": 32 << 20})
 	out := t.TempDir()
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	var td trackDirs
 	ctx, cancel := context.WithCancel(context.Background())
 	runs := 0
+	var (
+		mu        sync.Mutex
+		cancelled time.Time
+	)
 	_, err := Run(ctx, []string{filepath.Join(data, "big")}, Options{Budget: 10 * time.Second, Procs: 2, PerfDir: out,
 		TrackTempDir: td.track,
 		Progress: func(_, _ int, what string) {
 			if strings.Contains(what, ", round ") {
 				if runs++; runs == 2 {
-					cancel() // a run was recorded
+					// A run was recorded; the cancel comes while
+					// the next one is, as a Ctrl-C does.
+					time.AfterFunc(20*time.Millisecond, func() {
+						mu.Lock()
+						cancelled = time.Now()
+						mu.Unlock()
+						cancel()
+					})
 				}
 			}
 		}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	// The cancel stops perf: switching it off must not then wait out
+	// perfctl's 5 s for an answer (the CLI gives a Ctrl-C 700 ms).
+	mu.Lock()
+	defer mu.Unlock()
+	if d := time.Since(cancelled); d > 2*time.Second {
+		t.Errorf("Run returned %v after the cancel", d.Round(time.Millisecond))
 	}
 	if len(td.list()) != 1 {
 		t.Errorf("tracked directories %q, want perf's one", td.list())

@@ -56,6 +56,8 @@ type Recording struct {
 	forget  func()
 	perf    *exec.Cmd    // Attach: the perf process
 	ctl     *perfctl.Ctl // Attach: the caller's end of the FIFOs
+	ctx     context.Context
+	unhook  func() bool // Attach: stops aborting ctl when ctx ends
 	stderr  tail
 	stopped bool
 	once    sync.Once
@@ -151,6 +153,9 @@ func Attach(ctx context.Context, pid int, o Options) (*Recording, error) {
 		r.Close()
 		return nil, err
 	}
+	// ctx's end stops perf (SIGINT): a command to it then has no one to
+	// answer, and must not wait out its timeout.
+	r.ctx, r.unhook = ctx, context.AfterFunc(ctx, r.ctl.Abort)
 	if err := r.perf.Start(); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("perf: %w", err)
@@ -165,7 +170,16 @@ func (r *Recording) Enable() (int64, error) {
 		return 0, errors.New("perf: Enable of a recording the child controls")
 	}
 	t, err := r.ctl.Enable()
-	return t, r.explain(err)
+	return t, r.stopping(r.explain(err))
+}
+
+// stopping is ctx's error when ctx ended (and so a command to perf was
+// aborted), else err.
+func (r *Recording) stopping(err error) error {
+	if err != nil && r.ctx != nil && r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	return err
 }
 
 // Disable switches an attached recording off; it returns the
@@ -175,7 +189,7 @@ func (r *Recording) Disable() (int64, error) {
 		return 0, errors.New("perf: Disable of a recording the child controls")
 	}
 	t, err := r.ctl.Disable()
-	return t, r.explain(err)
+	return t, r.stopping(r.explain(err))
 }
 
 // explain adds what perf said on its way out to a control error.
@@ -227,6 +241,9 @@ func (r *Recording) Close() {
 		if r.perf != nil && r.perf.Process != nil && !r.stopped {
 			r.perf.Process.Kill()
 			r.perf.Wait()
+		}
+		if r.unhook != nil {
+			r.unhook()
 		}
 		r.ctl.Close()
 		os.RemoveAll(r.dir)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,19 @@ const ackTimeout = 5 * time.Second
 type Ctl struct {
 	ctl, ack *os.File
 	r        *bufio.Reader
+	aborted  atomic.Bool
+}
+
+// ErrAborted is the error of a command that Abort ended.
+var ErrAborted = errors.New("perf control: aborted")
+
+// Abort ends the wait for perf's answer to a command in progress, and
+// makes every later command fail at once with ErrAborted: for a caller
+// being interrupted, whose perf may be gone already (and would leave a
+// command waiting out its timeout). It may be called from any goroutine.
+func (c *Ctl) Abort() {
+	c.aborted.Store(true)
+	c.ack.SetReadDeadline(time.Unix(1, 0))
 }
 
 // Open opens the FIFOs named by spec ("CTL,ACK"). Both are opened read
@@ -90,7 +104,14 @@ func (c *Ctl) command(cmd string) error {
 	if err := c.ack.SetReadDeadline(time.Now().Add(ackTimeout)); err != nil {
 		return fmt.Errorf("perf control: %w", err)
 	}
+	// After the deadline is set: an Abort from now on moves it back.
+	if c.aborted.Load() {
+		return ErrAborted
+	}
 	line, err := c.r.ReadString('\n')
+	if errors.Is(err, os.ErrDeadlineExceeded) && c.aborted.Load() {
+		return ErrAborted
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("perf control: %s: perf did not answer within %v", cmd, ackTimeout)
 	}
