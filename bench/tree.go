@@ -101,10 +101,13 @@ func (c *TreeConfig) Validate() error {
 		}
 		seen[n] = true
 	}
-	for _, w := range append(append([]int{}, c.Workers...), c.PoolWorkers) {
+	for _, w := range c.Workers {
 		if w < 1 || w > batch.MaxWorkers {
 			return fmt.Errorf("workers %d out of range [1, %d]", w, batch.MaxWorkers)
 		}
+	}
+	if w := c.PoolWorkers; w < 1 || w > batch.MaxWorkers {
+		return fmt.Errorf("pool workers %d out of range [1, %d]", w, batch.MaxWorkers)
 	}
 	if c.Depth < 0 || c.Depth > batch.MaxDepth {
 		return fmt.Errorf("depth %d out of range [0, %d]", c.Depth, batch.MaxDepth)

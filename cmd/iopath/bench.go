@@ -164,6 +164,13 @@ stops early when its file reaches 1GiB (less when the disk is short).`,
 					return usagef("bench: --%s applies to --append (reads and --rw writes take --workers and --min-time)", name)
 				}
 			}
+			if !o.tree {
+				for _, name := range []string{"files", "dist", "pool", "depth", "pack"} {
+					if cmd.Flags().Changed(name) {
+						return usagef("bench: --%s applies to --tree only", name)
+					}
+				}
+			}
 			if err := o.setWrite(cmd, args); err != nil {
 				return err
 			}
@@ -233,10 +240,12 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 	for _, c := range []struct {
 		flag string
 		v    []int
-	}{{"--workers", o.workers}, {"--qd", o.qd}, {"--vectors", []int{o.vectors}}, {"--runs", []int{o.runs}}} {
+		max  int
+	}{{"--workers", o.workers, engine.MaxWorkers}, {"--qd", o.qd, engine.MaxQueueDepth},
+		{"--vectors", []int{o.vectors}, engine.MaxVectors}, {"--runs", []int{o.runs}, bench.MaxRuns}} {
 		for _, v := range c.v {
-			if v < 1 {
-				return cfg, usagef("bench: %s %d: must be at least 1", c.flag, v)
+			if v < 1 || v > c.max {
+				return cfg, usagef("bench: %s %d: want 1 to %d", c.flag, v, c.max)
 			}
 		}
 	}
@@ -249,7 +258,16 @@ func (o *benchOptions) config(args []string) (bench.Config, error) {
 		}
 		cfg.BlockSizes = append(cfg.BlockSizes, int(bs))
 	}
-	if err := checkBufferMemory("bench", slices.Max(o.workers), slices.Max(o.qd), o.vectors, slices.Max(o.bs)); err != nil {
+	// Only io_uring (and fio's twins) keep a queue of buffers, and only
+	// readv and pwritev a vector of them.
+	qd, vectors := 1, 1
+	if slices.Contains(o.engines, "io_uring") || o.fio {
+		qd = slices.Max(o.qd)
+	}
+	if slices.Contains(o.engines, "readv") || slices.Contains(o.engines, "pwritev") {
+		vectors = o.vectors
+	}
+	if err := checkBufferMemory("bench", slices.Max(o.workers), qd, vectors, slices.Max(o.bs)); err != nil {
 		return cfg, err
 	}
 	var err error

@@ -139,6 +139,29 @@ func TestBenchUsageErrors(t *testing.T) {
 	}
 }
 
+// TestBenchFlagsNamed: a flag out of range, or one that does not apply
+// to the kind of bench asked for, is named in the error.
+func TestBenchFlagsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--qd", "100000"}, "--qd 100000: want 1 to 4096"},
+		{[]string{"bench", "--runs", "1001"}, "--runs 1001: want 1 to 1000"},
+		{[]string{"bench", "--pool", "3"}, "--pool applies to --tree only"},
+		{[]string{"bench", "--pack", "x.tar"}, "--pack applies to --tree only"},
+		{[]string{"bench", "--files", "10"}, "--files applies to --tree only"},
+		{[]string{"bench", "--tree", "--pool", "2000"}, "pool workers 2000 out of range"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, errOut, code := runCLI(tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tc.want)
+			}
+		})
+	}
+}
+
 func TestBenchBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
