@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/iopath/iopath/internal/netns"
 	"github.com/iopath/iopath/internal/sys"
@@ -519,6 +520,9 @@ messages, and the connections that failed and requests lost with them
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl := commandLine(cmd, args)
+			if err := checkNetBenchKind(cmd.Flags(), o.serveFile, o.writev); err != nil {
+				return err
+			}
 			switch {
 			case o.serveFile && o.writev:
 				return usagef("net bench: --serve-file and --writev are separate benchmarks: pick one")
@@ -526,6 +530,8 @@ messages, and the connections that failed and requests lost with them
 				return usagef("net bench: --loss applies to the echo servers; it cannot be used with --serve-file or --writev")
 			case cmd.Flags().Changed("rto-max") && len(o.loss) == 0:
 				return usagef("net bench: --rto-max applies to the namespaces of --loss: give --loss too")
+			case o.restart && cmd.Flags().Changed("duration"):
+				return usagef("net bench: --restart sets each run's window itself (%v): drop --duration", netbench.RestartDuration)
 			case o.recovery != 0 && cmd.Flags().Changed("duration"):
 				return usagef("net bench: --recovery sets each run's window itself (%v for --recovery 5s): drop --duration", netbench.RecoveryDuration(5*time.Second))
 			case o.observe.perf != "" && (o.serveFile || o.writev):
@@ -565,6 +571,35 @@ messages, and the connections that failed and requests lost with them
 	f.BoolVar(&o.writev, "writev", false, "benchmark k-part responses four ways instead (k writes, coalesced, net.Buffers, io_uring SENDMSG)")
 	f.Var(intListValue{&o.parts}, "parts", fmt.Sprintf("with --writev: part counts k, comma-separated, each 1 to %d (default 1,2,4,8,16,64)", maxWritevParts))
 	return cmd
+}
+
+// echoOnly are the net bench flags of the echo servers' benchmark, which
+// --serve-file and --writev do not read (--loss and --perf have errors of
+// their own).
+var echoOnly = []string{"engines", "conns", "sizes", "modes", "warmup", "restart", "reconnect",
+	"heartbeat", "max-conns", "reset", "recovery"}
+
+// checkNetBenchKind refuses a flag that the benchmark asked for would
+// ignore.
+func checkNetBenchKind(fl *pflag.FlagSet, serveFile, writev bool) error {
+	if serveFile || writev {
+		kind := "--serve-file"
+		if writev {
+			kind = "--writev"
+		}
+		for _, name := range echoOnly {
+			if fl.Changed(name) {
+				return usagef("net bench: --%s applies to the echo servers; it cannot be used with %s", name, kind)
+			}
+		}
+	}
+	if fl.Changed("file-sizes") && !serveFile {
+		return usagef("net bench: --file-sizes applies to --serve-file only")
+	}
+	if fl.Changed("parts") && !writev {
+		return usagef("net bench: --parts applies to --writev only")
+	}
+	return nil
 }
 
 // Bounds of --file-sizes and --parts.

@@ -105,7 +105,8 @@ type Options struct {
 	// its window (restart.go) and measures how fast QPS comes back with
 	// the load generator's reconnect strategy (load.Config.Reconnect:
 	// none, immediate or backoff). Pingpong or pipeline modes; not with
-	// --loss, --perf, --heartbeat, --reset or --max-conns.
+	// --loss, --perf, --heartbeat, --reset or --max-conns. Its window is
+	// RestartDuration: Validate sets Duration to it.
 	Restart   bool
 	Reconnect string
 	// perProcess, when set (tests), is the most connections one process
@@ -150,6 +151,16 @@ const (
 
 // Validate fills defaults and checks every field, with one error per bad
 // value that says what is wanted.
+// once refuses a list that holds a value twice.
+func once[T comparable](what string, list []T) error {
+	for i, v := range list {
+		if slices.Contains(list[:i], v) {
+			return fmt.Errorf("%s %v given twice", what, v)
+		}
+	}
+	return nil
+}
+
 func (o *Options) Validate() error {
 	if len(o.Engines) == 0 {
 		o.Engines = netio.Engines()
@@ -185,8 +196,25 @@ func (o *Options) Validate() error {
 		}
 		o.Modes[i] = pm.String()
 	}
+	// A value given twice would measure its points twice, shown as rows
+	// that look like two points.
+	if err := once("engine", o.Engines); err != nil {
+		return err
+	}
+	if err := once("conns", o.Conns); err != nil {
+		return err
+	}
+	if err := once("size", o.Sizes); err != nil {
+		return err
+	}
+	if err := once("mode", o.Modes); err != nil {
+		return err
+	}
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
+	}
+	if o.Restart {
+		o.Duration = RestartDuration // what the report says each window was
 	}
 	if o.Duration < MinDuration || o.Duration > MaxDuration {
 		return fmt.Errorf("duration %v: want %v to %v", o.Duration, MinDuration, MaxDuration)
@@ -226,6 +254,9 @@ func (o *Options) Validate() error {
 				return fmt.Errorf("--reset: connections reset mid-request in pingpong or pipeline:K, not in %s mode", m)
 			}
 		}
+	}
+	if _, hard, err := nofile(); err == nil && hard < minNofile {
+		return fmt.Errorf("the open-file limit is %d (ulimit -Hn): net bench needs at least %d, %d for each process's own files and the rest for connections", hard, minNofile, load.FdSlack)
 	}
 	if per := o.perProcessConns(); slices.Max(o.Conns) > per {
 		switch {

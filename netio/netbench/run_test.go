@@ -42,6 +42,10 @@ func TestValidateErrors(t *testing.T) {
 		{Warmup: -time.Second},
 		{Runs: -1},
 		{Runs: 1000},
+		{Engines: []string{"net", "net"}},
+		{Conns: []int{10, 10}},
+		{Sizes: []int{64, 64}},
+		{Modes: []string{"stream", "stream"}},
 	} {
 		o.Command = cmdFn
 		if err := o.Validate(); err == nil {
@@ -50,6 +54,23 @@ func TestValidateErrors(t *testing.T) {
 	}
 	if err := (&Options{}).Validate(); err == nil {
 		t.Error("no Command accepted")
+	}
+}
+
+// TestValidateNofile: an open-file limit too low for a process's own
+// files and its connections is one error that says so, not a panic in
+// sizing the process groups (a divide by zero once).
+func TestValidateNofile(t *testing.T) {
+	defer func(f func() (uint64, uint64, error)) { nofile = f }(nofile)
+	nofile = func() (uint64, uint64, error) { return 150, 150, nil }
+	o := Options{Command: cmdFn, Conns: []int{10}}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "open-file limit is 150") {
+		t.Errorf("Validate at a limit of 150: %v", err)
+	}
+	for _, per := range []int{1, 2, 3} {
+		if n := serverGroup(10, per); n < 1 {
+			t.Errorf("serverGroup(10, %d) = %d", per, n)
+		}
 	}
 }
 

@@ -40,7 +40,7 @@ const groupWait = 5 * time.Minute
 // processConns is how many connections one process may hold: its hard
 // RLIMIT_NOFILE, less what the process needs besides (load.FdSlack).
 func processConns() int {
-	_, hard, err := sys.Nofile()
+	_, hard, err := nofile()
 	if err != nil || hard > 1<<30 {
 		return 1 << 20
 	}
@@ -56,11 +56,20 @@ func (o *Options) perProcessConns() int {
 	return processConns()
 }
 
+// minNofile is the least hard RLIMIT_NOFILE net bench runs with: a
+// process's own files (load.FdSlack) and a few hundred connections, so
+// that a group of at most maxGroup processes has room for a point.
+const minNofile = load.FdSlack + 300
+
+// nofile is sys.Nofile (tests set it).
+var nofile = sys.Nofile
+
 // serverGroup is how many server processes hold conns connections, each
 // with room for a quarter more than its share: SO_REUSEPORT spreads
 // connections by a hash, not evenly.
 func serverGroup(conns, per int) int {
-	return max(1, (conns+per*3/4-1)/(per*3/4))
+	share := max(1, per*3/4)
+	return max(1, (conns+share-1)/share)
 }
 
 // maxPerSource is the most connections a load generator of a group makes
