@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -102,6 +103,9 @@ func probeAt(path string) (*Info, error) {
 	cmd := exec.CommandContext(ctx, path, "record", "-q", "--no-bpf-event", "-e", "cpu-clock", "-g", "-o", "-", "--", tr)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	// A group of its own: a Ctrl-C at the terminal is iopath's to handle,
+	// not a failed probe ("perf record failed (signal: interrupt)").
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%w: perf record failed (%v)%s; a container's seccomp profile may forbid perf_event_open", ErrUnavailable, err, firstLine(stderr.Bytes()))
 	}

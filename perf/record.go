@@ -146,8 +146,13 @@ func Attach(ctx context.Context, pid int, o Options) (*Recording, error) {
 	argv := append(r.args(o), "-p", strconv.Itoa(pid))
 	r.perf = exec.CommandContext(ctx, r.info.Path, argv...)
 	r.perf.Stderr = &r.stderr
-	r.perf.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	r.perf.Cancel = func() error { return r.perf.Process.Signal(syscall.SIGINT) }
+	// perf is a process group of its own, so that a Ctrl-C at the
+	// terminal reaches iopath alone: a perf that had it too would start
+	// writing its recording (and a /tmp/perf-vdso.so-* file) just before
+	// Close kills it, leaving that file behind. The end of ctx is an
+	// interrupt, whose recording is not wanted: perf is killed.
+	r.perf.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	r.perf.Cancel = func() error { return r.perf.Process.Kill() }
 	r.perf.WaitDelay = 5 * time.Second
 	if r.ctl, err = perfctl.Open(r.spec); err != nil {
 		r.Close()

@@ -213,6 +213,11 @@ func TestAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
+	// A Ctrl-C at the terminal must not reach perf (a process group of
+	// its own), or it starts writing files Close then leaves behind.
+	if pg, err := syscall.Getpgid(rec.perf.Process.Pid); err != nil || pg == syscall.Getpgrp() {
+		t.Errorf("perf's process group %d (%v) is the caller's", pg, err)
+	}
 	time.Sleep(100 * time.Millisecond) // not recorded: events are off
 	t0, err := rec.Enable()
 	if err != nil {
