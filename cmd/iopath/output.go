@@ -62,6 +62,18 @@ func checkOutputFile(path string, force bool, inputs ...string) error {
 	if !st.IsDir() {
 		return usagef("%s: %s is not a directory", quotePath(path), quotePath(dir))
 	}
+	// Find out now, not after a long benchmark, that the file cannot be
+	// made there (a directory this user cannot write, /proc): make the
+	// temporary file it will be written through, and remove it.
+	t, err := outfile.Create(path, nil)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: cannot be written in %s: %w", quotePath(path), quotePath(dir), err)
+	}
+	t.Abort()
 	return nil
 }
 

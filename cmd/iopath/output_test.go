@@ -242,3 +242,20 @@ func TestOutputFileInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOutputFileUnwritable: a file that cannot be made where it is
+// named is refused before anything runs, naming the path and the cause,
+// and the probe leaves nothing behind.
+func TestCheckOutputFileUnwritable(t *testing.T) {
+	err := checkOutputFile("/proc/iopath-x.json", false)
+	if err == nil || !strings.Contains(err.Error(), "/proc/iopath-x.json: cannot be written in /proc") {
+		t.Errorf("under /proc: %v", err)
+	}
+	dir := t.TempDir()
+	if err := checkOutputFile(filepath.Join(dir, "r.json"), false); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the check left %d files in %s", len(ents), dir)
+	}
+}
