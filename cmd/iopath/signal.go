@@ -52,6 +52,10 @@ const defaultStopGrace = 700 * time.Millisecond
 // ended by stopGrace.
 var signalEcho = 100 * time.Millisecond
 
+// signalLate is how long a command that failed waits for a signal that
+// may have caused the failure (see mainCode).
+var signalLate = 50 * time.Millisecond
+
 // interrupted is the cause of the command context's cancellation when a
 // signal stopped the command.
 type interrupted struct{ sig syscall.Signal }
@@ -86,12 +90,30 @@ func mainCode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		err = run(ctx, args, stdin, stdout, stderr)
 	}
+	awaitLateSignal(ctx, err)
 	close(p.done)
 	var cause interrupted
 	if !errors.As(context.Cause(ctx), &cause) {
 		cause = interrupted{}
 	}
 	return p.finish(err, cause)
+}
+
+// awaitLateSignal waits up to signalLate for the watcher to cancel ctx
+// when the command failed (err) before any signal was seen. A Ctrl-C
+// reaches the whole process group: a child can die of it, and fail the
+// command, before the watcher here has the signal; the exit must then
+// say interrupted (130), not failed (1).
+func awaitLateSignal(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	t := time.NewTimer(signalLate)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // process is the state mainCode shares with its signal watcher.

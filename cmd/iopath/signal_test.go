@@ -793,3 +793,34 @@ func TestCommandName(t *testing.T) {
 		}
 	}
 }
+
+// TestLateSignal: a command that failed because a child died of the
+// Ctrl-C (which reaches the whole group) ends as interrupted, when the
+// signal reaches this process's watcher just after the failure.
+func TestLateSignal(t *testing.T) {
+	p, ctx, stderr, _ := newTestProcess("net bench")
+	sigs := make(chan os.Signal, 2)
+	go p.watch(sigs)
+	failed := errors.New("load generator: exit status 130")
+	go func() {
+		time.Sleep(signalLate / 5)
+		sigs <- syscall.SIGINT
+	}()
+	awaitLateSignal(ctx, failed)
+	close(p.done)
+	var cause interrupted
+	if !errors.As(context.Cause(ctx), &cause) {
+		t.Fatalf("cause %v: the signal after the failure was not seen", context.Cause(ctx))
+	}
+	if code := p.finish(failed, cause); code != 130 {
+		t.Errorf("exit %d, want 130; stderr %q", code, stderr.String())
+	}
+	// Without a signal, a failure waits signalLate at most and stays one.
+	ctx2, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t0 := time.Now()
+	awaitLateSignal(ctx2, failed)
+	if d := time.Since(t0); d < signalLate || d > signalLate+time.Second {
+		t.Errorf("waited %v for a signal that did not come, want %v", d, signalLate)
+	}
+}
