@@ -530,6 +530,9 @@ messages, and the connections that failed and requests lost with them
 				return usagef("net bench: --loss applies to the echo servers; it cannot be used with --serve-file or --writev")
 			case cmd.Flags().Changed("rto-max") && len(o.loss) == 0:
 				return usagef("net bench: --rto-max applies to the namespaces of --loss: give --loss too")
+			case o.rtoMax < netbench.MinRTOMax || o.rtoMax > netbench.MaxRTOMax:
+				// 0 would be the library's "the kernel's default".
+				return usagef("net bench: --rto-max %v: want %v to %v", o.rtoMax, netbench.MinRTOMax, netbench.MaxRTOMax)
 			case o.restart && cmd.Flags().Changed("duration"):
 				return usagef("net bench: --restart sets each run's window itself (%v): drop --duration", netbench.RestartDuration)
 			case o.recovery != 0 && cmd.Flags().Changed("duration"):

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -246,6 +247,11 @@ func (c *Config) Validate() error {
 	if err := c.Mode.check(); err != nil {
 		return err
 	}
+	if c.Source != "" {
+		if err := checkSource(c.Source, host); err != nil {
+			return err
+		}
+	}
 	if c.Rate > 0 && c.Mode.Kind == Stream {
 		return errors.New("rate: stream mode has no rate (its writers never wait); use pingpong or pipeline:K for open loop")
 	}
@@ -261,5 +267,25 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("client %q: want net, epoll, or empty to choose", c.Client)
 	}
+	return nil
+}
+
+// checkSource says why connections cannot be made from the address src to
+// the server host: src is of another family than host (an IP address),
+// or is not an address of this host (which dialing would report as
+// EADDRNOTAVAIL, the error of running out of local ports).
+func checkSource(src, host string) error {
+	ip := net.ParseIP(src)
+	if hip := net.ParseIP(host); hip != nil && (ip.To4() == nil) != (hip.To4() == nil) {
+		return fmt.Errorf("source %s and server %s are of different IP versions", src, host)
+	}
+	l, err := net.ListenPacket("udp", net.JoinHostPort(src, "0"))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return fmt.Errorf("source %s: not an address of this host (of its network namespace)", src)
+		}
+		return fmt.Errorf("source %s: %w", src, err)
+	}
+	l.Close()
 	return nil
 }
