@@ -158,7 +158,11 @@ func finish(rep *Report, progress func(done, total int, what string), total int,
 		progress(total, total, "done")
 	}
 	if n := unjudged(rep.Results); n > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d runs were too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks", n))
+		runs := fmt.Sprintf("%d runs were", n)
+		if n == 1 {
+			runs = "1 run was"
+		}
+		rep.Notes = append(rep.Notes, runs+" too short (under about 200 ms) for the noise guard to tell whether other processes competed with them: /proc/stat counts 10 ms ticks")
 	}
 	if ctxErr != nil {
 		rep.Interrupted = true

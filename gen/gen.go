@@ -233,7 +233,7 @@ func checkSpace(path, dir string, need int64) error {
 		return nil
 	}
 	return &fs.PathError{Op: "gen", Path: path, Err: fmt.Errorf("%w: need %s, %s available in %s",
-		sys.ENOSPC, units.FormatSize(need), units.FormatSize(int64(avail)), dir)}
+		sys.ENOSPC, units.RoughSize(need), units.RoughSize(int64(avail)), dir)}
 }
 
 // write writes size bytes of the stream selected by seed to w, in chunks of

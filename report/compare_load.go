@@ -43,7 +43,7 @@ func CompareFiles(oldPath, newPath string) (*Comparison, error) {
 		return nil, err
 	}
 	if old.src.Kind != nw.src.Kind {
-		return nil, fmt.Errorf("%s is a %s report and %s a %s report: compare takes two of one kind", oldPath, old.src.Kind, newPath, nw.src.Kind)
+		return nil, fmt.Errorf("%s is %s report and %s %s report: compare takes two of one kind", oldPath, article(old.src.Kind), newPath, article(nw.src.Kind))
 	}
 	old.src.Path, nw.src.Path = oldPath, newPath
 	return compare(old, nw), nil
@@ -118,6 +118,14 @@ func loadBenchCompared(d *jsondoc.Doc) (compared, error) {
 		src.Props = append(src.Props, Field{"fio version", r.Fio.Version})
 	}
 	return compared{doc: BenchDoc(r), src: src}, nil
+}
+
+// article puts "a" or "an" before kind ("an append").
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // access says whether a file report's rows read or write the file.

@@ -285,7 +285,7 @@ func fitSizes(r *Result, maxSize, avail, mem int64) []int64 {
 		case (total+s)*2 > avail:
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: the directory's filesystem has %s free", units.FormatSize(s), units.FormatSize(avail)))
 		case mem > 0 && s*4 > mem:
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s of memory available", units.FormatSize(s), units.FormatSize(mem)))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: %s of memory available", units.FormatSize(s), units.RoughSize(mem)))
 		default:
 			out = append(out, s)
 			total += s

@@ -121,7 +121,9 @@ removes its temporary files and ends its child processes. A second signal
 stops it at once. Errors are one line on stderr, "iopath: ...".
 
 Exit status: 0 success, 1 a failed operation, 2 bad usage (flags,
-arguments), 128+N stopped by signal N (130 for Ctrl-C, 143 for SIGTERM).`,
+arguments), 128+N stopped by signal N (130 for Ctrl-C, 143 for SIGTERM);
+net serve, whose first signal is its way to stop (it drains its
+connections), exits 0 then, and 128+N on a second signal.`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

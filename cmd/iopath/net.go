@@ -141,7 +141,7 @@ the start when the limit allows fewer connections than --max-conns (or than
 	f.Var(sizeValue{&o.bufSize}, "buf-size", "most bytes a connection holds between receiving and echoing them (io_uring: twice that), 1B to "+units.FormatSize(netio.MaxBufSize))
 	f.BoolVar(&o.sqpoll, "sqpoll", false, "io_uring: a kernel thread polls each ring's submissions (burns a core while busy)")
 	f.BoolVar(&o.fixedFiles, "fixed-files", false, "io_uring: registered (direct) descriptors for connections")
-	f.BoolVar(&o.sharePort, "share-port", false, "share --addr's port with other servers started with --share-port (SO_REUSEPORT): the kernel spreads connections over them all")
+	f.BoolVar(&o.sharePort, "share-port", false, "share --addr's port with other servers started with --share-port (SO_REUSEPORT): the kernel spreads connections over them all. epoll's and io_uring's loops share their port among themselves this way, so such a server of the same user admits a --share-port server beside it")
 	f.DurationVar(&o.drain, "drain", 300*time.Millisecond, fmt.Sprintf("on SIGINT/SIGTERM, how long to wait for clients to close before closing them, 0 to %v", maxNetDrain))
 	return cmd
 }
@@ -181,6 +181,9 @@ func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Write
 	if o.engine != "io_uring" && (o.sqpoll || o.fixedFiles) {
 		return usagef("net serve: --sqpoll and --fixed-files are for -e io_uring")
 	}
+	if o.engine == "net" && o.loops != 0 {
+		return usagef("net serve: --loops is for -e epoll and io_uring (net runs a goroutine per connection on Go's poller)")
+	}
 	stderr = &lockedWriter{w: stderr}
 	srv, err := netio.Listen(o.engine, netio.Config{
 		Addr: o.addr, Loops: o.loops, MaxConns: o.maxConns, BufSize: int(o.bufSize),
@@ -218,7 +221,7 @@ func runNetServe(ctx context.Context, o netServeOptions, stdout, stderr io.Write
 	serr := srv.Shutdown(dctx)
 	st := srv.Stats()
 	fmt.Fprintf(stderr, "iopath net serve: accepted %d connections, at most %d at once (%d refused, %d reset), %s in, %s out\n",
-		st.Accepted, st.Peak, st.Refused, st.Resets, units.FormatSize(st.BytesIn), units.FormatSize(st.BytesOut))
+		st.Accepted, st.Peak, st.Refused, st.Resets, units.RoughSize(st.BytesIn), units.RoughSize(st.BytesOut))
 	if st.AcceptErrors > 0 {
 		fmt.Fprintf(stderr, "iopath net serve: %d accepts failed for want of file descriptors or memory: connections waited in the listen queue, unserved, meanwhile (see above)\n",
 			st.AcceptErrors)
@@ -520,9 +523,7 @@ messages, and the connections that failed and requests lost with them
 		Args: argsUsage(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl := commandLine(cmd, args)
-			if err := checkNetBenchKind(cmd.Flags(), o.serveFile, o.writev); err != nil {
-				return err
-			}
+			kindErr := checkNetBenchKind(cmd.Flags(), o.serveFile, o.writev)
 			switch {
 			case o.serveFile && o.writev:
 				return usagef("net bench: --serve-file and --writev are separate benchmarks: pick one")
@@ -539,6 +540,8 @@ messages, and the connections that failed and requests lost with them
 				return usagef("net bench: --recovery sets each run's window itself (%v for --recovery 5s): drop --duration", netbench.RecoveryDuration(5*time.Second))
 			case o.observe.perf != "" && (o.serveFile || o.writev):
 				return usagef("net bench: --perf records the echo servers only; it cannot be used with --serve-file or --writev")
+			case kindErr != nil:
+				return kindErr
 			case o.serveFile:
 				return runNetFileBench(cmd.Context(), o, cmd.Flags().Changed("runs"), cl, stdout, stderr)
 			case o.writev:

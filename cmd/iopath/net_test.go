@@ -95,6 +95,7 @@ func TestNetBadFlags(t *testing.T) {
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "500ms"}, "want 1s to 1m0s"},
 		{[]string{"net", "bench", "--loss", "30%", "--recovery", "5s", "--duration", "1s"}, "drop --duration"},
 		{[]string{"net", "bench", "--restart", "--duration", "1s"}, "drop --duration"},
+		{[]string{"net", "serve", "-e", "net", "--loops", "4"}, "--loops is for -e epoll and io_uring"},
 		{[]string{"net", "bench", "--engines", "net,net"}, "engine net given twice"},
 		{[]string{"net", "bench", "--serve-file", "--engines", "epoll"}, "--engines applies to the echo servers"},
 		{[]string{"net", "bench", "--writev", "--modes", "stream"}, "cannot be used with --writev"},
@@ -470,10 +471,10 @@ func TestNetBenchHTMLForce(t *testing.T) {
 	if err := os.WriteFile(html, mine, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"net", "bench", "--engines", "net", "--conns", "1", "--sizes", "64", "--modes", "pingpong",
-		"--duration", "50ms", "--warmup", "0s", "--html", html}
-	for _, side := range [][]string{nil, {"--serve-file", "--file-sizes", "4KiB"}, {"--writev", "--parts", "2"}} {
-		_, errOut, code := runCLIProcess(t, nil, append(slices.Clone(args), side...)...)
+	echo := []string{"--engines", "net", "--conns", "1", "--sizes", "64", "--modes", "pingpong", "--warmup", "0s"}
+	for _, side := range [][]string{echo, {"--serve-file", "--file-sizes", "4KiB"}, {"--writev", "--parts", "2"}} {
+		args := append([]string{"net", "bench", "--duration", "50ms", "--html", html}, side...)
+		_, errOut, code := runCLIProcess(t, nil, args...)
 		if code != 2 || !strings.Contains(errOut, "already exists (use --force to overwrite)") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%v without --force: exit %d, stderr %q: want 2 and one line", side, code, errOut)
 		}
@@ -481,7 +482,7 @@ func TestNetBenchHTMLForce(t *testing.T) {
 			t.Fatalf("%v: the file changed: %q, %v", side, b, err)
 		}
 	}
-	_, errOut, code := runCLIProcess(t, nil, append(args, "--force")...)
+	_, errOut, code := runCLIProcess(t, nil, append([]string{"net", "bench", "--duration", "50ms", "--html", html, "--force"}, echo...)...)
 	if code != 0 {
 		t.Fatalf("with --force: exit %d: %s", code, errOut)
 	}

@@ -77,8 +77,9 @@ func (rw *restartWindow) stop() (int64, error) {
 // startServer did.
 func relaunch(ctx context.Context, o *Options, s *server, cpus []int) (*server, error) {
 	loops := serverLoops(cpus)
-	cmd := o.Command("net", "serve", "-e", s.engine, "--addr", s.addr, "--loops", strconv.Itoa(loops),
-		"--max-conns", strconv.Itoa(s.maxConns))
+	args := append([]string{"net", "serve", "-e", s.engine, "--addr", s.addr,
+		"--max-conns", strconv.Itoa(s.maxConns)}, loopsArgs(s.engine, loops)...)
+	cmd := o.Command(args...)
 	cmd.Env = serverEnv(s.engine, loops)
 	ns, err := launch(ctx, cmd, s.engine, s.engine+" server, restarted", cpus)
 	if err != nil {

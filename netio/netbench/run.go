@@ -385,6 +385,15 @@ func serverProcs(engine string, loops int) int {
 	return loops + 1
 }
 
+// loopsArgs is net serve's --loops for engine: none for net, whose
+// goroutines are not loops (GOMAXPROCS bounds it, serverEnv).
+func loopsArgs(engine string, loops int) []string {
+	if engine == "net" {
+		return nil
+	}
+	return []string{"--loops", strconv.Itoa(loops)}
+}
+
 // startServer starts engine in a child pinned to cpus and waits for its
 // "listening on ADDR" line.
 func startServer(ctx context.Context, o *Options, engine string, cpus []int, maxConns int) (*server, error) {
@@ -392,7 +401,7 @@ func startServer(ctx context.Context, o *Options, engine string, cpus []int, max
 	// Past one process's descriptors, a group of processes shares the
 	// port (scale.go).
 	n := 1
-	args := []string{"net", "serve", "-e", engine, "--addr", "127.0.0.1:0", "--loops", strconv.Itoa(loops)}
+	args := append([]string{"net", "serve", "-e", engine, "--addr", "127.0.0.1:0"}, loopsArgs(engine, loops)...)
 	if per := o.perProcessConns(); maxConns > per {
 		n = serverGroup(maxConns, per)
 		maxConns = per
@@ -548,7 +557,7 @@ func (t *tailBuffer) last() string {
 	if s := strings.TrimSpace(lines[len(lines)-1]); s != "" {
 		return s
 	}
-	return "no message"
+	return "it printed nothing"
 }
 
 // Bench runs the whole matrix and returns the report. A failed run is

@@ -112,7 +112,7 @@ func TestTailBuffer(t *testing.T) {
 	if got := b.last(); got != "t is long" && !strings.HasSuffix("second line that is long", got) {
 		t.Errorf("last = %q", got)
 	}
-	if (&tailBuffer{max: 8}).last() != "no message" {
+	if (&tailBuffer{max: 8}).last() != "it printed nothing" {
 		t.Error("empty buffer")
 	}
 }

@@ -99,8 +99,9 @@ func sourceAddr(i int) string {
 func startPeers(ctx context.Context, o *Options, s *server, n int, cpus []int, maxConns int) error {
 	loops := serverLoops(cpus)
 	for i := 1; i < n; i++ {
-		cmd := o.Command("net", "serve", "-e", s.engine, "--addr", s.addr, "--share-port",
-			"--loops", strconv.Itoa(loops), "--max-conns", strconv.Itoa(maxConns))
+		args := append([]string{"net", "serve", "-e", s.engine, "--addr", s.addr, "--share-port",
+			"--max-conns", strconv.Itoa(maxConns)}, loopsArgs(s.engine, loops)...)
+		cmd := o.Command(args...)
 		cmd.Env = serverEnv(s.engine, loops)
 		p, err := launch(ctx, cmd, s.engine, fmt.Sprintf("%s server %d of %d", s.engine, i+1, n), cpus)
 		if err != nil {
