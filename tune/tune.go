@@ -157,16 +157,19 @@ func Run(ctx context.Context, dir string, o Options) (*Result, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, &fs.PathError{Op: "tune", Path: dir, Err: errors.New("not a directory (name the directory whose filesystem to tune)")}
+		return nil, &fs.PathError{Op: "trial files in", Path: dir, Err: errors.New("not a directory (name the directory whose filesystem to tune)")}
 	}
 	typ, avail, _, err := sys.Statfs(dir)
 	if err != nil {
 		return nil, err
 	}
+	if sys.PseudoFS(typ) {
+		return nil, &fs.PathError{Op: "trial files in", Path: dir, Err: fmt.Errorf("a pseudo-filesystem (%s), not storage: name a directory on the filesystem to tune", machine.FSName(typ))}
+	}
 	r := &Result{Key: profile.CurrentKey(), Filesystem: machine.FSName(typ), Dir: dir, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	sizes := fitSizes(r, o.MaxSize, int64(avail), features.MemInfo("MemAvailable"))
 	if len(sizes) == 0 {
-		return nil, &fs.PathError{Op: "tune", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", units.FormatSize(Sizes[0]), strings.Join(r.Notes, "; "))}
+		return nil, &fs.PathError{Op: "trial files in", Path: dir, Err: fmt.Errorf("no room for a trial file of %s (%s)", units.FormatSize(Sizes[0]), strings.Join(r.Notes, "; "))}
 	}
 
 	// Auto without a profile is the default every way is measured against.

@@ -276,3 +276,10 @@ func TestCheckSaveNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPseudoFS: /proc is no filesystem to tune; the error says so.
+func TestRunPseudoFS(t *testing.T) {
+	if _, err := Run(context.Background(), "/proc", Options{}); err == nil || !strings.Contains(err.Error(), "/proc: a pseudo-filesystem (proc)") {
+		t.Errorf("tune /proc: %v", err)
+	}
+}

@@ -180,6 +180,8 @@ stops early when its file reaches 1GiB (less when the disk is short).`,
 			return runBench(cmd.Context(), o, args, commandLine(cmd, args), cmd.Flags().Changed("size"), stdout, stderr)
 		},
 	}
+	inner := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return prefixed("bench", inner(cmd, args)) }
 	f := cmd.Flags()
 	f.Var(stringListValue{&o.engines}, "engines", "engines to compare, comma-separated (have: "+strings.Join(engine.Names(), ", ")+")")
 	f.StringVar(&o.pattern, "pattern", "seq", "access pattern of reads: seq or rand (writes: see --rw)")
@@ -484,4 +486,13 @@ func checkBufferMemory(cmd string, workers, qd, vectors int, bs int64) error {
 	}
 	return usagef("%s: buffers for %d workers × %d × %s would need %s, more than half of the %s of memory available",
 		cmd, workers, max(qd, vectors), units.FormatSize(bs), units.RoughSize(int64(min(need, 1<<62))), units.RoughSize(avail))
+}
+
+// prefixed puts "name: " before err's message unless it starts so already,
+// so that the one line a failed command prints names the command.
+func prefixed(name string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), name+":") || strings.HasPrefix(err.Error(), name+" ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

@@ -187,3 +187,13 @@ func TestBenchBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchErrorsNameTheCommand: an error from below (a missing file)
+// reads "iopath: bench: ...", like the usage errors.
+func TestBenchErrorsNameTheCommand(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, errOut, code := runCLI("bench", missing)
+	if code != 1 || !strings.HasPrefix(errOut, "iopath: bench: ") || !strings.Contains(errOut, missing) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
