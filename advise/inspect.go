@@ -123,6 +123,7 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 	l := &lister{inv: inv, until: listUntil, maxSample: maxSample,
 		rng: rand.New(rand.NewPCG(0x10fa7, 0xad71ce))}
 	var dirs int
+	var given []fs.FileInfo
 	for _, p := range paths {
 		if p == "" {
 			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: `""`, Err: errors.New("empty path")}}
@@ -131,6 +132,12 @@ func Inspect(ctx context.Context, paths []string, listUntil time.Time, maxSample
 		if err != nil {
 			return nil, inputErr("stat", p, err)
 		}
+		// The same file or directory twice (by another name, a link)
+		// would be counted, and read, twice.
+		if j := slices.IndexFunc(given, func(g fs.FileInfo) bool { return os.SameFile(g, st) }); j >= 0 {
+			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: p, Err: fmt.Errorf("given twice: it is %s too", paths[j])}}
+		}
+		given = append(given, st)
 		if (st.Mode().IsRegular() || st.IsDir()) && bench.PseudoFile(p) {
 			return nil, &InputError{Err: &fs.PathError{Op: "advise", Path: p, Err: bench.ErrPseudoFile}}
 		}

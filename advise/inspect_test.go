@@ -173,6 +173,7 @@ func TestInspectErrors(t *testing.T) {
 		{"empty dir", []string{emptyDir}, ErrNothingToRead, emptyDir + ": no regular files under it: nothing to read"},
 		{"empty file", []string{filepath.Join(dir, "empty")}, ErrNothingToRead, "empty: the file is empty: nothing to read"},
 		{"not a dir", []string{filepath.Join(dir, "file", "x")}, syscall.ENOTDIR, "file/x: not a directory"},
+		{"twice", []string{filepath.Join(dir, "file"), dir + "/./file"}, nil, "given twice: it is " + filepath.Join(dir, "file") + " too"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			done := make(chan struct{})
