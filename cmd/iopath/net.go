@@ -375,6 +375,9 @@ func runNetLoad(ctx context.Context, o netLoadOptions, stdout, stderr io.Writer)
 		}
 		return fmt.Errorf("net load: %w", err)
 	}
+	if err != nil && ctx.Err() != nil && res.Elapsed == 0 {
+		return errors.New("net load: interrupted before the measured window (in the warm-up); nothing measured")
+	}
 	l := report.Load{Result: res, Addr: o.addr, ServerPID: o.serverPID}
 	if werr := report.WriteLoad(stdout, o.format, l, report.DocOptions{Wide: o.wide}); werr != nil {
 		return werr

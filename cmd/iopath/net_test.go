@@ -410,6 +410,18 @@ func TestNetLoadInterrupt(t *testing.T) {
 			}
 		})
 	}
+	// In the warm-up nothing is measured yet: no table of zeros.
+	t.Run("warmup", func(t *testing.T) {
+		before := s.Stats().BytesIn
+		p := startCLIPipe(t, nil, "net", "load", "--addr", s.Addr().String(), "--conns", "10",
+			"--duration", "1s", "--warmup", "1h")
+		p.alone = true
+		p.waitFor("load on the server", func() bool { return s.Stats().BytesIn > before+1<<16 })
+		p.checkInterrupted(p.interrupt(false), "net load: interrupted before the measured window (in the warm-up); nothing measured")
+		if out := p.stdout(); out != "" {
+			t.Errorf("stdout %q: want nothing", out)
+		}
+	})
 }
 
 // TestNetBenchInterrupt: SIGINT stops every net bench within a second,
