@@ -167,6 +167,39 @@ func (ns *NS) sysctl(key, value string) error {
 	return nil
 }
 
+// Name is the name of the i-th namespace of process pid: "iopath-PID-I".
+func Name(pid, i int) string { return fmt.Sprintf("iopath-%d-%d", pid, i) }
+
+// RemoveStale removes the namespaces named by Name whose process is gone:
+// one killed outright (SIGKILL, a crash) cannot remove its own. It
+// returns the names it removed. A namespace whose process is alive, or
+// whose pid another process has taken since, is left alone: it may be in
+// use.
+func RemoveStale(ctx context.Context) ([]string, error) {
+	ents, err := os.ReadDir("/run/netns")
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range ents {
+		var pid, i int
+		if n, _ := fmt.Sscanf(e.Name(), "iopath-%d-%d", &pid, &i); n != 2 || Name(pid, i) != e.Name() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			continue
+		}
+		if err := run(ctx, nil, "ip", "netns", "del", e.Name()); err != nil && Exists(e.Name()) {
+			return removed, err
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, nil
+}
+
 // Exists says whether a namespace of that name exists (ip netns list).
 func Exists(name string) bool {
 	_, err := os.Stat("/run/netns/" + name)

@@ -217,3 +217,42 @@ func TestSysctl(t *testing.T) {
 		t.Error("a sysctl outside net/ was written")
 	}
 }
+
+// TestRemoveStale: a namespace whose process is gone (killed before it
+// could remove it) is removed; one of a live process, and one not named
+// by Name, are left.
+func TestRemoveStale(t *testing.T) {
+	if err := Check(); err != nil {
+		t.Skipf("%v", err)
+	}
+	ctx := context.Background()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	var made []*NS
+	for _, name := range []string{Name(dead.Process.Pid, 0), Name(os.Getpid(), 99), fmt.Sprintf("iopath-test-%d", os.Getpid())} {
+		ns, err := New(ctx, name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, ns)
+	}
+	defer func() {
+		for _, ns := range made {
+			ns.Close()
+		}
+	}()
+	removed, err := RemoveStale(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != made[0].Name || Exists(made[0].Name) {
+		t.Errorf("removed %q; want just %s", removed, made[0].Name)
+	}
+	for _, ns := range made[1:] {
+		if !Exists(ns.Name) {
+			t.Errorf("%s was removed", ns.Name)
+		}
+	}
+}

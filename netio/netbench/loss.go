@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/iopath/iopath/internal/netns"
@@ -60,6 +61,12 @@ func benchLoss(ctx context.Context, o Options) (*netresult.Report, error) {
 	if err := o.refuseProfiles(); err != nil {
 		return nil, err
 	}
+	// Namespaces an earlier iopath could not remove (killed outright)
+	// would otherwise stay until reboot.
+	stale, err := netns.RemoveStale(ctx)
+	if err != nil {
+		return nil, err
+	}
 	levels := slices.Clone(o.Loss)
 	perLevel := len(o.Modes) * len(o.Conns) * len(o.Sizes) * len(o.Engines) * o.Runs
 	var rep *netresult.Report
@@ -107,13 +114,16 @@ func benchLoss(ctx context.Context, o Options) (*netresult.Report, error) {
 		note += fmt.Sprintf("; where packets were dropped a closed socket retransmitted its FIN up to %d times (tcp_orphan_retries; the kernel's default is 8), so that a connection whose every byte was echoed is not reset at its close", lossyOrphanRetries)
 	}
 	rep.Notes = append(rep.Notes, note)
+	if len(stale) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("removed %d network namespaces left by iopath processes that were killed before they could: %s", len(stale), strings.Join(stale, ", ")))
+	}
 	return rep, nil
 }
 
 // benchLevel runs the matrix at one loss level (the i-th) in its own
 // namespace.
 func benchLevel(ctx context.Context, o Options, i int, loss float64, perLevel int) (*netresult.Report, error) {
-	name := fmt.Sprintf("iopath-%d-%d", os.Getpid(), i)
+	name := netns.Name(os.Getpid(), i)
 	initial := loss
 	if o.Recovery > 0 {
 		initial = 0 // each run drops packets for its window only
