@@ -149,6 +149,9 @@ type conn struct {
 	// reconnects and resent count the connection's reconnects and the
 	// messages it sent again (reader's).
 	reconnects, resent int64
+	// redialErr is the last failed dial of a reconnect under way (nil
+	// when none is), for the error of a run that ends meanwhile.
+	redialErr atomic.Pointer[error]
 	// resetAt, when set, is when the connection resets itself
 	// (Config.ResetShare; Nanotime), and reset says it has.
 	resetAt int64
@@ -231,8 +234,10 @@ func (c *conn) recover(err error, sent int64) bool {
 		nc, derr := d.DialContext(r.aborted, "tcp", r.cfg.Addr)
 		if derr != nil {
 			err = derr
+			c.redialErr.Store(&derr)
 			continue
 		}
+		c.redialErr.Store(nil)
 		c.ncMu.Lock()
 		if c.shut {
 			c.ncMu.Unlock()

@@ -134,3 +134,58 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A server that goes away for good mid-run: connections that reconnect
+// are still dialling when the drain ends, and their error says so, with
+// the last dial's cause, not only that bytes were not echoed.
+func TestReconnectServerGone(t *testing.T) {
+	checkFds(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						c.Write(buf[:n])
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	time.AfterFunc(100*time.Millisecond, func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	})
+	res, err := Run(context.Background(), Config{Addr: ln.Addr().String(), Conns: 2, Size: 64, Mode: mustMode(t, "pingpong"),
+		Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond, Reconnect: ReconnectBackoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ConnErrors != 2 || !strings.Contains(res.FirstError, "was reconnecting") || !strings.Contains(res.FirstError, "connection refused") {
+		t.Errorf("%d failed, first error %q", res.ConnErrors, res.FirstError)
+	}
+}

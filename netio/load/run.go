@@ -488,6 +488,8 @@ func (r *runner) collect(res *netresult.Load) {
 		case c.noEcho.Load():
 			noEcho = true
 			cerr = fmt.Errorf("no echo within the first %v: the server left it unserved", r.noEchoWait.Round(10*time.Millisecond))
+		case owed > 0 && r.timedOut && c.redialErr.Load() != nil:
+			cerr = fmt.Errorf("%s not echoed within the %v drain: the connection was reconnecting (--reconnect), its last dial: %w", nBytes(owed), r.cfg.Drain, *c.redialErr.Load())
 		case owed > 0 && r.timedOut:
 			cerr = fmt.Errorf("%s not echoed within the %v drain", nBytes(owed), r.cfg.Drain)
 		}
