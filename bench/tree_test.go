@@ -25,17 +25,25 @@ func testTree(t *testing.T, files int) string {
 	return dir
 }
 
-func TestMeasureTree(t *testing.T) {
-	dir := testTree(t, 300)
-	pack := filepath.Join(t.TempDir(), "tree.tar.zst")
+// packTree packs dir into a new archive of that name (zstd for .zst) and
+// returns its path.
+func packTree(t *testing.T, dir, name string) string {
+	t.Helper()
+	pack := filepath.Join(t.TempDir(), name)
 	f, err := os.Create(pack)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := batch.Pack(context.Background(), dir, f, batch.PackOptions{Zstd: true}); err != nil {
+	defer f.Close()
+	if _, err := batch.Pack(context.Background(), dir, f, batch.PackOptions{Zstd: strings.HasSuffix(name, ".zst")}); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	return pack
+}
+
+func TestMeasureTree(t *testing.T) {
+	dir := testTree(t, 300)
+	pack := packTree(t, dir, "tree.tar.zst")
 	rep, err := MeasureTree(context.Background(), TreeConfig{
 		Dir: dir, Archive: pack, Runs: 2, Workers: []int{1, 2}, PoolWorkers: 8,
 	})
@@ -82,15 +90,7 @@ func TestMeasureTree(t *testing.T) {
 // how to make it again, not an engine that delivered wrong bytes.
 func TestMeasureTreeStaleArchive(t *testing.T) {
 	dir := testTree(t, 20)
-	pack := filepath.Join(t.TempDir(), "tree.tar")
-	f, err := os.Create(pack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := batch.Pack(context.Background(), dir, f, batch.PackOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	pack := packTree(t, dir, "tree.tar")
 	if err := os.WriteFile(filepath.Join(dir, "changed"), []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
